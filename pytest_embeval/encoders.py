@@ -1,0 +1,471 @@
+"""Model specs -> encoders, and the one validated, normalised embedding path both arms go through.
+
+An :class:`Arm` is an encoder plus everything that identifies what it computes: the spec shown in reports,
+the prompts actually applied, and a fingerprint that keys the embedding cache. Nothing here imports torch or
+sentence-transformers at module level: they are imported only when a sentence-transformers model is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = [
+    "Arm",
+    "Encoder",
+    "EncoderError",
+    "SentenceTransformerEncoder",
+    "embed",
+    "resolve_model",
+    "weights_digest",
+]
+
+Kind = Literal["query", "document"]
+
+# Weight files of a model folder. ONNX / OpenVINO exports in hub repos are alternative backends that the torch
+# backend never reads, and they are large, so they are not hashed.
+_WEIGHT_SUFFIXES = (".safetensors", ".bin")
+_SKIPPED_DIRS = frozenset({"onnx", "openvino"})
+_OFFLINE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
+
+
+class EncoderError(Exception):
+    """A model spec cannot be resolved, or an encoder returned bad vectors. The message names the spec."""
+
+
+class Encoder(Protocol):
+    """What the pipeline needs from a model: one embedding row per text, for queries and for documents."""
+
+    def encode_query(self, texts: list[str]) -> np.ndarray: ...
+
+    def encode_document(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Arm:
+    """One side of the comparison. The role ("incumbent"/"candidate") is kept by the caller."""
+
+    spec: str
+    encoder: Encoder
+    # Canonical JSON (stable across processes and machines for the same model files): what the embedding
+    # cache is keyed by, and what the report shows so two runs can be told apart.
+    fingerprint: str
+    prompts: Mapping[str, str]
+
+    @property
+    def digest(self) -> str:
+        """``sha256:<hex>`` of the fingerprint, for file names and compact cache keys."""
+        return "sha256:" + hashlib.sha256(self.fingerprint.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceTransformerEncoder:
+    """Adapts a ``SentenceTransformer`` to :class:`Encoder`.
+
+    ``encode_query`` / ``encode_document`` apply the model's own configured prompts (its model card's).
+    :func:`embed` batches already, so each call is encoded as one model batch, and normalisation is left to
+    :func:`embed` so that every arm is normalised by the same code.
+    """
+
+    model: SentenceTransformer
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model.encode_query(texts, **self._options(texts)))
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model.encode_document(texts, **self._options(texts)))
+
+    @staticmethod
+    def _options(texts: list[str]) -> dict[str, Any]:
+        return {
+            "batch_size": max(1, len(texts)),
+            "convert_to_numpy": True,
+            "normalize_embeddings": False,
+            "show_progress_bar": False,
+        }
+
+
+# ---------------------------------------------------------------------------------------------- resolve_model
+
+
+def resolve_model(spec_or_object: str | object) -> Arm:
+    """Turn a model spec into an :class:`Arm`.
+
+    Accepted forms:
+
+    * an :class:`Arm` (returned as is);
+    * an object with ``encode_query`` and ``encode_document`` (a ``SentenceTransformer`` included);
+    * ``"module:attr"`` (``attr`` may be dotted) naming such an object, a class, or a factory called with no
+      arguments;
+    * any other string: a sentence-transformers model name or local folder, loaded on CPU with
+      ``trust_remote_code=False``. Whether the Hub may be contacted is the user's ``HF_HUB_OFFLINE`` choice.
+    """
+    if isinstance(spec_or_object, Arm):
+        return spec_or_object
+    if isinstance(spec_or_object, str):
+        return _resolve_string(spec_or_object)
+    return _arm_from_object(spec_or_object, spec=None)
+
+
+def _resolve_string(raw: str) -> Arm:
+    spec = raw.strip()
+    if not spec:
+        raise EncoderError(
+            f"empty model spec {raw!r}: give a sentence-transformers model name or path, or 'module:attr'"
+        )
+    # An existing path wins over the module:attr reading (a Windows drive letter contains a colon).
+    if ":" in spec and not os.path.exists(spec):
+        return _arm_from_object(_import_attr(spec), spec=spec)
+    model = _load_sentence_transformer(spec)
+    source = Path(spec) if os.path.isdir(spec) else None
+    return _arm_from_sentence_transformer(model, spec=spec, name=spec, source=source)
+
+
+def _import_attr(spec: str) -> object:
+    module_name, _, attr_path = spec.partition(":")
+    if not _is_dotted_identifier(module_name) or not _is_dotted_identifier(attr_path):
+        raise EncoderError(
+            f"invalid model spec {spec!r}: expected 'module:attr' with a dotted module path and attribute "
+            "(e.g. 'mypackage.encoders:make_encoder'), or a sentence-transformers model name or path"
+        )
+    try:
+        obj: object = importlib.import_module(module_name)
+    except Exception as exc:
+        raise EncoderError(
+            f"model spec {spec!r}: cannot import module {module_name!r}: {_summary(exc)}"
+        ) from exc
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise EncoderError(
+                f"model spec {spec!r}: module {module_name!r} has no attribute {attr_path!r}"
+            ) from exc
+    if isinstance(obj, type) or (callable(obj) and not _is_encoder(obj)):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise EncoderError(
+                f"model spec {spec!r}: calling {attr_path!r}() to build the encoder raised {_summary(exc)}"
+            ) from exc
+    return obj
+
+
+def _is_dotted_identifier(text: str) -> bool:
+    return bool(text) and all(part.isidentifier() for part in text.split("."))
+
+
+def _is_encoder(obj: object) -> bool:
+    return callable(getattr(obj, "encode_query", None)) and callable(getattr(obj, "encode_document", None))
+
+
+def _is_sentence_transformer(obj: object) -> bool:
+    # If sentence_transformers was never imported, obj cannot be one of its models: no import needed.
+    module = sys.modules.get("sentence_transformers")
+    cls = getattr(module, "SentenceTransformer", None)
+    return isinstance(cls, type) and isinstance(obj, cls)
+
+
+def _arm_from_object(obj: object, *, spec: str | None) -> Arm:
+    if isinstance(obj, Arm):
+        return obj
+    if _is_sentence_transformer(obj):
+        model: SentenceTransformer = obj  # type: ignore[assignment]
+        return _arm_from_sentence_transformer(model, spec=spec, name=None, source=None)
+    label = spec if spec is not None else _object_label(obj)
+    if not _is_encoder(obj):
+        hint = (
+            " (it has encode(): sentence-transformers >= 5 provides encode_query/encode_document)"
+            if callable(getattr(obj, "encode", None))
+            else ""
+        )
+        raise EncoderError(
+            f"model spec {label!r} resolved to {_qualname(obj)}, which has no encode_query/encode_document "
+            f"methods{hint}"
+        )
+    prompts = _declared_prompts(obj)
+    identity: dict[str, object]
+    fingerprint_attr = getattr(obj, "fingerprint", None)
+    name_attr = getattr(obj, "name", None)
+    if isinstance(fingerprint_attr, str) and fingerprint_attr:
+        identity = {"fingerprint": fingerprint_attr}
+    elif isinstance(name_attr, str) and name_attr:
+        identity = {"name": name_attr}
+    else:
+        identity = {"class": _qualname(obj), "spec": label}
+    fingerprint = _canonical({**identity, "prompts": prompts, "normalize": "l2"})
+    encoder: Encoder = obj  # type: ignore[assignment]
+    return Arm(spec=label, encoder=encoder, fingerprint=fingerprint, prompts=prompts)
+
+
+def _object_label(obj: object) -> str:
+    name = getattr(obj, "name", None)
+    return name if isinstance(name, str) and name else _qualname(obj)
+
+
+def _qualname(obj: object) -> str:
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _declared_prompts(obj: object) -> dict[str, str]:
+    """Prompts a custom encoder says it applies (a ``prompts`` mapping); none otherwise."""
+    declared = getattr(obj, "prompts", None)
+    prompts = {"query": "", "document": ""}
+    if isinstance(declared, Mapping):
+        for key in prompts:
+            value = declared.get(key)
+            if isinstance(value, str):
+                prompts[key] = value
+    return prompts
+
+
+def _summary(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+# ------------------------------------------------------------------------------------- sentence-transformers
+
+
+def _load_sentence_transformer(spec: str) -> SentenceTransformer:
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise EncoderError(
+            f"model spec {spec!r} names a sentence-transformers model, but sentence-transformers cannot be "
+            f"imported: {_summary(exc)}"
+        ) from exc
+    try:
+        return SentenceTransformer(spec, device="cpu", trust_remote_code=False)
+    except Exception as exc:
+        if os.path.isdir(spec):
+            where = "the folder exists but does not hold a loadable sentence-transformers model"
+        elif os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in _OFFLINE_VALUES:
+            where = (
+                "it is not a local folder and could not be loaded offline (HF_HUB_OFFLINE is set): "
+                "not found in the Hugging Face cache"
+            )
+        else:
+            where = "it is not a local folder and could not be found or downloaded from the Hugging Face Hub"
+        raise EncoderError(
+            f"could not load sentence-transformers model {spec!r}: {where} ({_summary(exc)})"
+        ) from exc
+
+
+def _arm_from_sentence_transformer(
+    model: SentenceTransformer, *, spec: str | None, name: str | None, source: Path | None
+) -> Arm:
+    config = getattr(getattr(model, "transformers_model", None), "config", None)
+    config_path = getattr(config, "_name_or_path", None) or None
+    card = getattr(model, "model_card_data", None)
+    card_name = getattr(card, "model_id", None) or getattr(card, "model_name", None) or None
+    if name is None:
+        name = config_path or card_name or type(model).__name__
+    if source is None and config_path is not None and os.path.isdir(config_path):
+        source = Path(config_path)
+
+    identity: dict[str, object] = {"class": type(model).__name__, "name": name}
+    weights = weights_digest(source) if source is not None else {}
+    revision = getattr(config, "_commit_hash", None)
+    if weights:
+        identity["weights"] = weights
+    elif isinstance(revision, str) and revision:
+        identity["revision"] = revision
+    else:
+        identity["weights"] = {"<state_dict>": _state_dict_digest(model)}
+
+    prompts = _applied_prompts(model)
+    max_seq_length = getattr(model, "max_seq_length", None)
+    if not (isinstance(max_seq_length, int) and not isinstance(max_seq_length, bool)):
+        max_seq_length = None  # e.g. StaticEmbedding reports math.inf: there is no truncation
+    truncate_dim = getattr(model, "truncate_dim", None)
+    fingerprint = _canonical(
+        {
+            **identity,
+            "prompts": prompts,
+            "normalize": "l2",
+            "max_seq_length": max_seq_length,
+            "truncate_dim": truncate_dim if isinstance(truncate_dim, int) else None,
+            "dtype": str(getattr(model, "dtype", "")).removeprefix("torch."),
+            # Module configuration (pooling mode, dense layers, ...) changes embeddings without touching the
+            # weight files; its repr is stable for a given sentence-transformers version.
+            "modules": "sha256:" + hashlib.sha256(repr(model).encode("utf-8")).hexdigest()[:16],
+        }
+    )
+    return Arm(
+        spec=spec if spec is not None else name,
+        encoder=SentenceTransformerEncoder(model),
+        fingerprint=fingerprint,
+        prompts=prompts,
+    )
+
+
+def _applied_prompts(model: SentenceTransformer) -> dict[str, str]:
+    """The prompts ``encode_query`` / ``encode_document`` prepend, resolved exactly as they resolve them."""
+    configured: Mapping[str, Any] = getattr(model, "prompts", None) or {}
+    default_name = getattr(model, "default_prompt_name", None)
+
+    def pick(candidates: tuple[str, ...]) -> str:
+        for key in candidates:
+            if key in configured:
+                return str(configured[key] or "")
+        if default_name is not None:
+            return str(configured.get(default_name) or "")
+        return ""
+
+    return {"query": pick(("query",)), "document": pick(("document", "passage", "corpus"))}
+
+
+_weights_cache: dict[tuple[str, tuple[tuple[str, int, int], ...]], dict[str, str]] = {}
+
+
+def weights_digest(folder: Path) -> dict[str, str]:
+    """``{relative path: "sha256:<hex>"}`` of the weight files under a model folder ({} if there are none).
+
+    Cached for the process per folder and file (size, mtime), so a folder rebuilt in place is hashed again.
+    """
+    root = folder.resolve()
+    files = sorted(
+        (path.relative_to(root).as_posix(), path)
+        for path in root.rglob("*")
+        if path.suffix in _WEIGHT_SUFFIXES
+        and path.is_file()
+        and not _SKIPPED_DIRS.intersection(path.relative_to(root).parts[:-1])
+    )
+    stats = tuple((rel, (st := path.stat()).st_size, st.st_mtime_ns) for rel, path in files)
+    key = (str(root), stats)
+    cached = _weights_cache.get(key)
+    if cached is None:
+        cached = {rel: "sha256:" + _file_sha256(path) for rel, path in files}
+        _weights_cache[key] = cached
+    return dict(cached)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _state_dict_digest(model: SentenceTransformer) -> str:
+    """Hash of the in-memory tensors, for models built in memory (no folder, no Hub revision)."""
+    import torch
+
+    digest = hashlib.sha256()
+    for key, tensor in sorted(model.state_dict().items()):
+        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{key}\0{flat.dtype}\0{tuple(tensor.shape)}\0".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
+def _canonical(payload: Mapping[str, object]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# ----------------------------------------------------------------------------------------------------- embed
+
+
+def embed(
+    arm: Arm,
+    texts: Sequence[str],
+    kind: Kind,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    batch_size: int = 64,
+    role: str | None = None,
+) -> np.ndarray:
+    """Encode ``texts`` as queries or documents: float32 ``(len(texts), d)``, rows L2-normalised.
+
+    The encoder is called in batches of ``batch_size``, ``progress(done, total)`` after each. Its output is
+    validated (2-D, one row per text, one dimension for all batches, finite, no zero vector) and any problem
+    raises :class:`EncoderError` naming ``role`` (e.g. "candidate"), the spec and the kind. No texts: an empty
+    ``(0, 0)`` array, without calling the model.
+    """
+    if kind not in ("query", "document"):
+        raise ValueError(f"kind must be 'query' or 'document', got {kind!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    total = len(texts)
+    for position, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{position}] is {type(text).__name__}, not str: {text!r}")
+    if total == 0:
+        return np.empty((0, 0), dtype=np.float32)
+
+    who = f"{role} encoder {arm.spec!r}" if role else f"encoder {arm.spec!r}"
+    method = arm.encoder.encode_query if kind == "query" else arm.encoder.encode_document
+    out: np.ndarray | None = None
+    bad_rows: list[int] = []
+    zero_rows: list[int] = []
+    for start in range(0, total, batch_size):
+        batch = list(texts[start : start + batch_size])
+        try:
+            raw = method(batch)
+        except Exception as exc:
+            raise EncoderError(
+                f"{who} failed on {kind} texts {start}..{start + len(batch) - 1}: {_summary(exc)}"
+            ) from exc
+        vectors = _as_float_matrix(raw, who=who, kind=kind, rows=len(batch))
+        if out is None:
+            out = np.empty((total, vectors.shape[1]), dtype=np.float32)
+        elif vectors.shape[1] != out.shape[1]:
+            raise EncoderError(
+                f"{who} returned {vectors.shape[1]}-dimensional vectors for {kind} texts "
+                f"{start}..{start + len(batch) - 1} but {out.shape[1]}-dimensional ones before"
+            )
+        finite = np.isfinite(vectors).all(axis=1)
+        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        bad_rows.extend((start + np.flatnonzero(~finite)).tolist())
+        zero_rows.extend((start + np.flatnonzero(finite & (norms == 0.0))).tolist())
+        safe = np.where(finite & (norms > 0.0), norms, 1.0)
+        out[start : start + len(batch)] = vectors / safe[:, None]
+        if progress is not None:
+            progress(start + len(batch), total)
+    assert out is not None  # total > 0, so at least one batch ran
+    if bad_rows:
+        raise EncoderError(
+            f"{who} returned NaN or inf in {len(bad_rows)} of {total} {kind} vectors "
+            f"(first: row {bad_rows[0]})"
+        )
+    if zero_rows:
+        raise EncoderError(
+            f"{who} returned an all-zero vector for {len(zero_rows)} of {total} {kind} texts "
+            f"(first: row {zero_rows[0]}); it cannot be normalised for cosine similarity"
+        )
+    return out
+
+
+def _as_float_matrix(raw: object, *, who: str, kind: str, rows: int) -> np.ndarray:
+    try:
+        array = np.asarray(raw)
+    except Exception as exc:
+        raise EncoderError(
+            f"{who} returned {type(raw).__name__} for {rows} {kind} texts, which is not an array: "
+            f"{_summary(exc)}"
+        ) from exc
+    if array.ndim != 2 or array.shape[0] != rows:
+        raise EncoderError(
+            f"{who} returned shape {array.shape} for {rows} {kind} texts; expected ({rows}, d)"
+        )
+    if array.shape[1] == 0:
+        raise EncoderError(f"{who} returned 0-dimensional vectors for {rows} {kind} texts")
+    if array.dtype.kind not in "biuf":
+        raise EncoderError(f"{who} returned {array.dtype} values for {kind} texts; expected real numbers")
+    # Validated and normalised in float64, so that tiny but valid vectors do not underflow to a zero norm.
+    return array.astype(np.float64)

@@ -1,0 +1,849 @@
+"""Golden-set files (YAML, schema version 1) loaded into frozen, validated dataclasses.
+
+`load_golden(path)` reads the YAML file and the data it names (JSONL corpus and queries, TSV qrels, or a BEIR
+folder) and returns a `GoldenSet`. Every problem with the files is a `GoldenError` whose text is one line,
+``<path>[:<line>]: <key>: <problem>``, naming the file, the line where it is known and the key (a dotted path
+such as ``index.hnsw.M`` or ``queries[2].relevant.doc-9`` for the YAML file, the field or column name for data
+files). Nothing is silently dropped: a value this module cannot use is an error, never a default.
+
+Decisions the schema leaves open, taken here:
+
+* Judgments live in one place: the ``qrels`` file, or ``relevant`` on inline queries. Giving both is an error
+  (two sources of truth drift apart). ``qrels`` is required unless some inline query carries ``relevant``.
+* ``metric`` is required: the primary metric is the decision, so it is never implied.
+* ``bootstrap`` is at least 100 (a percentile interval needs resamples beyond its tails); ``seed`` is >= 0
+  (``numpy.random.default_rng`` rejects negative seeds).
+* Ids are strings (a JSON integer id is accepted and written as a string) without whitespace, so TREC run
+  files (whitespace-separated) stay parseable. Inline YAML ids and stratum values are taken as written
+  (``007`` stays ``007``, ``no`` stays ``no``): YAML typing would turn them into numbers and booleans.
+* Blank lines in JSONL and TSV files are skipped; a UTF-8 byte order mark is accepted.
+* A document needs a non-blank text or title; a query needs a non-blank text. Queries without any judgment are
+  kept (they score NaN and are reported as excluded).
+* ``beir: folder`` reads ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv`` (or ``qrels.tsv`` at the
+  folder root) and excludes the ``corpus``, ``queries`` and ``qrels`` keys.
+* ``overall_excludes: {field: [values]}`` leaves matching queries (e.g. hand-written "wish" queries) out of
+  the ``overall`` stratum; they still form their own ``field=value`` strata.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from pytest_embeval.metrics import MetricSpec, parse_metric
+
+SCHEMA_VERSION = 1
+OVERALL = "overall"
+QRELS_HEADER = "query-id\tcorpus-id\tscore"
+DEFAULT_TIE_MARGIN = 0.02
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_MIN_QUERIES = 20
+DEFAULT_BOOTSTRAP = 10_000
+MIN_BOOTSTRAP = 100
+DEFAULT_SEED = 0
+DEFAULT_RELEVANCE_LEVEL = 1
+HNSW_DEFAULTS: Mapping[str, int] = {"M": 16, "ef_construction": 200, "ef_search": 128}
+
+KNOWN_KEYS = (
+    "schema_version",
+    "name",
+    "corpus",
+    "queries",
+    "qrels",
+    "beir",
+    "strata",
+    "overall_excludes",
+    "metric",
+    "guards",
+    "report",
+    "tie_margin",
+    "confidence",
+    "min_queries",
+    "bootstrap",
+    "seed",
+    "index",
+    "relevance_level",
+)
+_DATA_KEYS = ("corpus", "queries", "qrels")
+_INLINE_QUERY_KEYS = ("id", "text", "relevant")
+#: Query keys that cannot name a stratum field (they are the query's id, text and judgments).
+_RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant"})
+_NULL_TAG = "tag:yaml.org,2002:null"
+_WHITESPACE = re.compile(r"\s")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NEWLINES = re.compile(r"\s*[\r\n]+\s*")
+
+
+def _one_line(text: str) -> str:
+    return _NEWLINES.sub(" ", text)
+
+
+class GoldenError(Exception):
+    """A malformed golden set. ``str(error)`` is one line: ``<path>[:<line>]: <key>: <problem>``."""
+
+    def __init__(self, path: str | PathLike[str], key: str | None, line: int | None, problem: str) -> None:
+        self.path = Path(path)
+        self.key = None if key is None else _one_line(key)
+        self.line = line
+        self.problem = _one_line(problem)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        location = str(self.path) if self.line is None else f"{self.path}:{self.line}"
+        return ": ".join(part for part in (location, self.key, self.problem) if part is not None)
+
+    def __reduce__(self) -> tuple[type[GoldenError], tuple[Path, str | None, int | None, str]]:
+        # Exception pickles its args, which here are the formatted message, not the constructor's arguments.
+        return GoldenError, (self.path, self.key, self.line, self.problem)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str
+    text: str
+    title: str = ""
+
+    @property
+    def embed_text(self) -> str:
+        """Exactly the text both arms embed for this document."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    id: str
+    text: str
+    #: stratum field -> value (always strings), for the fields named in the golden set's ``strata``
+    fields: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSpec:
+    kind: str  # "exact" | "hnsw"
+    M: int = HNSW_DEFAULTS["M"]
+    ef_construction: int = HNSW_DEFAULTS["ef_construction"]
+    ef_search: int = HNSW_DEFAULTS["ef_search"]
+
+    def as_dict(self) -> dict[str, str | int]:
+        """The declared index, plain types only; HNSW parameters appear only for ``hnsw``."""
+        if self.kind != "hnsw":
+            return {"kind": self.kind}
+        return {
+            "kind": "hnsw",
+            "M": self.M,
+            "ef_construction": self.ef_construction,
+            "ef_search": self.ef_search,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Stratum:
+    name: str  # "overall" | "field=value"
+    query_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenSet:
+    path: Path
+    name: str
+    documents: tuple[Document, ...]
+    queries: tuple[Query, ...]
+    #: query id -> {document id: grade}, in query order; a query without judgments maps to {}
+    qrels: Mapping[str, Mapping[str, int]]
+    strata_fields: tuple[str, ...]
+    metric: MetricSpec
+    #: str(MetricSpec) -> margin, in declared order
+    guards: Mapping[str, float]
+    report_metrics: tuple[MetricSpec, ...]
+    tie_margin: float
+    confidence: float
+    min_queries: int
+    bootstrap: int
+    seed: int
+    index: IndexSpec
+    relevance_level: int
+    #: stratum field -> values whose queries are kept out of the "overall" stratum (sorted)
+    overall_excludes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def strata(self) -> tuple[Stratum, ...]:
+        """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order."""
+        overall = tuple(query.id for query in self.queries if not self._excluded_from_overall(query))
+        result = [Stratum(OVERALL, overall)]
+        for name in self.strata_fields:
+            by_value: dict[str, list[str]] = {}
+            for query in self.queries:
+                by_value.setdefault(query.fields[name], []).append(query.id)
+            result.extend(Stratum(f"{name}={value}", tuple(by_value[value])) for value in sorted(by_value))
+        return tuple(result)
+
+    def _excluded_from_overall(self, query: Query) -> bool:
+        return any(query.fields[name] in values for name, values in self.overall_excludes.items())
+
+    def all_metrics(self) -> tuple[MetricSpec, ...]:
+        """Primary, then guards, then report metrics; each once, in that order."""
+        specs = [self.metric, *(parse_metric(name) for name in self.guards), *self.report_metrics]
+        unique: dict[str, MetricSpec] = {}
+        for spec in specs:
+            unique.setdefault(str(spec), spec)
+        return tuple(unique.values())
+
+    def max_k(self) -> int:
+        return max(spec.k for spec in self.all_metrics())
+
+    def plan(self) -> dict[str, Any]:
+        """The declared plan (everything decided before results exist), as plain JSON types."""
+        return {
+            "metric": str(self.metric),
+            "guards": dict(self.guards),
+            "report": [str(spec) for spec in self.report_metrics],
+            "tie_margin": self.tie_margin,
+            "confidence": self.confidence,
+            "min_queries": self.min_queries,
+            "bootstrap": self.bootstrap,
+            "seed": self.seed,
+            "index": self.index.as_dict(),
+            "relevance_level": self.relevance_level,
+            "strata": list(self.strata_fields),
+            "overall_excludes": {name: list(values) for name, values in self.overall_excludes.items()},
+        }
+
+    def plan_fingerprint(self) -> str:
+        return "sha256:" + hashlib.sha256(_canonical(self.plan())).hexdigest()
+
+    def fingerprint(self) -> str:
+        """Plan + corpus (ids, sha256 of each embedded text) + queries + sorted qrels; stable everywhere."""
+        digest = hashlib.sha256(b"pytest-embeval golden set v1\n")
+        digest.update(b"plan " + _canonical(self.plan()) + b"\n")
+        for doc in self.documents:
+            text_hash = hashlib.sha256(doc.embed_text.encode("utf-8")).hexdigest()
+            digest.update(b"document " + _canonical([doc.id, text_hash]) + b"\n")
+        for query in self.queries:
+            digest.update(b"query " + _canonical([query.id, query.text, dict(query.fields)]) + b"\n")
+        judgments = sorted(
+            (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()
+        )
+        for judgment in judgments:
+            digest.update(b"qrel " + _canonical(list(judgment)) + b"\n")
+        return "sha256:" + digest.hexdigest()
+
+
+def _canonical(value: object) -> bytes:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8")
+
+
+def load_golden(path: str | PathLike[str]) -> GoldenSet:
+    """Load and validate a golden-set YAML file and the data it names. Raises `GoldenError`."""
+    return _GoldenLoader(Path(path)).load()
+
+
+# --- data files --------------------------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise GoldenError(path, None, None, f"file not found: {path.resolve()}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise GoldenError(path, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        problem = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        raise GoldenError(path, None, line, problem) from None
+    return text.removeprefix("\ufeff")
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(_read_text(path).split("\n"), start=1):
+        if not line or line.isspace():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+        yield number, record
+
+
+def _json_text(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _id_problem(value: str) -> str | None:
+    if not value:
+        return "must not be empty"
+    if _WHITESPACE.search(value):
+        return f"{value!r} contains whitespace (ids must be single tokens, as in TREC run files)"
+    return None
+
+
+def _json_id(path: Path, line: int, record: Mapping[str, Any]) -> str:
+    if "_id" not in record:
+        raise GoldenError(path, "_id", line, "missing required key")
+    value = record["_id"]
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise GoldenError(path, "_id", line, f"must be a string, got {_json_text(value)}")
+    text = str(value)
+    problem = _id_problem(text)
+    if problem is not None:
+        raise GoldenError(path, "_id", line, problem)
+    return text
+
+
+def _json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> str:
+    if key not in record:
+        raise GoldenError(path, key, line, "missing required key")
+    value = record[key]
+    if not isinstance(value, str):
+        raise GoldenError(path, key, line, f"must be a string, got {_json_text(value)}")
+    return value
+
+
+def _read_documents(path: Path) -> list[Document]:
+    documents: list[Document] = []
+    first_line: dict[str, int] = {}
+    for line, record in _json_lines(path):
+        doc_id = _json_id(path, line, record)
+        if doc_id in first_line:
+            problem = f"duplicate document id {doc_id!r} (first on line {first_line[doc_id]})"
+            raise GoldenError(path, "_id", line, problem)
+        first_line[doc_id] = line
+        text = _json_string(path, line, record, "text")
+        title = "" if record.get("title") is None else _json_string(path, line, record, "title")
+        if not text.strip() and not title.strip():
+            raise GoldenError(path, "text", line, f"document {doc_id!r} has neither text nor title")
+        documents.append(Document(doc_id, text, title))
+    return documents
+
+
+def _read_queries(path: Path, strata: Sequence[str]) -> list[Query]:
+    queries: list[Query] = []
+    first_line: dict[str, int] = {}
+    for line, record in _json_lines(path):
+        query_id = _json_id(path, line, record)
+        if query_id in first_line:
+            problem = f"duplicate query id {query_id!r} (first on line {first_line[query_id]})"
+            raise GoldenError(path, "_id", line, problem)
+        first_line[query_id] = line
+        text = _json_string(path, line, record, "text")
+        if not text.strip():
+            raise GoldenError(path, "text", line, f"query {query_id!r} has an empty text")
+        fields: dict[str, str] = {}
+        for name in strata:
+            if name not in record:
+                raise GoldenError(path, name, line, f"query {query_id!r} has no stratum field {name!r}")
+            value = record[name]
+            if value is None or isinstance(value, (dict, list)):
+                raise GoldenError(path, name, line, _stratum_type(query_id, name, _json_text(value)))
+            text_value = value if isinstance(value, str) else json.dumps(value)
+            fields[name] = _stratum_value(path, name, line, query_id, name, text_value)
+        queries.append(Query(query_id, text, fields))
+    return queries
+
+
+def _stratum_type(query_id: str, name: str, got: str) -> str:
+    return f"query {query_id!r}: stratum field {name!r} must be a string or number, got {got}"
+
+
+def _stratum_value(path: Path, key: str, line: int, query_id: str, name: str, value: str) -> str:
+    if not value.strip():
+        problem = f"query {query_id!r} has an empty value for stratum field {name!r}"
+        raise GoldenError(path, key, line, problem)
+    return value
+
+
+def _read_qrels(path: Path, qrels: dict[str, dict[str, int]], document_ids: AbstractSet[str]) -> int:
+    """Add a BEIR qrels TSV file's judgments to ``qrels`` (keyed by every known query); return how many."""
+    lines = _read_text(path).split("\n")
+    header = lines[0].rstrip("\r")
+    if header != QRELS_HEADER:
+        raise GoldenError(path, "header", 1, f"expected {QRELS_HEADER!r}, got {header!r}")
+    first_line: dict[tuple[str, str], int] = {}
+    for number, raw in enumerate(lines[1:], start=2):
+        line = raw.rstrip("\r")
+        if not line or line.isspace():
+            continue
+        columns = line.split("\t")
+        if len(columns) != 3:
+            problem = f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}"
+            raise GoldenError(path, None, number, problem)
+        query_id, doc_id, score = columns
+        judged = qrels.get(query_id)
+        if judged is None:
+            raise GoldenError(path, "query-id", number, f"unknown query {query_id!r} (not in the queries)")
+        if doc_id not in document_ids:
+            raise GoldenError(path, "corpus-id", number, f"unknown document {doc_id!r} (not in the corpus)")
+        if not _INTEGER.fullmatch(score):
+            raise GoldenError(path, "score", number, f"{score!r} is not an integer grade")
+        grade = int(score)
+        if grade < 0:
+            problem = f"grade {grade} is negative (grades are 0..N, 0 = judged non-relevant)"
+            raise GoldenError(path, "score", number, problem)
+        pair = (query_id, doc_id)
+        if pair in first_line:
+            problem = (
+                f"duplicate judgment of query {query_id!r} and document {doc_id!r} "
+                f"(first on line {first_line[pair]})"
+            )
+            raise GoldenError(path, "corpus-id", number, problem)
+        first_line[pair] = number
+        judged[doc_id] = grade
+    return len(first_line)
+
+
+# --- the YAML file -----------------------------------------------------------------------------------------
+
+
+def _describe(node: yaml.Node) -> str:
+    """A YAML value as the user wrote it, for "got ..." in messages."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    value = str(node.value)
+    return value if value else "an empty value"
+
+
+def _unknown_key(name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f"unknown key, did you mean {close[0]!r}?"
+    return f"unknown key (expected one of: {', '.join(known)})"
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+_Entry = tuple[yaml.Node, yaml.Node]  # (key node, value node)
+_T = TypeVar("_T")
+
+
+class _GoldenLoader:
+    """One load of one golden file: knows the file, so every error can name it and the line of a YAML node."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._constructor = yaml.SafeLoader("")
+
+    def error(self, node: yaml.Node | None, key: str | None, problem: str) -> GoldenError:
+        return GoldenError(self.path, key, None if node is None else _line(node), problem)
+
+    # --- generic node readers
+
+    def entries(self, node: yaml.Node, key: str | None) -> dict[str, _Entry]:
+        """A mapping node's entries by key as written, refusing duplicate keys (PyYAML keeps the last one)."""
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, key, f"must be a mapping, got {_describe(node)}")
+        result: dict[str, _Entry] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.error(key_node, key, f"keys must be plain names, got {_describe(key_node)}")
+            name = str(key_node.value)
+            if name in result:
+                problem = f"duplicate key (first on line {_line(result[name][0])})"
+                raise self.error(key_node, name if key is None else f"{key}.{name}", problem)
+            result[name] = (key_node, value_node)
+        return result
+
+    def check_keys(self, entries: Mapping[str, _Entry], known: Sequence[str], prefix: str | None) -> None:
+        for name, (key_node, _) in entries.items():
+            if name not in known:
+                key = name if prefix is None else f"{prefix}.{name}"
+                raise self.error(key_node, key, _unknown_key(name, known))
+
+    def construct(self, node: yaml.Node, key: str) -> object:
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise self.error(node, key, f"invalid YAML value: {problem}") from None
+
+    def word(self, node: yaml.Node, key: str, what: str) -> str:
+        """A scalar as written (ids, names, stratum values): YAML typing would make numbers, bools of them."""
+        if not isinstance(node, yaml.ScalarNode) or node.tag == _NULL_TAG or not str(node.value).strip():
+            raise self.error(node, key, f"must be {what}, got {_describe(node)}")
+        return str(node.value)
+
+    def identifier(self, node: yaml.Node, key: str) -> str:
+        value = self.word(node, key, "an id")
+        problem = _id_problem(value)
+        if problem is not None:
+            raise self.error(node, key, problem)
+        return value
+
+    def string(self, node: yaml.Node, key: str) -> str:
+        value = self.construct(node, key)
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(node, key, f"must be a non-empty string, got {_describe(node)}")
+        return value
+
+    def number(self, node: yaml.Node, key: str) -> float | None:
+        """The value as a float if it is a finite number (booleans are not numbers), else None."""
+        value = self.construct(node, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return None
+        return float(value)
+
+    def margin(self, node: yaml.Node, key: str) -> float:
+        value = self.number(node, key)
+        if value is None or value < 0:
+            raise self.error(node, key, f"must be a number >= 0, got {_describe(node)}")
+        return value
+
+    def confidence(self, node: yaml.Node) -> float:
+        value = self.number(node, "confidence")
+        if value is None or not 0 < value < 1:
+            problem = f"must be a number strictly between 0 and 1, got {_describe(node)}"
+            raise self.error(node, "confidence", problem)
+        return value
+
+    def integer(self, node: yaml.Node, key: str, minimum: int) -> int:
+        value = self.construct(node, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.error(node, key, f"must be an integer >= {minimum}, got {_describe(node)}")
+        return value
+
+    def metric(self, node: yaml.Node, key: str) -> MetricSpec:
+        value = self.construct(node, key)
+        if not isinstance(value, str):
+            raise self.error(node, key, f"must be a metric name such as ndcg@10, got {_describe(node)}")
+        try:
+            return parse_metric(value)
+        except ValueError as exc:
+            raise self.error(node, key, str(exc)) from None
+
+    def location(self, node: yaml.Node, key: str) -> Path:
+        """A path as given in the YAML file: absolute, or relative to the YAML file's folder."""
+        path = Path(self.string(node, key))
+        return path if path.is_absolute() else self.path.parent / path
+
+    def data_file(self, node: yaml.Node, key: str) -> Path:
+        return self.require(node, key, self.location(node, key))
+
+    def require(self, node: yaml.Node, key: str, path: Path, *, folder: bool = False) -> Path:
+        """``path`` if it is an existing file (or folder), else an error at ``node`` naming the full path."""
+        what = "folder" if folder else "file"
+        try:
+            if path.is_dir() if folder else path.is_file():
+                return path
+            problem = f"{'not a ' + what if path.exists() else what + ' not found'}: {path.resolve()}"
+        except (OSError, RuntimeError, ValueError) as exc:  # name too long, symlink loop, NUL byte
+            problem = f"unusable path {str(path)!r}: {getattr(exc, 'strerror', None) or exc}"
+        raise self.error(node, key, problem)
+
+    # --- the golden file
+
+    def load(self) -> GoldenSet:
+        top = self.entries(self.compose(), None)
+        self.check_keys(top, KNOWN_KEYS, None)
+        self.check_structure(top)
+
+        def setting(name: str, parse: Callable[[yaml.Node], _T], default: _T) -> _T:
+            return default if name not in top else parse(top[name][1])
+
+        name = setting("name", lambda node: self.word(node, "name", "a non-empty name"), self.path.stem)
+        strata: tuple[str, ...] = setting("strata", self.strata, ())
+        metric = self.metric(top["metric"][1], "metric")
+        guards: dict[str, float] = setting("guards", self.guards, {})
+        report: tuple[MetricSpec, ...] = setting("report", self.report, ())
+        tie_margin = setting("tie_margin", lambda node: self.margin(node, "tie_margin"), DEFAULT_TIE_MARGIN)
+        confidence = setting("confidence", self.confidence, DEFAULT_CONFIDENCE)
+        min_queries = setting(
+            "min_queries", lambda node: self.integer(node, "min_queries", 1), DEFAULT_MIN_QUERIES
+        )
+        bootstrap = setting(
+            "bootstrap", lambda node: self.integer(node, "bootstrap", MIN_BOOTSTRAP), DEFAULT_BOOTSTRAP
+        )
+        seed = setting("seed", lambda node: self.integer(node, "seed", 0), DEFAULT_SEED)
+        index = setting("index", self.index, IndexSpec("exact"))
+        relevance_level = setting(
+            "relevance_level", lambda node: self.integer(node, "relevance_level", 1), DEFAULT_RELEVANCE_LEVEL
+        )
+        documents, queries, qrels = self.data(top, strata)
+        excludes: dict[str, tuple[str, ...]] = setting(
+            "overall_excludes", lambda node: self.overall_excludes(node, strata, queries), {}
+        )
+        return GoldenSet(
+            path=self.path,
+            name=name,
+            documents=tuple(documents),
+            queries=tuple(queries),
+            qrels=qrels,
+            strata_fields=strata,
+            metric=metric,
+            guards=guards,
+            report_metrics=report,
+            tie_margin=tie_margin,
+            confidence=confidence,
+            min_queries=min_queries,
+            bootstrap=bootstrap,
+            seed=seed,
+            index=index,
+            relevance_level=relevance_level,
+            overall_excludes=excludes,
+        )
+
+    def check_structure(self, top: Mapping[str, _Entry]) -> None:
+        """Version, required keys and the BEIR-or-files choice, before any value is read."""
+        if "schema_version" in top:
+            node = top["schema_version"][1]
+            version = self.construct(node, "schema_version")
+            if type(version) is not int or version != SCHEMA_VERSION:
+                problem = f"unsupported version {_describe(node)} (this release reads {SCHEMA_VERSION})"
+                raise self.error(node, "schema_version", problem)
+        if "beir" in top:
+            for name in _DATA_KEYS:
+                if name in top:
+                    problem = "cannot be combined with 'beir' (the folder supplies corpus, queries and qrels)"
+                    raise self.error(top[name][0], name, problem)
+        else:
+            for name in ("corpus", "queries"):
+                if name not in top:
+                    problem = "missing required key (or give 'beir: <folder>')"
+                    raise GoldenError(self.path, name, None, problem)
+        if "metric" not in top:
+            problem = "missing required key (the primary metric, e.g. ndcg@10)"
+            raise GoldenError(self.path, "metric", None, problem)
+
+    def compose(self) -> yaml.Node:
+        text = _read_text(self.path)
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "syntax error"
+            if exc.context and problem.startswith("but "):  # "expected a single document ... but found ..."
+                problem = f"{exc.context} {problem}"
+            where = "" if mark is None else f" (column {mark.column + 1})"
+            line = None if mark is None else mark.line + 1
+            raise GoldenError(self.path, None, line, f"invalid YAML: {problem}{where}") from None
+        except yaml.reader.ReaderError as exc:
+            line = text.count("\n", 0, exc.position) + 1
+            problem = f"invalid YAML: {exc.reason} (character #x{exc.character:04x})"
+            raise GoldenError(self.path, None, line, problem) from None
+        if root is None:
+            raise GoldenError(self.path, None, None, "expected a mapping of settings, the file is empty")
+        if not isinstance(root, yaml.MappingNode):
+            raise self.error(root, None, f"expected a mapping of settings, got {_describe(root)}")
+        return root
+
+    def strata(self, node: yaml.Node) -> tuple[str, ...]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, "strata", f"must be a list of query field names, got {_describe(node)}")
+        names: dict[str, int] = {}
+        for i, item in enumerate(node.value):
+            key = f"strata[{i}]"
+            name = self.word(item, key, "a query field name")
+            if name in _RESERVED_FIELDS:
+                raise self.error(item, key, f"{name!r} is reserved for the query itself, not a stratum field")
+            if name in names:
+                raise self.error(item, key, f"duplicate stratum field {name!r} (first on line {names[name]})")
+            names[name] = _line(item)
+        return tuple(names)
+
+    def guards(self, node: yaml.Node) -> dict[str, float]:
+        guards: dict[str, float] = {}
+        lines: dict[str, int] = {}
+        for name, (key_node, value_node) in self.entries(node, "guards").items():
+            key = f"guards.{name}"
+            spec = str(self.metric(key_node, key))
+            if spec in guards:
+                raise self.error(key_node, key, f"same metric as the guard on line {lines[spec]}")
+            guards[spec] = self.margin(value_node, key)
+            lines[spec] = _line(key_node)
+        return guards
+
+    def report(self, node: yaml.Node) -> tuple[MetricSpec, ...]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, "report", f"must be a list of metric names, got {_describe(node)}")
+        specs: dict[str, MetricSpec] = {}
+        for i, item in enumerate(node.value):
+            spec = self.metric(item, f"report[{i}]")
+            if str(spec) in specs:
+                raise self.error(item, f"report[{i}]", f"duplicate metric {str(spec)!r}")
+            specs[str(spec)] = spec
+        return tuple(specs.values())
+
+    def index(self, node: yaml.Node) -> IndexSpec:
+        expected = "'exact' or {hnsw: {M: 16, ef_construction: 200, ef_search: 128}}"
+        if isinstance(node, yaml.ScalarNode):
+            if node.value in ("exact", "hnsw"):
+                return IndexSpec(str(node.value))
+            raise self.error(node, "index", f"must be {expected}, got {_describe(node)}")
+        entries = self.entries(node, "index")
+        self.check_keys(entries, ("hnsw",), "index")
+        if "hnsw" not in entries:
+            raise self.error(node, "index", f"must be {expected}, got an empty mapping")
+        params_node = entries["hnsw"][1]
+        if isinstance(params_node, yaml.ScalarNode) and params_node.tag == _NULL_TAG:
+            return IndexSpec("hnsw")
+        params = self.entries(params_node, "index.hnsw")
+        self.check_keys(params, tuple(HNSW_DEFAULTS), "index.hnsw")
+        values = {name: self.integer(node, f"index.hnsw.{name}", 1) for name, (_, node) in params.items()}
+        return IndexSpec("hnsw", **values)
+
+    # --- data: corpus, queries, qrels
+
+    def data(
+        self, top: Mapping[str, _Entry], strata: tuple[str, ...]
+    ) -> tuple[list[Document], list[Query], dict[str, dict[str, int]]]:
+        if "beir" in top:
+            return self.beir(top["beir"][1], strata)
+        corpus_node = top["corpus"][1]
+        documents = _read_documents(self.data_file(corpus_node, "corpus"))
+        if not documents:
+            raise self.error(corpus_node, "corpus", "no documents in the file")
+        queries_node = top["queries"][1]
+        qrels_entry = top.get("qrels")
+        if isinstance(queries_node, yaml.SequenceNode):
+            document_ids = {doc.id for doc in documents}
+            queries, qrels = self.inline_queries(queries_node, strata, document_ids, qrels_entry)
+            if qrels_entry is None and not any(qrels.values()):
+                problem = "missing required key (no inline query carries 'relevant' judgments)"
+                raise GoldenError(self.path, "qrels", None, problem)
+        elif isinstance(queries_node, yaml.ScalarNode) and queries_node.tag != _NULL_TAG:
+            queries_file = self.data_file(queries_node, "queries")
+            queries = _read_queries(queries_file, strata)
+            if not queries:
+                raise self.error(queries_node, "queries", "no queries in the file")
+            if qrels_entry is None:
+                problem = "missing required key (queries from a JSONL file need a qrels TSV file)"
+                raise GoldenError(self.path, "qrels", None, problem)
+            qrels = {query.id: {} for query in queries}
+        else:
+            problem = f"must be a JSONL file or a list of queries, got {_describe(queries_node)}"
+            raise self.error(queries_node, "queries", problem)
+        if qrels_entry is not None:
+            qrels_node = qrels_entry[1]
+            qrels_file = self.data_file(qrels_node, "qrels")
+            if _read_qrels(qrels_file, qrels, {doc.id for doc in documents}) == 0:
+                raise self.error(qrels_node, "qrels", "no judgments in the file")
+        return documents, queries, qrels
+
+    def beir(
+        self, node: yaml.Node, strata: tuple[str, ...]
+    ) -> tuple[list[Document], list[Query], dict[str, dict[str, int]]]:
+        folder = self.require(node, "beir", self.location(node, "beir"), folder=True)
+        corpus = self.require(node, "beir", folder / "corpus.jsonl")
+        queries_file = self.require(node, "beir", folder / "queries.jsonl")
+        candidates = (folder / "qrels" / "test.tsv", folder / "qrels.tsv")
+        qrels_file = next((path for path in candidates if path.is_file()), None)
+        if qrels_file is None:
+            problem = f"no qrels file in {folder.resolve()} (looked for qrels/test.tsv and qrels.tsv)"
+            raise self.error(node, "beir", problem)
+        documents = _read_documents(corpus)
+        if not documents:
+            raise self.error(node, "beir", f"no documents in {corpus.resolve()}")
+        queries = _read_queries(queries_file, strata)
+        if not queries:
+            raise self.error(node, "beir", f"no queries in {queries_file.resolve()}")
+        qrels: dict[str, dict[str, int]] = {query.id: {} for query in queries}
+        if _read_qrels(qrels_file, qrels, {doc.id for doc in documents}) == 0:
+            raise self.error(node, "beir", f"no judgments in {qrels_file.resolve()}")
+        return documents, queries, qrels
+
+    def inline_queries(
+        self,
+        node: yaml.SequenceNode,
+        strata: tuple[str, ...],
+        document_ids: AbstractSet[str],
+        qrels_entry: _Entry | None,
+    ) -> tuple[list[Query], dict[str, dict[str, int]]]:
+        if not node.value:
+            raise self.error(node, "queries", "no queries in the list")
+        known = (*_INLINE_QUERY_KEYS, *strata)
+        queries: list[Query] = []
+        qrels: dict[str, dict[str, int]] = {}
+        first_line: dict[str, int] = {}
+        for i, item in enumerate(node.value):
+            prefix = f"queries[{i}]"
+            entries = self.entries(item, prefix)
+            self.check_keys(entries, known, prefix)
+            for required in ("id", "text"):
+                if required not in entries:
+                    raise self.error(item, f"{prefix}.{required}", "missing required key")
+            id_node = entries["id"][1]
+            query_id = self.identifier(id_node, f"{prefix}.id")
+            if query_id in first_line:
+                problem = f"duplicate query id {query_id!r} (first on line {first_line[query_id]})"
+                raise self.error(id_node, f"{prefix}.id", problem)
+            first_line[query_id] = _line(id_node)
+            text = self.string(entries["text"][1], f"{prefix}.text")
+            fields: dict[str, str] = {}
+            for name in strata:
+                key = f"{prefix}.{name}"
+                if name not in entries:
+                    raise self.error(item, key, f"query {query_id!r} has no stratum field {name!r}")
+                field_node = entries[name][1]
+                if not isinstance(field_node, yaml.ScalarNode) or field_node.tag == _NULL_TAG:
+                    raise self.error(field_node, key, _stratum_type(query_id, name, _describe(field_node)))
+                value = str(field_node.value)
+                fields[name] = _stratum_value(self.path, key, _line(field_node), query_id, name, value)
+            qrels[query_id] = {}
+            if "relevant" in entries:
+                key_node, relevant_node = entries["relevant"]
+                if qrels_entry is not None:
+                    problem = (
+                        f"cannot be combined with the 'qrels' file (line {_line(qrels_entry[0])}); "
+                        "keep all judgments in one place"
+                    )
+                    raise self.error(key_node, f"{prefix}.relevant", problem)
+                qrels[query_id] = self.relevant(relevant_node, f"{prefix}.relevant", document_ids)
+            queries.append(Query(query_id, text, fields))
+        return queries, qrels
+
+    def relevant(self, node: yaml.Node, key: str, document_ids: AbstractSet[str]) -> dict[str, int]:
+        judged: dict[str, int] = {}
+        for name, (doc_node, grade_node) in self.entries(node, key).items():
+            doc_key = f"{key}.{name}"
+            doc_id = self.identifier(doc_node, doc_key)
+            if doc_id not in document_ids:
+                raise self.error(doc_node, doc_key, f"unknown document {doc_id!r} (not in the corpus)")
+            judged[doc_id] = self.integer(grade_node, doc_key, 0)
+        return judged
+
+    def overall_excludes(
+        self, node: yaml.Node, strata: tuple[str, ...], queries: Sequence[Query]
+    ) -> dict[str, tuple[str, ...]]:
+        excludes: dict[str, tuple[str, ...]] = {}
+        for name, (key_node, values_node) in self.entries(node, "overall_excludes").items():
+            key = f"overall_excludes.{name}"
+            if name not in strata:
+                listed = ", ".join(strata) if strata else "none"
+                raise self.error(key_node, key, f"{name!r} is not a stratum field (strata: {listed})")
+            if not isinstance(values_node, yaml.SequenceNode):
+                raise self.error(values_node, key, f"must be a list of values, got {_describe(values_node)}")
+            present = sorted({query.fields[name] for query in queries})
+            values: set[str] = set()
+            for i, item in enumerate(values_node.value):
+                value = self.word(item, f"{key}[{i}]", "a stratum value")
+                if value not in present:
+                    problem = f"no query has {name}={value} (values: {', '.join(present)})"
+                    raise self.error(item, f"{key}[{i}]", problem)
+                if value in values:
+                    raise self.error(item, f"{key}[{i}]", f"duplicate value {value!r}")
+                values.add(value)
+            excludes[name] = tuple(sorted(values))
+        if all(any(query.fields[name] in values for name, values in excludes.items()) for query in queries):
+            raise self.error(node, "overall_excludes", "leaves no query in the overall stratum")
+        return excludes

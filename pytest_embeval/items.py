@@ -1,0 +1,209 @@
+"""The pytest side of a golden set: one `GoldenFile` collector per YAML file, one `StratumItem` per stratum.
+
+All strata of a file share one `GoldenRun` per process (each arm embeds the corpus once); the item turns
+its stratum's verdict into a pytest outcome: BETTER passes, WORSE fails with a table a person can act on,
+TIE passes and is reported under its own status by the plugin's `pytest_report_teststatus`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
+from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
+from pytest_embeval.options import Settings
+from pytest_embeval.pipeline import GoldenRun, Role, evaluate_stratum, run_golden
+from pytest_embeval.plugin import STATE
+from pytest_embeval.report import (
+    ROLES,
+    Record,
+    build_report,
+    golden_record,
+    golden_table,
+    report_json,
+    run_file_name,
+    stratum_failure,
+    stratum_record,
+    trec_run,
+    write_atomic,
+)
+from pytest_embeval.verdict import Verdict
+
+#: Corpora at least this long get a progress line while they are encoded.
+PROGRESS_MIN_TEXTS = 256
+
+MISSING_MODEL = (
+    "no {role} model: pass --embeval-{role} SPEC, set embeval_{role} in the ini file, "
+    "or override the embeval_{role} fixture in conftest.py"
+)
+
+
+@dataclasses.dataclass
+class EmbevalState:
+    """Per-process state of one session, kept in `config.stash`."""
+
+    settings: Settings
+    arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
+    runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
+    #: golden paths whose golden record this process has already attached to a report
+    sent_golden: set[str] = dataclasses.field(default_factory=set)
+    #: what the controller received, from its own items or from xdist workers
+    golden_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    stratum_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+
+
+class EmbevalFailure(Exception):
+    """A stratum that failed for a reason the user must act on; its text is the whole failure report."""
+
+
+class GoldenFile(pytest.File):
+    """A golden-set YAML file: loads and validates it, yields one item per stratum."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            golden = load_golden(self.path)
+        except GoldenError as error:
+            # Name the file as the user typed it, relative to where pytest was started.
+            shown = os.path.relpath(error.path, self.config.invocation_params.dir)
+            raise self.CollectError(str(GoldenError(shown, error.key, error.line, error.problem))) from None
+        for order, stratum in enumerate(golden.strata()):
+            yield StratumItem.from_parent(
+                self, name=stratum.name, callobj=_check_stratum, golden=golden, stratum=stratum, order=order
+            )
+
+
+def _check_stratum(request: pytest.FixtureRequest) -> None:
+    """Run by pytest as the item's test function; `request` gives the item access to the model fixtures."""
+    item = request.node
+    assert isinstance(item, StratumItem)
+    item.check(request)
+
+
+class StratumItem(pytest.Function):
+    """One stratum of one golden set: passes (BETTER), fails (WORSE) or ties."""
+
+    def __init__(self, *, golden: GoldenSet, stratum: Stratum, order: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.golden = golden
+        self.stratum = stratum
+        self.order = order
+        self.record: Record | None = None
+        self.golden_record: Record | None = None
+
+    @property
+    def golden_path(self) -> str:
+        """The golden file as node ids name it (rootdir-relative, '/'-separated), alike on every worker."""
+        return self.nodeid.split("::", 1)[0]
+
+    def check(self, request: pytest.FixtureRequest) -> None:
+        state = self.config.stash[STATE]
+        run = state.runs.get(self.golden_path)
+        if run is None:
+            try:
+                run = self._run_golden(request, state)
+            except (EncoderError, EmbevalFailure) as error:
+                run = EmbevalFailure(f"{self.golden.name}: {error}")
+            state.runs[self.golden_path] = run
+        if isinstance(run, Exception):
+            raise run
+        if self.golden_path not in state.sent_golden:
+            state.sent_golden.add(self.golden_path)
+            self.golden_record = golden_record(run, self.golden_path)
+        outcome = evaluate_stratum(run, self.stratum)
+        self.record = stratum_record(self.golden, self.golden_path, self.order, outcome)
+        if outcome.decision.verdict is Verdict.WORSE:
+            raise EmbevalFailure(stratum_failure(self.record))
+
+    def _run_golden(self, request: pytest.FixtureRequest, state: EmbevalState) -> GoldenRun:
+        incumbent = _arm(request, state, "incumbent")
+        candidate = _arm(request, state, "candidate")
+        return run_golden(self.golden, incumbent, candidate, embedder=embed, progress=self._progress(state))
+
+    def _progress(self, state: EmbevalState) -> _ProgressLine | None:
+        if not state.settings.progress or len(self.golden.documents) < PROGRESS_MIN_TEXTS:
+            return None
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None or capture is None:  # an xdist worker has no terminal
+            return None
+        return _ProgressLine(self.golden.name, reporter, capture)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> Any:
+        if isinstance(excinfo.value, EmbevalFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.golden.name}::{self.stratum.name}"
+
+
+def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Arm:
+    """The arm's model: command line or ini spec if given, else the session fixture of that name."""
+    spec: object = getattr(state.settings, role) or request.getfixturevalue(f"embeval_{role}")
+    if spec is None:
+        raise EmbevalFailure(MISSING_MODEL.format(role=role))
+    key = spec if isinstance(spec, str) else id(spec)
+    if key not in state.arms:
+        state.arms[key] = resolve_model(spec)
+    return state.arms[key]
+
+
+class _ProgressLine:
+    """Encoding progress on the terminal, past pytest's output capture (as live logging does)."""
+
+    def __init__(self, name: str, reporter: Any, capture: Any) -> None:
+        self.name = name
+        self.reporter = reporter
+        self.capture = capture
+        self.tty = sys.stdout.isatty()
+        self.started = 0.0
+
+    def __call__(self, role: str, kind: str, done: int, total: int) -> None:
+        if total < PROGRESS_MIN_TEXTS:
+            return
+        if done == 0 or not self.started:
+            self.started = time.perf_counter()
+        finished = done >= total
+        if not (self.tty or finished):
+            return
+        rate = done / max(time.perf_counter() - self.started, 1e-9)
+        text = f"embeval {self.name}: {role} encoding {kind}s {done:,}/{total:,} ({rate:,.0f}/s)"
+        with self.capture.global_and_fixture_disabled():
+            if self.tty:
+                self.reporter.write(f"\r{text}", flush=True)
+                if finished:
+                    self.reporter.write("\n")
+            else:
+                self.reporter.write_line(text)
+        if finished:
+            self.started = 0.0
+
+
+def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
+    """On the controller at the end of the session: the per-golden-set tables, the JSON report, the runs."""
+    report = build_report(state.golden_records.values(), state.stratum_records.values())
+    if not report["golden_sets"]:
+        return
+    reporter.write_sep("=", "embeval")
+    for golden in report["golden_sets"]:
+        for line in golden_table(golden, golden["strata"]):
+            reporter.write_line(line)
+        reporter.write_line("")
+    settings = state.settings
+    if settings.json_path is not None:
+        write_atomic(settings.json_path, report_json(report))
+        reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
+    if settings.runs_dir is not None:
+        for golden in report["golden_sets"]:
+            for role in ROLES:
+                write_atomic(settings.runs_dir / run_file_name(golden, role), trec_run(golden, role))
+        reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")

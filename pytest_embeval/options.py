@@ -1,0 +1,95 @@
+"""Every command-line and ini setting of the plugin, declared once and resolved once into `Settings`.
+
+Precedence is command line > ini file > default; model specs have a third source, the session fixtures
+`embeval_incumbent` / `embeval_candidate`, which the items consult only when neither option nor ini key
+is set.
+Only the standard library is imported here: this module loads in every pytest run of everyone who installs us.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    """The plugin's settings for one session, resolved from command line and ini."""
+
+    enabled: bool
+    incumbent: str | None
+    candidate: str | None
+    json_path: Path | None
+    runs_dir: Path | None
+    progress: bool
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("embeval", "embedding-model regression tests (pytest-embeval)")
+    group.addoption(
+        "--embeval",
+        action="store_true",
+        default=False,
+        help="collect golden-set YAML files and compare the incumbent and candidate embedding models.",
+    )
+    group.addoption(
+        "--embeval-incumbent",
+        metavar="SPEC",
+        default=None,
+        help="incumbent model: a sentence-transformers name or path, or module:attr "
+        "(overrides the ini key embeval_incumbent and the embeval_incumbent fixture).",
+    )
+    group.addoption(
+        "--embeval-candidate",
+        metavar="SPEC",
+        default=None,
+        help="candidate model, as --embeval-incumbent.",
+    )
+    group.addoption(
+        "--embeval-json",
+        metavar="PATH",
+        default=None,
+        help="write the JSON report (schema_version 1) to PATH.",
+    )
+    group.addoption(
+        "--embeval-runs",
+        metavar="DIR",
+        default=None,
+        help="write TREC run files (qid Q0 docid rank score tag), one per arm per golden set, into DIR.",
+    )
+    group.addoption(
+        "--embeval-no-progress",
+        action="store_true",
+        default=False,
+        help="do not print progress while encoding long corpora.",
+    )
+    parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
+    parser.addini("embeval_candidate", "candidate model spec (see --embeval-candidate).", default=None)
+
+
+def _nonempty(value: object) -> str | None:
+    """An unset ini key reads as None or an empty string; both mean "not given"."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    def spec(role: str) -> str | None:
+        return _nonempty(config.getoption(f"--embeval-{role}")) or _nonempty(config.getini(f"embeval_{role}"))
+
+    json_path = config.getoption("--embeval-json")
+    runs_dir = config.getoption("--embeval-runs")
+    return Settings(
+        enabled=bool(config.getoption("--embeval")),
+        incumbent=spec("incumbent"),
+        candidate=spec("candidate"),
+        json_path=Path(json_path) if json_path else None,
+        runs_dir=Path(runs_dir) if runs_dir else None,
+        progress=not config.getoption("--embeval-no-progress"),
+    )

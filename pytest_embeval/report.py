@@ -1,0 +1,324 @@
+"""Records, tables and files: everything the plugin shows or writes, as pure functions of plain data.
+
+Records are dicts of plain Python types (str, int, float, None, lists, dicts) because they cross process
+boundaries under pytest-xdist; NaN becomes None so the JSON report is strict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_embeval.golden import GoldenSet
+from pytest_embeval.pipeline import ArmResult, GoldenRun, Mover, StratumOutcome, ranked_depth
+from pytest_embeval.stats import PairedComparison
+
+SCHEMA_VERSION = 1
+ROLES = ("incumbent", "candidate")
+
+Record = dict[str, Any]
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def comparison_record(comparison: PairedComparison) -> Record:
+    return {
+        "n": comparison.n,
+        "excluded": comparison.excluded,
+        "incumbent": _number(comparison.incumbent_mean),
+        "candidate": _number(comparison.candidate_mean),
+        "delta": _number(comparison.delta),
+        "ci": [_number(comparison.ci_low), _number(comparison.ci_high)],
+        "sd": _number(comparison.sd),
+        "wins": comparison.wins,
+        "losses": comparison.losses,
+        "sign_p": _number(comparison.sign_p),
+        "mde": _number(comparison.mde),
+        "note": comparison.note,
+    }
+
+
+def _mover_record(mover: Mover) -> Record:
+    return {
+        "id": mover.query_id,
+        "text": mover.text,
+        "incumbent": mover.incumbent,
+        "candidate": mover.candidate,
+    }
+
+
+def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOutcome) -> Record:
+    """The record of one stratum item: the DESIGN.md per-stratum fields plus what the failure view needs."""
+    primary = str(golden.metric)
+    decision = outcome.decision
+    return {
+        "golden": path,
+        "order": order,
+        "stratum": outcome.stratum.name,
+        "metric": primary,
+        **comparison_record(outcome.comparisons[primary]),
+        "verdict": decision.verdict.value,
+        "primary_verdict": decision.primary.value,
+        "reason": decision.reason,
+        "queries_needed": decision.queries_needed,
+        "sign_disagrees": decision.sign_disagrees,
+        "tie_margin": golden.tie_margin,
+        "confidence": golden.confidence,
+        "guards": [
+            {
+                "metric": guard.metric,
+                "margin": guard.margin,
+                **comparison_record(guard.comparison),
+                "verdict": guard.verdict.value,
+                "reason": guard.reason,
+                "failed": guard.failed,
+            }
+            for guard in decision.guards
+        ],
+        "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
+        "movers": [_mover_record(m) for m in outcome.movers],
+        "drivers": [_mover_record(m) for m in outcome.drivers],
+    }
+
+
+def _arm_record(result: ArmResult) -> Record:
+    return {
+        "spec": result.arm.spec,
+        "fingerprint": result.arm.fingerprint,
+        "prompts": dict(result.arm.prompts),
+    }
+
+
+def golden_record(run: GoldenRun, path: str) -> Record:
+    """The golden-set part of the report: settings, models, fingerprints and every query under both arms."""
+    golden = run.golden
+    arms = {"incumbent": run.incumbent, "candidate": run.candidate}
+    queries = []
+    for i, query in enumerate(golden.queries):
+        queries.append(
+            {
+                "id": query.id,
+                "text": query.text,
+                "strata": dict(query.fields),
+                "scores": {
+                    role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
+                    for role, arm in arms.items()
+                },
+                "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
+                "similarities": {role: list(arm.similarities[i]) for role, arm in arms.items()},
+            }
+        )
+    return {
+        "name": golden.name,
+        "path": path,
+        "fingerprint": golden.fingerprint(),
+        "plan_fingerprint": golden.plan_fingerprint(),
+        "metric": str(golden.metric),
+        "guards": dict(golden.guards),
+        "report": [str(m) for m in golden.report_metrics],
+        "tie_margin": golden.tie_margin,
+        "confidence": golden.confidence,
+        "min_queries": golden.min_queries,
+        "bootstrap": golden.bootstrap,
+        "seed": golden.seed,
+        "relevance_level": golden.relevance_level,
+        "index": _index_record(golden),
+        "depth": ranked_depth(golden),
+        "documents": len(golden.documents),
+        "incumbent": _arm_record(run.incumbent),
+        "candidate": _arm_record(run.candidate),
+        "queries": queries,
+    }
+
+
+def _index_record(golden: GoldenSet) -> Record | str:
+    index = golden.index
+    if index.kind == "exact":
+        return "exact"
+    return {"hnsw": {"M": index.M, "ef_construction": index.ef_construction, "ef_search": index.ef_search}}
+
+
+def build_report(golden_records: Iterable[Record], stratum_records: Iterable[Record]) -> Record:
+    """Merge golden-set and stratum records (from any number of workers) into the JSON report.
+
+    Order is by golden-set path and the golden file's stratum order, never by arrival, so a run with
+    pytest-xdist writes the same report as a serial one.
+    """
+    by_path: dict[str, list[Record]] = {}
+    for record in stratum_records:
+        by_path.setdefault(record["golden"], []).append(record)
+    golden_sets = []
+    for golden in sorted(golden_records, key=lambda r: r["path"]):
+        strata = sorted(by_path.get(golden["path"], []), key=lambda r: r["order"])
+        golden_sets.append(
+            {
+                **golden,
+                "strata": [{k: v for k, v in s.items() if k not in ("golden", "order")} for s in strata],
+            }
+        )
+    return {"schema_version": SCHEMA_VERSION, "golden_sets": golden_sets}
+
+
+# ---------------------------------------------------------------- terminal
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _fmt_ci(ci: Sequence[float | None]) -> str:
+    return f"[{_fmt(ci[0], True)}, {_fmt(ci[1], True)}]"
+
+
+def _fmt_sign(record: Mapping[str, Any]) -> str:
+    p = record["sign_p"]
+    return f"{record['wins']}/{record['losses']} p={p:.2g}" if p is not None else "—"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, text_last: bool = False) -> list[str]:
+    """Columns padded to width: names left, numbers right (and a free-text last column left, unpadded)."""
+    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
+    left = {0, len(header) - 1} if text_last else {0}
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (
+            cell.ljust(w) if i in left else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+        )
+        return "  ".join(padded).rstrip()
+
+    return [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
+def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The per-golden-set table of DESIGN.md: one row per stratum that ran."""
+    title = (
+        f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
+        f"{golden['confidence']:.0%} CI; incumbent {golden['incumbent']['spec']} vs candidate "
+        f"{golden['candidate']['spec']}"
+    )
+    header = [
+        "stratum",
+        "n",
+        "incumbent",
+        "candidate",
+        "Δ",
+        f"{golden['confidence']:.0%} CI",
+        "W/L sign",
+        "MDE",
+        "verdict",
+    ]
+    rows = []
+    for s in strata:
+        rows.append(
+            [
+                s["stratum"],
+                str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
+                _fmt(s["incumbent"]),
+                _fmt(s["candidate"]),
+                _fmt(s["delta"], True),
+                _fmt_ci(s["ci"]),
+                _fmt_sign(s),
+                _fmt(s["mde"]),
+                s["verdict"] + ("*" if s["sign_disagrees"] else ""),
+            ]
+        )
+    lines = [title, *_table(header, rows)]
+    if any(s["sign_disagrees"] for s in strata):
+        lines.append("* the sign test disagrees with the mean: a few queries drive the difference.")
+    return lines
+
+
+def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
+    if not movers:
+        return []
+    rows = [
+        [
+            m["id"],
+            _fmt(m["incumbent"]),
+            _fmt(m["candidate"]),
+            _fmt(m["candidate"] - m["incumbent"], True),
+            m["text"],
+        ]
+        for m in movers
+    ]
+    return [
+        "",
+        title,
+        *_table(["query", f"incumbent {metric}", "candidate", "Δ", "text"], rows, text_last=True),
+    ]
+
+
+def stratum_failure(record: Mapping[str, Any]) -> str:
+    """What a WORSE stratum prints: the compact table, guards, and the queries that moved most."""
+    metric = record["metric"]
+    rows = [
+        [
+            name + (" (primary)" if name == metric else ""),
+            _fmt(m["incumbent"]),
+            _fmt(m["candidate"]),
+            _fmt(m["delta"], True),
+            _fmt_ci(m["ci"]),
+            str(m["n"]),
+            _fmt_sign(m),
+        ]
+        for name, m in record["metrics"].items()
+    ]
+    lines = [
+        f"{record['stratum']}: {record['verdict']} — {record['reason']}",
+        f"margin {record['tie_margin']}, confidence {record['confidence']}",
+        "",
+        *_table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
+    ]
+    lines += _mover_lines("queries that moved most:", record["movers"], metric)
+    if record["sign_disagrees"]:
+        lines += _mover_lines(
+            "the sign test disagrees; the queries that drive the mean:", record["drivers"], metric
+        )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- files
+
+
+def trec_run(golden: Mapping[str, Any], role: str) -> str:
+    """A TREC run file (`qid Q0 docid rank score tag`) of one arm, with the similarity scores searched on."""
+    tag = f"embeval-{role}"
+    lines = []
+    for query in golden["queries"]:
+        for rank, (doc_id, score) in enumerate(
+            zip(query["ranked"][role], query["similarities"][role], strict=True), start=1
+        ):
+            lines.append(f"{query['id']} Q0 {doc_id} {rank} {score!r} {tag}")
+    return "\n".join(lines) + "\n"
+
+
+def run_file_name(golden: Mapping[str, Any], role: str) -> str:
+    stem = golden["path"].replace("/", "__").rsplit(".", 1)[0]
+    return f"{stem}.{role}.run"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def report_json(report: Mapping[str, Any]) -> str:
+    return json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+# pytester's in-process runs unload every module they import, and numpy's and scipy's extension modules
+# cannot load twice in one process: import the whole embeval code path here, once, before any run.
+import pytest_embeval.items  # noqa: F401
+
+FAKE_MODELS = Path(__file__).with_name("fake_models.py")
+
+#: Query i of each language is "<language> <i>"; its one relevant document is "doc <i>".
+LANGUAGES = {"en": range(0, 24), "es": range(24, 48)}
+DOCUMENTS = 60
+
+
+def golden_files(root: Path, name: str = "support", **settings: Any) -> Path:
+    """Write a small golden set (YAML + JSONL + TSV) under root; settings override the YAML keys."""
+    data = root / name
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": f"d{i:02d}", "text": f"doc {i}"}) + "\n" for i in range(DOCUMENTS)),
+        encoding="utf-8",
+    )
+    queries = [
+        {
+            "_id": f"q{i:02d}",
+            "text": f"{language} {i}",
+            "language": language,
+            "shape": "even" if i % 2 else "odd",
+        }
+        for language, numbers in LANGUAGES.items()
+        for i in numbers
+    ]
+    (data / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    qrels = ["query-id\tcorpus-id\tscore"] + [f"q{i:02d}\td{i:02d}\t1" for i in range(48)]
+    (data / "qrels.tsv").write_text("\n".join(qrels) + "\n", encoding="utf-8")
+    plan: dict[str, Any] = {
+        "corpus": f"{name}/corpus.jsonl",
+        "queries": f"{name}/queries.jsonl",
+        "qrels": f"{name}/qrels.tsv",
+        "strata": ["language"],
+        "metric": "hit@1",
+        "report": ["mrr@10"],
+        "tie_margin": 0.05,
+        "confidence": 0.95,
+        "min_queries": 20,
+        "bootstrap": 2000,
+        "seed": 0,
+    }
+    plan.update(settings)
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def golden(pytester: pytest.Pytester) -> Callable[..., Path]:
+    """Make `fake_models` importable in pytester runs (rootdir conftest puts it on sys.path, xdist workers
+    included) and return the golden-set writer bound to pytester's directory."""
+    pytester.makeconftest("")
+    pytester.makepyfile(fake_models=FAKE_MODELS.read_text(encoding="utf-8"))
+
+    def write(name: str = "support", **settings: Any) -> Path:
+        return golden_files(pytester.path, name, **settings)
+
+    return write

