@@ -21,8 +21,9 @@ Decisions the schema leaves open, taken here:
   kept (they score NaN and are reported as excluded).
 * ``beir: folder`` reads ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv`` (or ``qrels.tsv`` at the
   folder root) and excludes the ``corpus``, ``queries`` and ``qrels`` keys.
-* ``overall_excludes: {field: [values]}`` leaves matching queries (e.g. hand-written "wish" queries) out of
-  the ``overall`` stratum; they still form their own ``field=value`` strata.
+* ``separate: {field: [values]}`` keeps matching queries (e.g. hand-written "wish" queries, which are not
+  traffic) to their own ``field=value`` stratum: they are left out of ``overall`` and of every other
+  field's strata, so the traffic-weighted numbers stay traffic-weighted.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ KNOWN_KEYS = (
     "qrels",
     "beir",
     "strata",
-    "overall_excludes",
+    "separate",
     "metric",
     "guards",
     "report",
@@ -173,22 +174,26 @@ class GoldenSet:
     seed: int
     index: IndexSpec
     relevance_level: int
-    #: stratum field -> values whose queries are kept out of the "overall" stratum (sorted)
-    overall_excludes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: stratum field -> values whose queries form only their own stratum (sorted); see ``strata()``
+    separate: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def strata(self) -> tuple[Stratum, ...]:
-        """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order."""
-        overall = tuple(query.id for query in self.queries if not self._excluded_from_overall(query))
+        """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
+
+        A query matched by ``separate`` belongs to its own ``field=value`` stratum and to no other.
+        """
+        overall = tuple(query.id for query in self.queries if not self._kept_separate(query))
         result = [Stratum(OVERALL, overall)]
         for name in self.strata_fields:
             by_value: dict[str, list[str]] = {}
             for query in self.queries:
-                by_value.setdefault(query.fields[name], []).append(query.id)
+                if name in self.separate or not self._kept_separate(query):
+                    by_value.setdefault(query.fields[name], []).append(query.id)
             result.extend(Stratum(f"{name}={value}", tuple(by_value[value])) for value in sorted(by_value))
         return tuple(result)
 
-    def _excluded_from_overall(self, query: Query) -> bool:
-        return any(query.fields[name] in values for name, values in self.overall_excludes.items())
+    def _kept_separate(self, query: Query) -> bool:
+        return any(query.fields[name] in values for name, values in self.separate.items())
 
     def all_metrics(self) -> tuple[MetricSpec, ...]:
         """Primary, then guards, then report metrics; each once, in that order."""
@@ -215,7 +220,7 @@ class GoldenSet:
             "index": self.index.as_dict(),
             "relevance_level": self.relevance_level,
             "strata": list(self.strata_fields),
-            "overall_excludes": {name: list(values) for name, values in self.overall_excludes.items()},
+            "separate": {name: list(values) for name, values in self.separate.items()},
         }
 
     def plan_fingerprint(self) -> str:
@@ -581,7 +586,7 @@ class _GoldenLoader:
         )
         documents, queries, qrels = self.data(top, strata)
         excludes: dict[str, tuple[str, ...]] = setting(
-            "overall_excludes", lambda node: self.overall_excludes(node, strata, queries), {}
+            "separate", lambda node: self.separate(node, strata, queries), {}
         )
         return GoldenSet(
             path=self.path,
@@ -600,7 +605,7 @@ class _GoldenLoader:
             seed=seed,
             index=index,
             relevance_level=relevance_level,
-            overall_excludes=excludes,
+            separate=excludes,
         )
 
     def check_structure(self, top: Mapping[str, _Entry]) -> None:
@@ -822,12 +827,12 @@ class _GoldenLoader:
             judged[doc_id] = self.integer(grade_node, doc_key, 0)
         return judged
 
-    def overall_excludes(
+    def separate(
         self, node: yaml.Node, strata: tuple[str, ...], queries: Sequence[Query]
     ) -> dict[str, tuple[str, ...]]:
         excludes: dict[str, tuple[str, ...]] = {}
-        for name, (key_node, values_node) in self.entries(node, "overall_excludes").items():
-            key = f"overall_excludes.{name}"
+        for name, (key_node, values_node) in self.entries(node, "separate").items():
+            key = f"separate.{name}"
             if name not in strata:
                 listed = ", ".join(strata) if strata else "none"
                 raise self.error(key_node, key, f"{name!r} is not a stratum field (strata: {listed})")
@@ -845,5 +850,5 @@ class _GoldenLoader:
                 values.add(value)
             excludes[name] = tuple(sorted(values))
         if all(any(query.fields[name] in values for name, values in excludes.items()) for query in queries):
-            raise self.error(node, "overall_excludes", "leaves no query in the overall stratum")
+            raise self.error(node, "separate", "leaves no query in the overall stratum")
         return excludes

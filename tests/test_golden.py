@@ -124,7 +124,7 @@ def test_files_form_loads_documents_queries_qrels_and_defaults(tmp_path: Path) -
     assert golden.seed == 0
     assert golden.index == IndexSpec("exact")
     assert golden.relevance_level == 1
-    assert golden.overall_excludes == {}
+    assert golden.separate == {}
 
 
 def test_name_defaults_to_the_file_stem(tmp_path: Path) -> None:
@@ -304,20 +304,20 @@ def test_no_strata_means_overall_only(tmp_path: Path) -> None:
     assert golden.queries[0].fields == {}
 
 
-def test_overall_excludes_keeps_queries_out_of_overall_but_in_their_strata(tmp_path: Path) -> None:
-    golden = load(tmp_path, BASE + "overall_excludes: {shape: [question]}\n")
-    assert golden.overall_excludes == {"shape": ("question",)}
+def test_separate_queries_form_only_their_own_stratum(tmp_path: Path) -> None:
+    golden = load(tmp_path, BASE + "separate: {shape: [question]}\n")
+    assert golden.separate == {"shape": ("question",)}
     assert golden.strata() == (
         Stratum("overall", ("q1", "q3")),
         Stratum("shape=keyword", ("q1", "q3")),
         Stratum("shape=question", ("q2", "q4")),
-        Stratum("language=en", ("q1", "q4")),
-        Stratum("language=es", ("q2", "q3")),
+        Stratum("language=en", ("q1",)),
+        Stratum("language=es", ("q3",)),
     )
 
 
-def test_overall_excludes_any_matching_field(tmp_path: Path) -> None:
-    golden = load(tmp_path, BASE + "overall_excludes:\n  shape: [question]\n  language: [es]\n")
+def test_separate_any_matching_field(tmp_path: Path) -> None:
+    golden = load(tmp_path, BASE + "separate:\n  shape: [question]\n  language: [es]\n")
     assert golden.strata()[0] == Stratum("overall", ("q1",))
 
 
@@ -393,7 +393,7 @@ def test_defaults_and_the_same_values_written_out_fingerprint_alike(tmp_path: Pa
         ("relevance_level: 1", "relevance_level: 2"),
         ("strata: [shape, language]", "strata: [language, shape]"),
         ("strata: [shape, language]", "strata: [shape]"),
-        ("relevance_level: 1", "relevance_level: 1\noverall_excludes: {shape: [question]}"),
+        ("relevance_level: 1", "relevance_level: 1\nseparate: {shape: [question]}"),
     ],
 )
 def test_fingerprints_change_with_every_declared_field(tmp_path: Path, old: str, new: str) -> None:
@@ -478,7 +478,7 @@ def _with_line(name: str, number: int, line: str) -> dict[str, str | bytes | Non
 INLINE_HEAD = "corpus: corpus.jsonl\nstrata: [shape]\nmetric: recall@5\nqueries:\n"
 NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": None}
 KNOWN = (
-    "schema_version, name, corpus, queries, qrels, beir, strata, overall_excludes, metric, guards, report, "
+    "schema_version, name, corpus, queries, qrels, beir, strata, separate, metric, guards, report, "
     "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
@@ -818,33 +818,33 @@ ERROR_CASES = [
         id="strata-reserved",
     ),
     pytest.param(
-        BASE + "overall_excludes: {source: [wish]}\n",
+        BASE + "separate: {source: [wish]}\n",
         None,
-        f"{G}:7: overall_excludes.source: 'source' is not a stratum field (strata: shape, language)",
+        f"{G}:7: separate.source: 'source' is not a stratum field (strata: shape, language)",
         id="excludes-unknown-field",
     ),
     pytest.param(
-        BASE + "overall_excludes: {shape: [wish]}\n",
+        BASE + "separate: {shape: [wish]}\n",
         None,
-        f"{G}:7: overall_excludes.shape[0]: no query has shape=wish (values: keyword, question)",
+        f"{G}:7: separate.shape[0]: no query has shape=wish (values: keyword, question)",
         id="excludes-unknown-value",
     ),
     pytest.param(
-        BASE + "overall_excludes: {shape: question}\n",
+        BASE + "separate: {shape: question}\n",
         None,
-        f"{G}:7: overall_excludes.shape: must be a list of values, got question",
+        f"{G}:7: separate.shape: must be a list of values, got question",
         id="excludes-not-a-list",
     ),
     pytest.param(
-        BASE + "overall_excludes: {shape: [question, question]}\n",
+        BASE + "separate: {shape: [question, question]}\n",
         None,
-        f"{G}:7: overall_excludes.shape[1]: duplicate value 'question'",
+        f"{G}:7: separate.shape[1]: duplicate value 'question'",
         id="excludes-duplicate",
     ),
     pytest.param(
-        BASE + "overall_excludes: {shape: [question, keyword]}\n",
+        BASE + "separate: {shape: [question, keyword]}\n",
         None,
-        f"{G}:7: overall_excludes: leaves no query in the overall stratum",
+        f"{G}:7: separate: leaves no query in the overall stratum",
         id="excludes-everything",
     ),
     # --- corpus.jsonl
