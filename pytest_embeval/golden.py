@@ -376,8 +376,8 @@ def _stratum_value(path: Path, key: str, line: int, query_id: str, name: str, va
     return value
 
 
-def _read_qrels(path: Path, qrels: dict[str, dict[str, int]], document_ids: AbstractSet[str]) -> int:
-    """Add a BEIR qrels TSV file's judgments to ``qrels`` (keyed by every known query); return how many."""
+def _read_qrels(path: Path, qrels: dict[str, dict[str, int]], document_ids: AbstractSet[str]) -> None:
+    """Add a BEIR qrels TSV file's judgments to ``qrels`` (keyed by every known query)."""
     lines = _read_text(path).split("\n")
     header = lines[0].rstrip("\r")
     if header != QRELS_HEADER:
@@ -412,7 +412,6 @@ def _read_qrels(path: Path, qrels: dict[str, dict[str, int]], document_ids: Abst
             raise GoldenError(path, "corpus-id", number, problem)
         first_line[pair] = number
         judged[doc_id] = grade
-    return len(first_line)
 
 
 # --- the YAML file -----------------------------------------------------------------------------------------
@@ -741,8 +740,9 @@ class _GoldenLoader:
         if qrels_entry is not None:
             qrels_node = qrels_entry[1]
             qrels_file = self.data_file(qrels_node, "qrels")
-            if _read_qrels(qrels_file, qrels, {doc.id for doc in documents}) == 0:
-                raise self.error(qrels_node, "qrels", "no judgments in the file")
+            # A header-only file is a golden set before its first judging session (`embeval pool` starts
+            # there); its queries score NaN and every stratum is below the floor.
+            _read_qrels(qrels_file, qrels, {doc.id for doc in documents})
         return documents, queries, qrels
 
     def beir(
@@ -763,8 +763,7 @@ class _GoldenLoader:
         if not queries:
             raise self.error(node, "beir", f"no queries in {queries_file.resolve()}")
         qrels: dict[str, dict[str, int]] = {query.id: {} for query in queries}
-        if _read_qrels(qrels_file, qrels, {doc.id for doc in documents}) == 0:
-            raise self.error(node, "beir", f"no judgments in {qrels_file.resolve()}")
+        _read_qrels(qrels_file, qrels, {doc.id for doc in documents})
         return documents, queries, qrels
 
     def inline_queries(

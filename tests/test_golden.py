@@ -304,6 +304,12 @@ def test_no_strata_means_overall_only(tmp_path: Path) -> None:
     assert golden.queries[0].fields == {}
 
 
+def test_header_only_qrels_is_a_set_awaiting_its_first_judgments(tmp_path: Path) -> None:
+    golden = load(tmp_path, BASE, {"qrels.tsv": "query-id\tcorpus-id\tscore\n"})
+    assert all(judged == {} for judged in golden.qrels.values())
+    assert len(golden.qrels) == len(golden.queries)
+
+
 def test_separate_queries_form_only_their_own_stratum(tmp_path: Path) -> None:
     golden = load(tmp_path, BASE + "separate: {shape: [question]}\n")
     assert golden.separate == {"shape": ("question",)}
@@ -1038,12 +1044,6 @@ ERROR_CASES = [
         {"qrels.tsv": QRELS + "q1\td1\t2\n"},
         "{d}/qrels.tsv:6: corpus-id: duplicate judgment of query 'q1' and document 'd1' (first on line 2)",
         id="qrels-duplicate-same-grade",
-    ),
-    pytest.param(
-        BASE,
-        {"qrels.tsv": "query-id\tcorpus-id\tscore\n"},
-        f"{G}:4: qrels: no judgments in the file",
-        id="qrels-no-rows",
     ),
     pytest.param(
         BASE,
