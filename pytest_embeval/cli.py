@@ -1,0 +1,481 @@
+"""``embeval``: the judging afternoon before ``pytest --embeval`` (pool, merge, agreement, coverage, plan).
+
+Every command prints its result to stdout and one-line errors to stderr; the exit status is 0 on success,
+1 when a check fails its threshold (agreement below ``--min-kappa``, an arm under-judged in coverage) and 2
+for bad input (missing or malformed files, invalid sheets, bad options). The work is done by the pure
+functions of `pytest_embeval.judging`; this module only reads arguments and files and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from pytest_embeval import judging
+from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """Bad input: printed as ``embeval <command>: error: <line>`` for each line, exit status 2."""
+
+
+# ----------------------------------------------------------------------------------------- argument types
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _bounded_float(low: float, high: float, *, include_high: bool) -> Callable[[str], float]:
+    closing = "]" if include_high else ")"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not (low <= value <= high if include_high else low <= value < high):
+            raise argparse.ArgumentTypeError(
+                f"expected a number in [{low:g}, {high:g}{closing}, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def _golden(path: str) -> GoldenSet:
+    try:
+        return load_golden(path)
+    except GoldenError as error:
+        raise CliError(str(error)) from None
+
+
+def _report_record(path: str, golden: GoldenSet) -> Mapping[str, object]:
+    try:
+        return judging.find_golden_record(judging.load_report(path), golden, path)
+    except judging.ReportError as error:
+        raise CliError(str(error)) from None
+
+
+def _report_rankings(paths: Sequence[str], golden: GoldenSet) -> dict[str, dict[str, list[str]]]:
+    """Every arm of every report; arms are named by role, prefixed with the report when there are several."""
+    rankings: dict[str, dict[str, list[str]]] = {}
+    for path in paths:
+        try:
+            arms = judging.rankings_from_record(_report_record(path, golden), path)
+        except judging.ReportError as error:
+            raise CliError(str(error)) from None
+        for role, by_query in arms.items():
+            rankings[role if len(paths) == 1 else f"{path}:{role}"] = by_query
+    return rankings
+
+
+def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict[str, dict[str, list[str]]]:
+    """Each model's exact top ``depth`` per query: pooling asks what a model ranks highest, whatever index
+    the run uses. Imported here because it loads numpy-heavy code and, for real models, torch."""
+    from pytest_embeval.encoders import EncoderError, embed, resolve_model
+    from pytest_embeval.index import exact_search
+
+    doc_ids = [doc.id for doc in golden.documents]
+    doc_texts = [doc.embed_text for doc in golden.documents]
+    query_texts = [query.text for query in golden.queries]
+    rankings: dict[str, dict[str, list[str]]] = {}
+    for spec in specs:
+        try:
+            arm = resolve_model(spec)
+            documents = embed(arm, doc_texts, "document")
+            queries = embed(arm, query_texts, "query")
+        except EncoderError as error:
+            raise CliError(str(error)) from None
+        positions, _ = exact_search(queries, documents, min(depth, len(doc_ids)), doc_ids=doc_ids)
+        rankings[spec] = {
+            query.id: [doc_ids[p] for p in row]
+            for query, row in zip(golden.queries, positions.tolist(), strict=True)
+        }
+    return rankings
+
+
+def _sheets(paths: Sequence[str]) -> list[judging.Sheet]:
+    problems: list[str] = []
+    sheets: list[judging.Sheet] = []
+    for path in paths:
+        try:
+            sheets.append(judging.read_sheet(path))
+        except judging.SheetError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise CliError("\n".join(problems))
+    return sheets
+
+
+def _print(lines: Sequence[str]) -> None:
+    for line in lines:
+        print(line)
+
+
+# ----------------------------------------------------------------------------------------------- commands
+
+
+def _pool(args: argparse.Namespace) -> int:
+    if not args.from_report and not args.model:
+        raise CliError("give the arms to pool: --from-report REPORT.json (no model needed) or --model SPEC")
+    out = Path(args.out)
+    if out.is_dir():
+        raise CliError(f"--out {out} is a folder; name the sheet file, e.g. {out / 'sheet.csv'}")
+    if not out.parent.is_dir():
+        raise CliError(f"--out {out}: folder {out.parent} does not exist")
+    if out.exists() and not args.force:
+        raise CliError(f"--out {out} exists (it may hold grades); choose another name or pass --force")
+    golden = _golden(args.golden)
+    exclude = judging.sheet_pairs(_sheets(args.exclude))
+    rankings = _report_rankings(args.from_report, golden)
+    rankings.update(_model_rankings(args.model, golden, args.depth))
+    try:
+        pool = judging.pool_from_rankings(golden, rankings, depth=args.depth, seed=args.seed, exclude=exclude)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    if args.sample is not None:
+        pool = judging.sample_pool(pool, args.sample)
+    sheets = {out: pool}
+    if args.split is not None:
+        try:
+            parts = judging.split_pool(pool, args.split)
+        except ValueError as error:
+            raise CliError(str(error)) from None
+        sheets = {
+            out.with_name(f"{out.stem}.{i}-of-{len(parts)}{out.suffix}"): part
+            for i, part in enumerate(parts, 1)
+        }
+        taken = [path for path in sheets if path.exists()]
+        if taken and not args.force:
+            raise CliError(f"{taken[0]} exists (it may hold grades); choose another name or pass --force")
+    # The sheets first: they are the product, and must not depend on stdout staying open.
+    if pool.rows:
+        for path, sheet in sheets.items():
+            judging.write_sheet(path, sheet)
+    _print(judging.pool_lines(pool, per_query=args.per_query))
+    if pool.rows:
+        for path, sheet in sheets.items():
+            print(f"sheet written to {path} ({len(sheet.rows)} pairs, {len(sheet.queries)} queries)")
+        print("grade every row in the 'grade' column and write your name in 'judge'")
+    else:
+        print("nothing new to judge: every pooled pair is judged or on an excluded sheet; no sheet written")
+    return EXIT_OK
+
+
+def _merge(args: argparse.Namespace) -> int:
+    golden = _golden(args.golden)
+    try:
+        target = judging.qrels_file(args.golden)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    sheets = _sheets(args.sheets)
+    try:
+        result = judging.merge_sheets(golden, sheets, max_grade=args.max_grade, resolve=args.resolve)
+    except judging.SheetError as error:
+        raise CliError("\n".join([*error.problems, "nothing was merged"])) from None
+    judges = ", ".join(f"{judge} ({rows} rows)" for judge, rows in result.judges.items())
+    print(f"{len(sheets)} sheet(s), judges: {judges or 'none'}")
+    print(f"already in the qrels with the same grade: {result.unchanged}")
+    if result.resolved:
+        print(f"judges disagreed on {result.resolved} pair(s), resolved by --resolve {args.resolve}")
+    if not result.new:
+        print(f"nothing new to merge into {target}")
+    elif args.dry_run:
+        print(f"would append {len(result.new)} judgments to {target} (--dry-run: nothing written)")
+    else:
+        judging.append_qrels(target, result.new)
+        print(f"appended {len(result.new)} judgments to {target}")
+    return EXIT_OK
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    first, second = _sheets([args.first, args.second])
+    problems: list[str] = []
+    grades: list[dict[judging.Pair, int]] = []
+    for sheet in (first, second):
+        try:
+            grades.append(judging.sheet_grades(sheet, max_grade=args.max_grade))
+        except judging.SheetError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise CliError("\n".join(problems))
+    try:
+        result = judging.agreement(grades[0], grades[1], max_grade=args.max_grade)
+    except ValueError as error:
+        raise CliError(f"{args.first} and {args.second}: {error}") from None
+    _print(judging.agreement_lines(result, args.first, args.second, listed=args.list))
+    if args.min_kappa is None:
+        return EXIT_OK
+    name, value = result.gate
+    if value is None:
+        print(
+            f"FAIL: {name} is undefined, so agreement above {args.min_kappa} cannot be shown", file=sys.stderr
+        )
+        return EXIT_FAILED
+    if value < args.min_kappa:
+        print(f"FAIL: {name} {value:.3f} is below --min-kappa {args.min_kappa}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"OK: {name} {value:.3f} >= --min-kappa {args.min_kappa}")
+    return EXIT_OK
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    golden = _golden(args.golden)
+    rankings = _report_rankings([args.from_report], golden)
+    k = args.k or golden.metric.k
+    try:
+        rows = judging.coverage(golden, rankings, k=k)
+    except ValueError as error:
+        raise CliError(f"{args.from_report}: {error}") from None
+    _print(judging.coverage_lines(rows))
+    warnings = judging.coverage_warnings(
+        rows, golden_path=args.golden, report_path=args.from_report, threshold=args.threshold
+    )
+    for warning in warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    return EXIT_FAILED if warnings else EXIT_OK
+
+
+def _plan(args: argparse.Namespace) -> int:
+    golden = _golden(args.golden)
+    observed: dict[str, float] = {}
+    if args.from_report:
+        record = _report_record(args.from_report, golden)
+        if record.get("metric") != str(golden.metric):
+            raise CliError(
+                f"{args.from_report}: the report measured {record.get('metric')!r}, the golden set's metric "
+                f"is {str(golden.metric)!r}; its standard deviations do not apply"
+            )
+        observed = judging.observed_sd(record)
+    rows = judging.plan(golden, sd=args.sd, observed=observed)
+    _print(judging.plan_lines(golden, rows))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------------------- parser
+
+
+def _add_scale(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-grade",
+        type=_positive_int,
+        default=judging.DEFAULT_MAX_GRADE,
+        metavar="N",
+        help="grades are integers 0..N (default %(default)s).",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="embeval",
+        description="Judge a golden set fairly before `pytest --embeval`: pool both models' results into a "
+        "blind sheet, check that judges agree, merge the grades, check coverage, plan the size.",
+        epilog="Exit status: 0 success, 1 a check below its threshold, 2 bad input.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    pool = commands.add_parser(
+        "pool",
+        help="write a blind judging sheet: every arm's top documents per query, minus what is judged.",
+        description="For each query, the union of every arm's top --depth documents, minus the pairs already "
+        "judged (and those on --exclude sheets), shuffled with a seed so that neither a column nor the order "
+        "tells which model retrieved a document. Give the arms as a JSON report of `pytest --embeval "
+        "--embeval-json REPORT.json` (both arms, no model needed) and/or as model specs.",
+    )
+    pool.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
+    pool.add_argument("--out", required=True, metavar="SHEET.csv", help="the sheet to write (CSV, UTF-8).")
+    pool.add_argument(
+        "--from-report",
+        action="append",
+        default=[],
+        metavar="REPORT.json",
+        help="pool both arms of this embeval JSON report (repeatable).",
+    )
+    pool.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="pool this model's exact top documents: a sentence-transformers name or path, or module:attr "
+        "(repeatable).",
+    )
+    pool.add_argument(
+        "--depth",
+        type=_positive_int,
+        default=judging.DEFAULT_DEPTH,
+        metavar="K",
+        help="documents per arm and query (default %(default)s).",
+    )
+    pool.add_argument(
+        "--seed",
+        type=_nonnegative_int,
+        default=None,
+        metavar="N",
+        help="shuffle seed (default: the golden set's seed).",
+    )
+    pool.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="SHEET.csv",
+        help="leave out the pairs on this sheet, handed out but not merged yet (repeatable).",
+    )
+    pool.add_argument(
+        "--sample",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="write a seeded random sample of N of the pairs: the calibration sheet two judges grade first.",
+    )
+    pool.add_argument(
+        "--split",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="write N sheets of about equal size (SHEET.1-of-N.csv ...), one per judge; a query's pairs stay "
+        "on one sheet.",
+    )
+    pool.add_argument("--force", action="store_true", help="overwrite --out if it exists.")
+    pool.add_argument("--per-query", action="store_true", help="print the pool size of every query.")
+    pool.set_defaults(run=_pool)
+
+    merge = commands.add_parser(
+        "merge",
+        help="validate graded sheets and append their grades to the golden set's qrels file.",
+        description="Every row needs a known query and document and a grade on the scale; an empty grade, a "
+        "pair graded twice differently by one judge, judges who disagree (unless --resolve) and a pair "
+        "already judged differently are errors, each with its row number (the header is row 1). On any "
+        "error nothing is written; otherwise the new judgments are appended to the qrels TSV file "
+        "atomically, existing lines untouched. The judge is the 'judge' cell, or the sheet's file name.",
+    )
+    merge.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file (its qrels must be a TSV).")
+    merge.add_argument("sheets", nargs="+", metavar="SHEET.csv", help="graded sheets.")
+    _add_scale(merge)
+    merge.add_argument(
+        "--resolve",
+        choices=("max", "min", "first"),
+        default=None,
+        help="when different judges graded a pair differently, keep the highest, the lowest, or the first "
+        "grade (sheets in the order given, then rows); default: it is an error.",
+    )
+    merge.add_argument("--dry-run", action="store_true", help="validate and report, write nothing.")
+    merge.set_defaults(run=_merge)
+
+    agreement = commands.add_parser(
+        "agreement",
+        help="how well two judges agree on the pairs both graded (kappa); calibrate judges and LLM judges.",
+        description="Matches rows by query_id and doc_id and reports percent agreement, Cohen's kappa, "
+        "linearly weighted kappa and the confusion matrix. With --min-kappa, exits 1 when the kappa is below "
+        "it: the weighted kappa on a graded scale (3+ grades), plain kappa on a binary one.",
+    )
+    agreement.add_argument("first", metavar="A.csv", help="the first judge's sheet.")
+    agreement.add_argument("second", metavar="B.csv", help="the second judge's sheet.")
+    agreement.add_argument(
+        "--min-kappa",
+        type=_bounded_float(-1.0, 1.0, include_high=True),
+        default=None,
+        metavar="K",
+        help="exit 1 below this kappa (0.6 is a common bar for substantial agreement).",
+    )
+    _add_scale(agreement)
+    agreement.add_argument(
+        "--list",
+        type=_nonnegative_int,
+        default=10,
+        metavar="N",
+        help="list up to N disagreements, largest gap first (default %(default)s; 0: none).",
+    )
+    agreement.set_defaults(run=_agreement)
+
+    coverage = commands.add_parser(
+        "coverage",
+        help="each arm's judged@k per stratum; exit 1 when one arm is much less judged (not pooled).",
+        description="An unjudged document counts as not relevant, so an arm whose results were never "
+        "pooled is scored down. Exits 1 when an arm's judged@k trails another's by more than --threshold "
+        "in any stratum, and names the command that fixes it.",
+    )
+    coverage.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
+    coverage.add_argument(
+        "--from-report", required=True, metavar="REPORT.json", help="the embeval JSON report of the run."
+    )
+    coverage.add_argument(
+        "--k", type=_positive_int, default=None, metavar="K", help="cutoff (default: the primary metric's k)."
+    )
+    coverage.add_argument(
+        "--threshold",
+        type=_bounded_float(0.0, 1.0, include_high=False),
+        default=judging.DEFAULT_COVERAGE_GAP,
+        metavar="GAP",
+        help="largest tolerated gap in judged@k, as a share (default %(default)s = 10 points).",
+    )
+    coverage.set_defaults(run=_coverage)
+
+    plan = commands.add_parser(
+        "plan",
+        help="per stratum: n, the minimum detectable effect and the queries needed to resolve the margin.",
+        description="At the golden set's confidence and 80%% power: the minimum detectable effect with the "
+        "current n (queries with a relevant judgment), and the queries needed to detect a difference of "
+        "tie_margin. The paired standard deviation is --sd, or each stratum's observed one from a report.",
+    )
+    plan.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
+    plan.add_argument(
+        "--sd",
+        type=_bounded_float(0.0, 1.0, include_high=True),
+        default=judging.DEFAULT_SD,
+        metavar="SD",
+        help="assumed paired standard deviation of the metric (default %(default)s).",
+    )
+    plan.add_argument(
+        "--from-report",
+        default=None,
+        metavar="REPORT.json",
+        help="use each stratum's observed paired standard deviation from this embeval JSON report.",
+    )
+    plan.set_defaults(run=_plan)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``embeval`` with ``argv`` (default: the command line); return the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help (0) or a usage error (2), already printed by argparse
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    try:
+        status: int = args.run(args)
+    except CliError as error:
+        for line in str(error).splitlines():
+            print(f"embeval {args.command}: error: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:  # writing the sheet or the qrels file
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"embeval {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    return status
