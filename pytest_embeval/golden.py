@@ -180,14 +180,18 @@ class GoldenSet:
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
 
-        A query matched by ``separate`` belongs to its own ``field=value`` stratum and to no other.
+        A query matched by ``separate`` belongs to its own ``field=value`` stratum and to no other; the other
+        values of a ``separate`` field are not strata of their own, since together they are ``overall``.
         """
         overall = tuple(query.id for query in self.queries if not self._kept_separate(query))
         result = [Stratum(OVERALL, overall)]
         for name in self.strata_fields:
             by_value: dict[str, list[str]] = {}
             for query in self.queries:
-                if name in self.separate or not self._kept_separate(query):
+                if name in self.separate:
+                    if query.fields[name] in self.separate[name]:
+                        by_value.setdefault(query.fields[name], []).append(query.id)
+                elif not self._kept_separate(query):
                     by_value.setdefault(query.fields[name], []).append(query.id)
             result.extend(Stratum(f"{name}={value}", tuple(by_value[value])) for value in sorted(by_value))
         return tuple(result)

@@ -315,7 +315,6 @@ def test_separate_queries_form_only_their_own_stratum(tmp_path: Path) -> None:
     assert golden.separate == {"shape": ("question",)}
     assert golden.strata() == (
         Stratum("overall", ("q1", "q3")),
-        Stratum("shape=keyword", ("q1", "q3")),
         Stratum("shape=question", ("q2", "q4")),
         Stratum("language=en", ("q1",)),
         Stratum("language=es", ("q3",)),
