@@ -181,7 +181,8 @@ def _pool(args: argparse.Namespace) -> int:
     _print(judging.pool_lines(pool, per_query=args.per_query))
     if pool.rows:
         for path, sheet in sheets.items():
-            print(f"sheet written to {path} ({len(sheet.rows)} pairs, {len(sheet.queries)} queries)")
+            queries = sum(1 for query in sheet.queries if query.rows)
+            print(f"sheet written to {path} ({len(sheet.rows)} pairs, {queries} queries)")
         print("grade every row in the 'grade' column and write your name in 'judge'")
     else:
         print("nothing new to judge: every pooled pair is judged or on an excluded sheet; no sheet written")
