@@ -156,7 +156,13 @@ def _pool(args: argparse.Namespace) -> int:
     rankings = _report_rankings(args.from_report, golden)
     rankings.update(_model_rankings(args.model, golden, args.depth))
     try:
-        pool = judging.pool_from_rankings(golden, rankings, depth=args.depth, seed=args.seed, exclude=exclude)
+        runs = {path: judging.read_trec_run(path, golden) for path in args.from_run}
+    except judging.ReportError as error:
+        raise CliError(str(error)) from None
+    try:
+        pool = judging.pool_from_rankings(
+            golden, rankings, depth=args.depth, seed=args.seed, exclude=exclude, runs=runs
+        )
     except ValueError as error:
         raise CliError(str(error)) from None
     if args.sample is not None:
@@ -317,6 +323,14 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="REPORT.json",
         help="pool both arms of this embeval JSON report (repeatable).",
+    )
+    pool.add_argument(
+        "--from-run",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="also pool this TREC run file (qid Q0 docid rank score tag), e.g. the answers the set's authors "
+        "know of, or BM25; it may cover only some queries and rank fewer documents (repeatable).",
     )
     pool.add_argument(
         "--model",

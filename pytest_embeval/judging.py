@@ -41,7 +41,7 @@ import numpy as np
 import yaml
 
 from pytest_embeval.golden import QRELS_HEADER, GoldenSet
-from pytest_embeval.metrics import NoRelevantDocumentsWarning, per_query
+from pytest_embeval.metrics import NoRelevantDocumentsWarning, per_query, rank_documents
 from pytest_embeval.stats import minimum_detectable_effect, paired_n, stable_seed
 
 __all__ = [
@@ -240,6 +240,46 @@ def rankings_from_record(
     return rankings
 
 
+def read_trec_run(path: str | PathLike[str], golden: GoldenSet) -> dict[str, list[str]]:
+    """A TREC run file (``qid Q0 docid rank score tag``) as ranked document ids per query, ordered by score
+    the way trec_eval orders it (the rank column is ignored, as trec_eval ignores it).
+
+    A run may cover only some queries and rank any number of documents: it is how hand-picked candidates
+    (what the golden set's authors know answers a query) or another system (BM25) join a pool. Raises
+    `ReportError` naming the line for malformed lines and unknown queries or documents.
+    """
+    location = Path(path)
+    try:
+        lines = location.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ReportError(f"{location}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{location}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    query_ids = {query.id for query in golden.queries}
+    doc_ids = {doc.id for doc in golden.documents}
+    scores: dict[str, dict[str, float]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = line.split()
+        where = f"{location}:{number}"
+        if len(fields) != 6:
+            raise ReportError(f"{where}: expected 'qid Q0 docid rank score tag', got {len(fields)} fields")
+        query_id, _, doc_id, _, score, _ = fields
+        if query_id not in query_ids:
+            raise ReportError(f"{where}: unknown query {query_id!r} (not in golden set {golden.name!r})")
+        if doc_id not in doc_ids:
+            raise ReportError(f"{where}: unknown document {doc_id!r} (not in the corpus of {golden.name!r})")
+        try:
+            value = float(score)
+        except ValueError:
+            raise ReportError(f"{where}: score {score!r} is not a number") from None
+        if doc_id in scores.setdefault(query_id, {}):
+            raise ReportError(f"{where}: document {doc_id!r} listed twice for query {query_id!r}")
+        scores[query_id][doc_id] = value
+    return {query_id: rank_documents(by_doc) for query_id, by_doc in scores.items()}
+
+
 def _check_rankings(golden: GoldenSet, rankings: Rankings, depth: int | None) -> None:
     """Every arm ranks known documents for every golden query, at least ``depth`` deep (or the corpus)."""
     if not rankings:
@@ -327,8 +367,13 @@ def pool_from_rankings(
     depth: int = DEFAULT_DEPTH,
     seed: int | None = None,
     exclude: Collection[Pair] = (),
+    runs: Rankings | None = None,
 ) -> Pool:
     """Pool every arm's top ``depth`` documents per query into the pairs still to judge.
+
+    ``runs`` are further rankings (from `read_trec_run`) that may skip queries and rank fewer than ``depth``
+    documents: a model arm must cover everything, so a truncated report is caught, but a hand-made list of
+    known answers need not.
 
     For each query (in golden-file order): the union of the arms' top ``depth``, minus pairs already in the
     qrels (any grade, 0 included) and pairs in ``exclude`` (pairs on sheets handed out but not merged yet).
@@ -343,12 +388,16 @@ def pool_from_rankings(
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ValueError(f"depth must be a positive integer, got {depth!r}")
     _check_rankings(golden, rankings, depth)
+    extra = runs or {}
     base_seed = golden.seed if seed is None else seed
     documents = {doc.id: doc for doc in golden.documents}
     excluded = set(exclude)
     queries = []
     for query in golden.queries:
-        union = sorted({doc for ranked in rankings.values() for doc in ranked[query.id][:depth]})
+        union = sorted(
+            {doc for ranked in rankings.values() for doc in ranked[query.id][:depth]}
+            | {doc for ranked in extra.values() for doc in ranked.get(query.id, ())[:depth]}
+        )
         judged = golden.qrels.get(query.id, {})
         pending = [doc for doc in union if doc not in judged and (query.id, doc) in excluded]
         fresh = [doc for doc in union if doc not in judged and (query.id, doc) not in excluded]
@@ -375,7 +424,7 @@ def pool_from_rankings(
                 rows=rows,
             )
         )
-    return Pool(golden.name, depth, base_seed, tuple(sorted(rankings)), tuple(queries))
+    return Pool(golden.name, depth, base_seed, tuple(sorted([*rankings, *extra])), tuple(queries))
 
 
 def sample_pool(pool: Pool, size: int) -> Pool:

@@ -136,6 +136,31 @@ def test_pool_split_hands_whole_queries_to_each_judge(
     )
 
 
+def test_pool_from_a_run_adds_known_answers_the_models_missed(
+    embeval: Callable[..., Result], tmp_path: Path, setup: tuple[Path, Path]
+) -> None:
+    golden, report = setup
+    first = tmp_path / "first.csv"
+    assert embeval("pool", golden, "--from-report", report, "--out", first)[0] == 0
+    hints = tmp_path / "hints.run"
+    hints.write_text("q4 Q0 d29 1 1.0 authors\nq4 Q0 d00 2 0.5 authors\n", encoding="utf-8")
+    sheet = tmp_path / "hints.csv"
+    status, out, err = embeval(
+        "pool", golden, "--from-report", report, "--from-run", hints, "--exclude", first, "--out", sheet
+    )
+    assert (status, err) == (0, "")
+    assert "to judge: 1 pairs" in out
+    assert [(row["query_id"], row["doc_id"]) for row in sheet_rows(sheet)] == [("q4", "d29")]
+    hints.write_text("q4 Q0 nope 1 1.0 authors\n", encoding="utf-8")
+    status, _, err = embeval(
+        "pool", golden, "--from-run", hints, "--from-report", report, "--out", sheet, "--force"
+    )
+    assert (status, err) == (
+        2,
+        f"embeval pool: error: {hints}:1: unknown document 'nope' (not in the corpus of 'judge')\n",
+    )
+
+
 def test_pool_leaves_out_pairs_on_excluded_sheets(
     embeval: Callable[..., Result], tmp_path: Path, setup: tuple[Path, Path]
 ) -> None:

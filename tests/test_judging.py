@@ -125,6 +125,43 @@ def test_two_arms_sharing_18_of_their_top_20_pool_a_union_of_22(golden: GoldenSe
     ]
 
 
+def test_a_trec_run_is_ranked_by_score_with_trec_eval_ties(golden: GoldenSet, tmp_path: Path) -> None:
+    run = tmp_path / "hints.run"
+    run.write_text("q1 Q0 d03 1 0.5 hand\nq1 Q0 d09 2 0.9 hand\nq1 Q0 d10 3 0.5 hand\n\nq4 Q0 d07 1 1 hand\n")
+    assert judging.read_trec_run(run, golden) == {"q1": ["d09", "d10", "d03"], "q4": ["d07"]}
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("q1 Q0 d03 1 0.5", "expected 'qid Q0 docid rank score tag', got 5 fields"),
+        ("q9 Q0 d03 1 0.5 x", "unknown query 'q9' (not in golden set 'judge')"),
+        ("q1 Q0 d99 1 0.5 x", "unknown document 'd99' (not in the corpus of 'judge')"),
+        ("q1 Q0 d03 1 high x", "score 'high' is not a number"),
+        ("q1 Q0 d01 1 0.5 x", "document 'd01' listed twice for query 'q1'"),
+    ],
+)
+def test_a_malformed_trec_run_names_the_line(
+    golden: GoldenSet, tmp_path: Path, line: str, problem: str
+) -> None:
+    run = tmp_path / "bad.run"
+    run.write_text(f"q1 Q0 d01 1 0.9 x\n{line}\n")
+    with pytest.raises(judging.ReportError) as error:
+        judging.read_trec_run(run, golden)
+    assert str(error.value) == f"{run}:2: {problem}"
+
+
+def test_runs_join_the_pool_for_the_queries_they_cover(golden: GoldenSet) -> None:
+    hand = {"q3": ["d25", "d03"], "q5": ["d26"]}  # d03 is judged for q3 already
+    pool = judging.pool_from_rankings(golden, {"a": rankings(range(5))}, depth=5, runs={"hand": hand})
+    new = {(row.query_id, row.doc_id) for row in pool.rows} - {
+        (q, f"d{i:02d}") for q in query_ids() for i in range(5)
+    }
+    assert new == {("q3", "d25"), ("q5", "d26")}
+    assert [query.union for query in pool.queries] == [5, 5, 5, 6, 5, 6]
+    assert pool.arms == ("a", "hand")
+
+
 def test_pool_reads_only_each_arms_top_depth(golden: GoldenSet) -> None:
     deep = rankings([*range(5), 29, 28])
     pool = judging.pool_from_rankings(golden, {"a": deep}, depth=5)
