@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     measure = f"{TREC_MEASURE[metric.name]}_{metric.k}"
     report = json.loads(args.report.read_text(encoding="utf-8"))
     worst = 0.0
-    print(f"{'golden set':<28} {'arm':<10} {'queries':>7} {'mean (report)':>14} {'mean (trec_eval)':>17} {'max |diff|':>11}")
+    header = ("golden set", "arm", "queries", "mean (report)", "mean (trec_eval)", "max |diff|")
+    print("{:<28} {:<10} {:>7} {:>14} {:>17} {:>11}".format(*header))
     for golden_set in report["golden_sets"]:
         golden = load_golden(Path(golden_set["path"]))
         qrels = {qid: dict(grades) for qid, grades in golden.qrels.items() if grades}

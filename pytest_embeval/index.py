@@ -12,16 +12,31 @@ which would make the ranking depend on the block size; float64 rounded to float3
 Ranking uses one unsigned 64-bit key per (query, document): the float32 score mapped to an order-preserving
 integer in the high 32 bits, the document's rank in sorted-id order in the low 32 bits. Keys are unique within
 a query, so "the k largest keys" is exactly trec_eval's top k, even when equal scores straddle position k.
+
+What an approximate index costs is measured here too: :meth:`HnswIndex.memory_bytes`, per-query latency
+(:meth:`HnswIndex.query_seconds` against :func:`flat_query_seconds`, hnswlib's brute-force index, both
+single-threaded in the same library) and :func:`ann_recall` against exact search.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["HnswIndex", "exact_search", "hnsw_search", "tie_ranks"]
+__all__ = [
+    "HnswIndex",
+    "Latency",
+    "ann_recall",
+    "effective_ef",
+    "exact_search",
+    "flat_query_seconds",
+    "hnsw_search",
+    "tie_ranks",
+]
 
 DEFAULT_BLOCK_SIZE = 8192
 # Scratch memory per (query block x document block) step; about 40 bytes per pair are live at once.
@@ -84,6 +99,12 @@ def exact_search(
     return _decode(np.sort(best, axis=1)[:, ::-1], np.argsort(ranks))
 
 
+def effective_ef(ef_search: int, k: int) -> int:
+    """The candidate-list size an HNSW search of depth ``k`` runs with: hnswlib cannot return k results from
+    a shorter list, so a declared ``ef_search`` below k is raised to k."""
+    return max(ef_search, k)
+
+
 class HnswIndex:
     """An hnswlib graph over normalised document vectors (inner product), built single-threaded with a fixed
     seed so that two builds on the same data give the same graph and the same results."""
@@ -125,9 +146,20 @@ class HnswIndex:
         n_queries = q.shape[0]
         if n_queries == 0 or k_eff == 0:
             return _empty_result(n_queries, k_eff)
-        # hnswlib cannot return k results with a smaller candidate list.
-        self._index.set_ef(max(ef_search, k_eff))
-        labels, _ = self._index.knn_query(np.ascontiguousarray(q, dtype=np.float32), k=k_eff, num_threads=1)
+        ef = effective_ef(ef_search, k_eff)
+        self._index.set_ef(ef)
+        try:
+            labels, _ = self._index.knn_query(
+                np.ascontiguousarray(q, dtype=np.float32), k=k_eff, num_threads=1
+            )
+        except RuntimeError as error:
+            # hnswlib fails the whole batch when its graph search reaches fewer than k documents for any
+            # query, which happens when the graph is disconnected (degenerate data: many equal similarities).
+            raise ValueError(
+                f"hnswlib reached fewer than k={k_eff} documents for some queries (M={self.M}, "
+                f"ef_construction={self.ef_construction}, ef={ef}): the graph is too sparse for these "
+                "vectors; raise M or ef_construction, or use exact search"
+            ) from error
         positions = labels.astype(np.int64)
         # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
         scores = np.empty(positions.shape, dtype=np.float32)
@@ -139,6 +171,88 @@ class HnswIndex:
             ).astype(np.float32)
         keys = np.sort(_keys(scores, self._ranks[positions]), axis=1)[:, ::-1]
         return _decode(keys, np.argsort(self._ranks))
+
+    def parameters(self) -> dict[str, int]:
+        """The graph's parameters as the built hnswlib index reports them (``ef``: as last searched), and the
+        seed it was built with. An empty corpus has no hnswlib index: its ``ef`` is 0."""
+        if self._index is None:
+            return {"M": self.M, "ef_construction": self.ef_construction, "ef": 0, "seed": self.seed}
+        return {
+            "M": int(self._index.M),
+            "ef_construction": int(self._index.ef_construction),
+            "ef": int(self._index.ef),
+            "seed": self.seed,
+        }
+
+    def memory_bytes(self) -> int:
+        """Size of the hnswlib index: hnswlib's own count of what it serialises (exactly the size of a
+        ``save_index`` file): per document the float32 vector, its label and its level-0 links (2·M), plus
+        the upper-level links. It leaves out hnswlib's label hash map and visited-list scratch, and the float
+        copy of the documents this class keeps for exact rescoring."""
+        return 0 if self._index is None else int(self._index.index_file_size())
+
+    def query_seconds(self, queries: np.ndarray, k: int, *, ef_search: int = 128) -> np.ndarray:
+        """Wall-clock seconds of one single-threaded hnswlib query per row of ``queries`` (the graph search
+        alone, without the exact rescoring and tie ordering :meth:`search` adds)."""
+        q, k_eff = _validate_queries(queries, self._documents, k)
+        _check_block("ef_search", ef_search)
+        if self._index is None or k_eff == 0:
+            return np.zeros(q.shape[0])
+        self._index.set_ef(effective_ef(ef_search, k_eff))
+        rows = np.ascontiguousarray(q, dtype=np.float32)
+        return _time_each(lambda row: self._index.knn_query(row, k=k_eff, num_threads=1), rows)
+
+
+def flat_query_seconds(queries: np.ndarray, documents: np.ndarray, k: int) -> np.ndarray:
+    """Wall-clock seconds of one single-threaded exact (brute-force) query per row of ``queries``.
+
+    Timed on hnswlib's ``BFIndex``, a flat scan with the same distance code as :class:`HnswIndex`, so the two
+    latencies compare like with like. :func:`exact_search` is not what is timed: it scores in float64 for
+    a reproducible ranking, which no serving system does.
+    """
+    import hnswlib
+
+    d = _matrix("documents", documents)
+    q, k_eff = _validate_queries(queries, d, k)
+    if d.shape[0] == 0 or k_eff == 0:
+        return np.zeros(q.shape[0])
+    flat = hnswlib.BFIndex(space="ip", dim=d.shape[1])
+    flat.init_index(max_elements=d.shape[0])
+    flat.add_items(np.ascontiguousarray(d, dtype=np.float32), np.arange(d.shape[0]))
+    rows = np.ascontiguousarray(q, dtype=np.float32)
+    return _time_each(lambda row: flat.knn_query(row, k=k_eff, num_threads=1), rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Per-query search latency over a sample of queries, in milliseconds."""
+
+    p50_ms: float
+    p95_ms: float
+
+    @classmethod
+    def of(cls, seconds: np.ndarray) -> Latency:
+        """Median and 95th percentile (numpy's linear interpolation) of per-query times in seconds."""
+        if len(seconds) == 0:
+            raise ValueError("no timings to summarise")
+        p50, p95 = np.percentile(np.asarray(seconds, dtype=np.float64) * 1000.0, [50, 95])
+        return cls(p50_ms=float(p50), p95_ms=float(p95))
+
+
+def ann_recall(approximate: np.ndarray, exact: np.ndarray) -> float:
+    """Mean over queries of the share of the exact top k that the approximate top k found.
+
+    Both are ``(n_queries, k)`` document positions, as the searches return them. A document tied with the
+    exact k-th score but ranked below it by the id rule counts as a miss; with real embeddings such ties
+    are vanishingly rare.
+    """
+    a, e = np.asarray(approximate), np.asarray(exact)
+    if a.shape != e.shape or a.ndim != 2:
+        raise ValueError(f"approximate and exact must have the same 2-D shape, got {a.shape} and {e.shape}")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"recall needs at least one query and k >= 1, got shape {a.shape}")
+    found = [np.intersect1d(x, y).size for x, y in zip(a, e, strict=True)]
+    return float(np.mean(found) / a.shape[1])
 
 
 def hnsw_search(
@@ -159,6 +273,20 @@ def hnsw_search(
 
 
 # ------------------------------------------------------------------------------------------------- internals
+
+
+def _time_each(search: Callable[[np.ndarray], object], rows: np.ndarray) -> np.ndarray:
+    """Seconds per one-row call of ``search``, after one untimed call that pays for cold caches and lazy
+    allocation, which would otherwise land on the first query."""
+    seconds = np.zeros(rows.shape[0])
+    if rows.shape[0] == 0:
+        return seconds
+    search(rows[:1])
+    for i in range(rows.shape[0]):
+        start = time.perf_counter()
+        search(rows[i : i + 1])
+        seconds[i] = time.perf_counter() - start
+    return seconds
 
 
 def _keys(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:

@@ -12,14 +12,16 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_embeval.cache import CacheStats, EmbeddingCache
 from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
 from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
 from pytest_embeval.options import Settings
-from pytest_embeval.pipeline import GoldenRun, Role, evaluate_stratum, run_golden
+from pytest_embeval.pipeline import ControlMismatch, Embedder, GoldenRun, Role, evaluate_stratum, run_golden
 from pytest_embeval.plugin import STATE
 from pytest_embeval.report import (
     ROLES,
@@ -39,6 +41,15 @@ from pytest_embeval.verdict import Verdict
 #: Corpora at least this long get a progress line while they are encoded.
 PROGRESS_MIN_TEXTS = 256
 
+#: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
+#: these names (ints, or a str for the write error), so the xdist controller can sum them over workers.
+CACHE_PROPERTIES = {
+    "read": "embeval_cache_read",
+    "embedded": "embeval_cache_embedded",
+    "corrupt": "embeval_cache_corrupt",
+    "write_error": "embeval_cache_write_error",
+}
+
 MISSING_MODEL = (
     "no {role} model: pass --embeval-{role} SPEC, set embeval_{role} in the ini file, "
     "or override the embeval_{role} fixture in conftest.py"
@@ -50,6 +61,8 @@ class EmbevalState:
     """Per-process state of one session, kept in `config.stash`."""
 
     settings: Settings
+    #: the embedding cache (None with --embeval-no-cache); it touches the disk only when first used
+    cache: EmbeddingCache | None = dataclasses.field(init=False)
     arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
     runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
@@ -57,6 +70,10 @@ class EmbevalState:
     #: what the controller received, from its own items or from xdist workers
     golden_records: dict[str, Record] = dataclasses.field(default_factory=dict)
     stratum_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cache_dir = self.settings.cache_dir
+        self.cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
 
 
 class EmbevalFailure(Exception):
@@ -106,10 +123,14 @@ class StratumItem(pytest.Function):
         state = self.config.stash[STATE]
         run = state.runs.get(self.golden_path)
         if run is None:
+            before = state.cache.stats() if state.cache is not None else CacheStats()
             try:
                 run = self._run_golden(request, state)
-            except (EncoderError, EmbevalFailure) as error:
+            except (EncoderError, EmbevalFailure, ControlMismatch) as error:
                 run = EmbevalFailure(f"{self.golden.name}: {error}")
+            finally:
+                if state.cache is not None:
+                    self._note_cache_use(state.cache.stats() - before)
             state.runs[self.golden_path] = run
         if isinstance(run, Exception):
             raise run
@@ -124,7 +145,17 @@ class StratumItem(pytest.Function):
     def _run_golden(self, request: pytest.FixtureRequest, state: EmbevalState) -> GoldenRun:
         incumbent = _arm(request, state, "incumbent")
         candidate = _arm(request, state, "candidate")
-        return run_golden(self.golden, incumbent, candidate, embedder=embed, progress=self._progress(state))
+        embedder: Embedder = state.cache.embed if state.cache is not None else embed
+        return run_golden(
+            self.golden, incumbent, candidate, embedder=embedder, progress=self._progress(state)
+        )
+
+    def _note_cache_use(self, used: CacheStats) -> None:
+        # User properties travel with the item's reports, to the xdist controller too: see write_outputs.
+        for field, name in CACHE_PROPERTIES.items():
+            value = getattr(used, field)
+            if value:
+                self.user_properties.append((name, value))
 
     def _progress(self, state: EmbevalState) -> _ProgressLine | None:
         if not state.settings.progress or len(self.golden.documents) < PROGRESS_MIN_TEXTS:
@@ -135,9 +166,7 @@ class StratumItem(pytest.Function):
             return None
         return _ProgressLine(self.golden.name, reporter, capture)
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EmbevalFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -189,7 +218,11 @@ class _ProgressLine:
 
 
 def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
-    """On the controller at the end of the session: the per-golden-set tables, the JSON report, the runs."""
+    """On the controller at the end of the session: the per-golden-set tables, the JSON report, the runs,
+    and what the embedding cache did."""
+    if state.settings.cache_dir is not None:
+        for line in cache_summary(state.settings.cache_dir, reporter):
+            reporter.write_line(line)
     report = build_report(state.golden_records.values(), state.stratum_records.values())
     if not report["golden_sets"]:
         return
@@ -207,3 +240,39 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
             for role in ROLES:
                 write_atomic(settings.runs_dir / run_file_name(golden, role), trec_run(golden, role))
         reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
+
+
+def cache_summary(cache_dir: Path, reporter: pytest.TerminalReporter) -> list[str]:
+    """One line on what the embedding cache served and took, and one each, once per session, for corrupt
+    entries and for a cache that could not be written; summed over xdist workers from the reports."""
+    totals: dict[str, Any] = dict.fromkeys(CACHE_PROPERTIES.values(), 0)
+    totals[CACHE_PROPERTIES["write_error"]] = None
+    for reports in reporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == CACHE_PROPERTIES["write_error"]:
+                    totals[name] = totals[name] or value
+                elif name in totals:
+                    totals[name] += value
+    read, embedded, corrupt, write_error = (totals[name] for name in CACHE_PROPERTIES.values())
+    if not (read or embedded or corrupt or write_error):
+        return []
+    where = _shown_path(cache_dir, reporter.config.invocation_params.dir)
+    lines = [f"embeval: embedding cache {where}: {read:,} texts read, {embedded:,} embedded"]
+    if corrupt:
+        entries = "entry was" if corrupt == 1 else "entries were"
+        lines.append(
+            f"embeval: {corrupt:,} corrupt cache {entries} found in {where}, discarded and recomputed"
+        )
+    if write_error:
+        lines.append(f"embeval: new embeddings could not be stored in {where}: {write_error}")
+    return lines
+
+
+def _shown_path(path: Path, start: Path) -> str:
+    """``path`` relative to ``start`` when it is inside it, with a trailing separator: it is a folder."""
+    start = start.resolve()
+    shown = path.relative_to(start) if path.is_relative_to(start) else path
+    return os.path.join(shown, "")

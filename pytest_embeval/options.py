@@ -9,6 +9,7 @@ Only the standard library is imported here: this module loads in every pytest ru
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ class Settings:
     json_path: Path | None
     runs_dir: Path | None
     progress: bool
+    #: where embeddings are cached (absolute); None with --embeval-no-cache
+    cache_dir: Path | None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -67,8 +70,26 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="do not print progress while encoding long corpora.",
     )
+    group.addoption(
+        "--embeval-cache-dir",
+        metavar="DIR",
+        default=None,
+        help="cache embeddings in DIR (overrides the ini key embeval_cache_dir; default: .embeval_cache "
+        "in the rootdir). Shared safely by xdist workers and by machines.",
+    )
+    group.addoption(
+        "--embeval-no-cache",
+        action="store_true",
+        default=False,
+        help="neither read nor write the embedding cache: embed every text.",
+    )
     parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
     parser.addini("embeval_candidate", "candidate model spec (see --embeval-candidate).", default=None)
+    parser.addini(
+        "embeval_cache_dir",
+        "embedding cache folder, relative to the rootdir (default: .embeval_cache).",
+        default=None,
+    )
 
 
 def _nonempty(value: object) -> str | None:
@@ -92,4 +113,22 @@ def resolve_settings(config: pytest.Config) -> Settings:
         json_path=Path(json_path) if json_path else None,
         runs_dir=Path(runs_dir) if runs_dir else None,
         progress=not config.getoption("--embeval-no-progress"),
+        cache_dir=_cache_dir(config),
     )
+
+
+def _cache_dir(config: pytest.Config) -> Path | None:
+    """--embeval-cache-dir relative to where pytest was started (like every path on the command line), the
+    ini key relative to the rootdir (like pytest's own cache_dir), else <rootdir>/.embeval_cache."""
+    if config.getoption("--embeval-no-cache"):
+        return None
+    option = _nonempty(config.getoption("--embeval-cache-dir"))
+    if option is not None:
+        return Path(config.invocation_params.dir, _expand(option)).resolve()
+    configured = _nonempty(config.getini("embeval_cache_dir"))
+    return Path(config.rootpath, _expand(configured or ".embeval_cache")).resolve()
+
+
+def _expand(path: str) -> str:
+    """``~`` and ``$VARIABLES`` expanded, so a CI config can say ``$RUNNER_TEMP/embeval``."""
+    return os.path.expanduser(os.path.expandvars(path))

@@ -3,20 +3,34 @@
 `run_golden` embeds the corpus and the queries with each arm, searches the same index type with the same k,
 and scores every query under every declared metric; `evaluate_stratum` pairs the two arms' per-query scores
 of one stratum and applies the verdict rule. Nothing here knows about pytest: the items call these functions.
+
+Control: only the encoder may differ between the arms. Each arm records a `Control`, digests of what it
+actually consumed (the documents and queries it embedded, the index it searched, the depth, the judgments
+and plan it was scored with); `run_golden` checks both against the golden set's own and raises
+`ControlMismatch` naming every component that differs, rather than compare arms that saw different inputs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 
 from pytest_embeval.encoders import Arm, embed
-from pytest_embeval.golden import GoldenSet, Stratum
-from pytest_embeval.index import exact_search, hnsw_search
+from pytest_embeval.golden import GoldenSet, Query, Stratum
+from pytest_embeval.index import (
+    HnswIndex,
+    Latency,
+    ann_recall,
+    effective_ef,
+    exact_search,
+    flat_query_seconds,
+)
 from pytest_embeval.metrics import evaluate
 from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
 from pytest_embeval.verdict import Decision, decide
@@ -25,12 +39,85 @@ from pytest_embeval.verdict import Decision, decide
 RANKED_DEPTH = 100
 #: Queries listed under a failing or disputed stratum.
 MOVERS_SHOWN = 5
+#: Queries per arm on which an approximate index's recall against exact search and its latency are measured.
+ANN_SAMPLE = 200
 
 Role = Literal["incumbent", "candidate"]
 #: progress(role, kind, done, total) while an arm encodes.
 Progress = Callable[[str, str, int, int], None]
 #: embed(arm, texts, kind, progress) -> unit vectors; injected so the plugin can memoise or cache.
 Embedder = Callable[..., np.ndarray]
+
+
+class ControlMismatch(Exception):
+    """The arms did not consume identical held-constant inputs, so comparing them would measure more than the
+    encoder. ``differences`` holds one description per differing component."""
+
+    def __init__(self, differences: Sequence[str]) -> None:
+        self.differences = tuple(differences)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "refusing to compare: the arms differ in what must be held constant: " + "; ".join(
+            self.differences
+        )
+
+    def __reduce__(self) -> tuple[type[ControlMismatch], tuple[tuple[str, ...]]]:
+        # Exception pickles its args, which here are the formatted message, not the differences.
+        return ControlMismatch, (self.differences,)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Control:
+    """``sha256:`` digests of everything held constant between the arms, one per component."""
+
+    #: document ids with the sha256 of the exact text embedded, in corpus order
+    corpus: str
+    #: query ids, texts and stratum fields, in golden order
+    queries: str
+    #: every (query, document, grade) judgment
+    qrels: str
+    #: index kind and, for hnsw, M, ef_construction, the ef searched with and the build seed
+    index: str
+    #: documents ranked per query
+    depth: str
+    #: the golden set's plan fingerprint (metric, guards, margins, confidence, bootstrap, seed, ...)
+    plan: str
+
+    def components(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+    @property
+    def fingerprint(self) -> str:
+        """One digest of all components: equal fingerprints mean every held-constant input is equal."""
+        return _digest("fingerprint", [self.components()])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HnswStats:
+    """How an arm's HNSW index compares with exact search, measured on a sample of its queries."""
+
+    #: as the built hnswlib index reports them: M, ef_construction, ef (as searched), seed
+    parameters: Mapping[str, int]
+    #: mean share of the exact top-depth documents the index returned
+    ann_recall: float
+    sample: int
+    latency: Latency
+    exact_latency: Latency
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IndexStats:
+    """What one arm's index held and cost; ``hnsw`` is None for exact search."""
+
+    dimension: int
+    #: exact: the float32 document vectors; hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph)
+    memory_bytes: int
+    hnsw: HnswStats | None = None
+
+    @property
+    def kind(self) -> str:
+        return "exact" if self.hnsw is None else "hnsw"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -42,6 +129,9 @@ class ArmResult:
     ranked: tuple[tuple[str, ...], ...]
     similarities: tuple[tuple[float, ...], ...]
     per_query: Mapping[str, np.ndarray]
+    #: digests of what this arm consumed, checked against the golden set's by `run_golden`
+    control: Control
+    index: IndexStats
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,6 +139,8 @@ class GoldenRun:
     golden: GoldenSet
     incumbent: ArmResult
     candidate: ArmResult
+    #: what both arms were checked to have consumed
+    control: Control
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,6 +170,126 @@ def ranked_depth(golden: GoldenSet) -> int:
     return min(max(RANKED_DEPTH, golden.max_k()), len(golden.documents))
 
 
+def short_digest(digest: str) -> str:
+    """``sha256:`` and the first 12 hex digits: enough to tell two digests apart in a message."""
+    return digest[: len("sha256:") + 12] + "…"
+
+
+def _digest(component: str, parts: Iterable[object]) -> str:
+    """sha256 of one canonical JSON line per part. The component name is hashed first, so equal content
+    under two components never gives equal digests."""
+    digest = hashlib.sha256(f"pytest-embeval control v1 {component}\n".encode())
+    for part in parts:
+        line = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        digest.update(line.encode("utf-8") + b"\n")
+    return "sha256:" + digest.hexdigest()
+
+
+def _control(
+    *,
+    doc_ids: Sequence[str],
+    doc_texts: Sequence[str],
+    queries: Sequence[Query],
+    query_texts: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    index: Mapping[str, str | int],
+    depth: int,
+    plan: str,
+) -> Control:
+    # Texts are hashed one by one so a large corpus is never serialised whole.
+    documents = (
+        [doc_id, hashlib.sha256(text.encode("utf-8")).hexdigest()]
+        for doc_id, text in zip(doc_ids, doc_texts, strict=True)
+    )
+    query_rows = (
+        [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
+    )
+    judgments = sorted([qid, did, grade] for qid, docs in qrels.items() for did, grade in docs.items())
+    return Control(
+        corpus=_digest("corpus", documents),
+        queries=_digest("queries", query_rows),
+        qrels=_digest("qrels", judgments),
+        index=_digest("index", [index]),
+        depth=_digest("depth", [depth]),
+        plan=plan,
+    )
+
+
+def golden_control(golden: GoldenSet) -> Control:
+    """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
+    the ef a search of the ranked depth runs with), depth and plan."""
+    depth = ranked_depth(golden)
+    spec = golden.index
+    index: dict[str, str | int] = {"kind": spec.kind}
+    if spec.kind == "hnsw":
+        index.update(
+            M=spec.M,
+            ef_construction=spec.ef_construction,
+            ef=effective_ef(spec.ef_search, depth),
+            seed=golden.seed,
+        )
+    return _control(
+        doc_ids=[doc.id for doc in golden.documents],
+        doc_texts=[doc.embed_text for doc in golden.documents],
+        queries=golden.queries,
+        query_texts=[query.text for query in golden.queries],
+        qrels=golden.qrels,
+        index=index,
+        depth=depth,
+        plan=golden.plan_fingerprint(),
+    )
+
+
+def control_differences(expected: Control, incumbent: Control, candidate: Control) -> tuple[str, ...]:
+    """One description per component where either arm differs from ``expected``, in component order."""
+    wanted = expected.components()
+    arms = incumbent.components(), candidate.components()
+    return tuple(
+        f"{name} (incumbent {short_digest(arms[0][name])}, candidate {short_digest(arms[1][name])}; "
+        f"golden set {short_digest(digest)})"
+        for name, digest in wanted.items()
+        if arms[0][name] != digest or arms[1][name] != digest
+    )
+
+
+def check_control(expected: Control, incumbent: Control, candidate: Control) -> None:
+    """Raise `ControlMismatch` unless both arms consumed exactly the held-constant inputs ``expected``."""
+    differences = control_differences(expected, incumbent, candidate)
+    if differences:
+        raise ControlMismatch(differences)
+
+
+def ann_sample(n_queries: int, seed: int) -> np.ndarray:
+    """Sorted query rows on which ANN recall and latency are measured: all of them up to `ANN_SAMPLE`, else a
+    seeded draw, so both arms (and every run with the same seed and query count) measure the same queries."""
+    if n_queries <= ANN_SAMPLE:
+        return np.arange(n_queries)
+    rng = np.random.default_rng(stable_seed(seed, "ann-sample"))
+    return np.sort(rng.choice(n_queries, size=ANN_SAMPLE, replace=False))
+
+
+def _search_hnsw(
+    golden: GoldenSet, queries: np.ndarray, documents: np.ndarray, doc_ids: Sequence[str], depth: int
+) -> tuple[np.ndarray, np.ndarray, IndexStats]:
+    spec = golden.index
+    # The golden seed, not the arm, seeds the build: both arms get the same construction randomness.
+    index = HnswIndex(
+        documents, doc_ids=doc_ids, M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed
+    )
+    positions, scores = index.search(queries, depth, ef_search=spec.ef_search)
+    sample = ann_sample(queries.shape[0], golden.seed)
+    exact_positions, _ = exact_search(queries[sample], documents, depth, doc_ids=doc_ids)
+    hnsw = HnswStats(
+        parameters=index.parameters(),
+        ann_recall=ann_recall(positions[sample], exact_positions),
+        sample=int(sample.size),
+        latency=Latency.of(index.query_seconds(queries[sample], depth, ef_search=spec.ef_search)),
+        exact_latency=Latency.of(flat_query_seconds(queries[sample], documents, depth)),
+    )
+    stats = IndexStats(dimension=int(documents.shape[1]), memory_bytes=index.memory_bytes(), hnsw=hnsw)
+    return positions, scores, stats
+
+
 def run_arm(
     golden: GoldenSet,
     arm: Arm,
@@ -96,23 +308,16 @@ def run_arm(
     doc_ids = [doc.id for doc in golden.documents]
     doc_texts = [doc.embed_text for doc in golden.documents]
     doc_vectors = embedder(arm, doc_texts, "document", progress=report("document"), role=role)
-    query_vectors = embedder(
-        arm, [query.text for query in golden.queries], "query", progress=report("query"), role=role
-    )
+    query_texts = [query.text for query in golden.queries]
+    query_vectors = embedder(arm, query_texts, "query", progress=report("query"), role=role)
     depth = ranked_depth(golden)
     if golden.index.kind == "hnsw":
-        positions, scores = hnsw_search(
-            query_vectors,
-            doc_vectors,
-            depth,
-            doc_ids=doc_ids,
-            M=golden.index.M,
-            ef_construction=golden.index.ef_construction,
-            ef_search=golden.index.ef_search,
-            seed=golden.seed,
-        )
+        positions, scores, stats = _search_hnsw(golden, query_vectors, doc_vectors, doc_ids, depth)
     else:
         positions, scores = exact_search(query_vectors, doc_vectors, depth, doc_ids=doc_ids)
+        # A flat index holds the float32 vectors and nothing else.
+        memory = int(doc_vectors.shape[0] * doc_vectors.shape[1] * 4)
+        stats = IndexStats(dimension=int(doc_vectors.shape[1]), memory_bytes=memory)
     ranked = tuple(tuple(doc_ids[p] for p in row) for row in positions.tolist())
     query_ids = [query.id for query in golden.queries]
     per_query = evaluate(
@@ -122,12 +327,25 @@ def run_arm(
         query_ids,
         relevance_level=golden.relevance_level,
     )
+    control = _control(
+        doc_ids=doc_ids,
+        doc_texts=doc_texts,
+        queries=golden.queries,
+        query_texts=query_texts,
+        qrels=golden.qrels,
+        # What the index reports it was built and searched with, not what was asked of it.
+        index={"kind": stats.kind, **(stats.hnsw.parameters if stats.hnsw else {})},
+        depth=depth,
+        plan=golden.plan_fingerprint(),
+    )
     return ArmResult(
         role=role,
         arm=arm,
         ranked=ranked,
         similarities=tuple(tuple(row) for row in scores.astype(float).tolist()),
         per_query=per_query,
+        control=control,
+        index=stats,
     )
 
 
@@ -139,11 +357,13 @@ def run_golden(
     embedder: Embedder = embed,
     progress: Progress | None = None,
 ) -> GoldenRun:
-    return GoldenRun(
-        golden=golden,
-        incumbent=run_arm(golden, incumbent, "incumbent", embedder=embedder, progress=progress),
-        candidate=run_arm(golden, candidate, "candidate", embedder=embedder, progress=progress),
-    )
+    """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
+    than the golden set declares."""
+    incumbent_result = run_arm(golden, incumbent, "incumbent", embedder=embedder, progress=progress)
+    candidate_result = run_arm(golden, candidate, "candidate", embedder=embedder, progress=progress)
+    control = golden_control(golden)
+    check_control(control, incumbent_result.control, candidate_result.control)
+    return GoldenRun(golden=golden, incumbent=incumbent_result, candidate=candidate_result, control=control)
 
 
 def _movers(

@@ -2,6 +2,9 @@
 
 Records are dicts of plain Python types (str, int, float, None, lists, dicts) because they cross process
 boundaries under pytest-xdist; NaN becomes None so the JSON report is strict JSON.
+
+The report is identical with and without pytest-xdist except for values under a ``timings`` key (wall-clock
+latencies, which vary run to run): tools comparing reports drop every ``timings`` key first.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_embeval.golden import GoldenSet
-from pytest_embeval.pipeline import ArmResult, GoldenRun, Mover, StratumOutcome, ranked_depth
+from pytest_embeval.index import Latency
+from pytest_embeval.pipeline import (
+    ArmResult,
+    GoldenRun,
+    IndexStats,
+    Mover,
+    StratumOutcome,
+    ranked_depth,
+    short_digest,
+)
 from pytest_embeval.stats import PairedComparison
 
 SCHEMA_VERSION = 1
@@ -88,11 +100,33 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
     }
 
 
+def _latency_record(latency: Latency) -> Record:
+    # Four significant digits: the timer's noise is larger than that from one run to the next.
+    return {"p50": float(f"{latency.p50_ms:.4g}"), "p95": float(f"{latency.p95_ms:.4g}")}
+
+
+def index_record(stats: IndexStats) -> Record:
+    """One arm's index: kind, dimension, memory; for hnsw also its parameters as built, its ANN recall against
+    exact search and, under ``timings``, its per-query latency and exact search's."""
+    record: Record = {"kind": stats.kind, "dimension": stats.dimension, "memory_bytes": stats.memory_bytes}
+    if stats.hnsw is not None:
+        hnsw = stats.hnsw
+        record.update(hnsw.parameters)
+        record["ann_recall"] = hnsw.ann_recall
+        record["sample"] = hnsw.sample
+        record["timings"] = {
+            "latency_ms": _latency_record(hnsw.latency),
+            "exact_latency_ms": _latency_record(hnsw.exact_latency),
+        }
+    return record
+
+
 def _arm_record(result: ArmResult) -> Record:
     return {
         "spec": result.arm.spec,
         "fingerprint": result.arm.fingerprint,
         "prompts": dict(result.arm.prompts),
+        "index": index_record(result.index),
     }
 
 
@@ -120,6 +154,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "path": path,
         "fingerprint": golden.fingerprint(),
         "plan_fingerprint": golden.plan_fingerprint(),
+        "control": {"fingerprint": run.control.fingerprint, "components": run.control.components()},
         "metric": str(golden.metric),
         "guards": dict(golden.guards),
         "report": [str(m) for m in golden.report_metrics],
@@ -143,6 +178,35 @@ def _index_record(golden: GoldenSet) -> Record | str:
     if index.kind == "exact":
         return "exact"
     return {"hnsw": {"M": index.M, "ef_construction": index.ef_construction, "ef_search": index.ef_search}}
+
+
+def control_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """What two JSON reports did not hold equal: one line per golden set (matched by path) and differing
+    control component, e.g. ``support.yaml: corpus (sha256:ab12… vs sha256:cd34…)``.
+
+    An empty list means every golden set of either report was run on the same corpus, queries, judgments,
+    index, depth and plan in both, so their results differ only by the models. A golden set in one report
+    only, or one without a ``control`` record (a report from before it existed), gets a line saying so.
+    """
+    first = {golden["path"]: golden for golden in a["golden_sets"]}
+    second = {golden["path"]: golden for golden in b["golden_sets"]}
+    lines: list[str] = []
+    for path in sorted(first.keys() | second.keys()):
+        if path not in second or path not in first:
+            lines.append(f"{path}: only in the {'first' if path in first else 'second'} report")
+            continue
+        controls = first[path].get("control"), second[path].get("control")
+        if controls[0] is None or controls[1] is None:
+            which = "first" if controls[0] is None else "second"
+            lines.append(f"{path}: no control fingerprint in the {which} report")
+            continue
+        components = controls[0]["components"], controls[1]["components"]
+        for name in dict.fromkeys([*components[0], *components[1]]):
+            digests = components[0].get(name), components[1].get(name)
+            if digests[0] != digests[1]:
+                shown = [short_digest(d) if d is not None else "absent" for d in digests]
+                lines.append(f"{path}: {name} ({shown[0]} vs {shown[1]})")
+    return lines
 
 
 def build_report(golden_records: Iterable[Record], stratum_records: Iterable[Record]) -> Record:
@@ -235,7 +299,36 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     lines = [title, *_table(header, rows)]
     if any(s["sign_disagrees"] for s in strata):
         lines.append("* the sign test disagrees with the mean: a few queries drive the difference.")
+    for role in ROLES:
+        # .get: reports written before arms carried an index record are still rendered.
+        index = golden[role].get("index")
+        if index is not None and index["kind"] == "hnsw":
+            lines.append(_hnsw_line(role, index, golden["depth"]))
     return lines
+
+
+def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
+    timings = index["timings"]
+    latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
+    return (
+        f"{role} index: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, "
+        f"ANN recall@{depth} {index['ann_recall']:.3f} ({index['sample']} queries), "
+        f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
+        f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
+    )
+
+
+def _fmt_ms(value: float) -> str:
+    return f"{value:.3g} ms"
+
+
+def _fmt_bytes(value: int) -> str:
+    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
+    units = ("B", "KiB", "MiB", "GiB")
+    exponent = 0
+    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
+        exponent += 1
+    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
 
 
 def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -> list[str]:

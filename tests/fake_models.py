@@ -7,6 +7,8 @@ answers it, so each model's retrieval, and therefore every verdict, is known in 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 DIMENSIONS = 128
@@ -44,7 +46,30 @@ class BrokenModel(AxisModel):
         return np.full((len(texts), DIMENSIONS), np.nan, dtype=np.float32)
 
 
+class CountingModel(AxisModel):
+    """An AxisModel that appends "<name> TAB <kind> TAB <text>" to the file named by $EMBEVAL_FAKE_LOG for
+    every text it encodes, so a test can see what a pytest run (a subprocess, an xdist worker) embedded."""
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        self._log("document", texts)
+        return super().encode_document(texts)
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        self._log("query", texts)
+        return super().encode_query(texts)
+
+    def _log(self, kind: str, texts: list[str]) -> None:
+        path = os.environ.get("EMBEVAL_FAKE_LOG")
+        if path:
+            # One append per call: O_APPEND keeps concurrent workers' lines whole.
+            with open(path, "a", encoding="utf-8") as log:
+                log.write("".join(f"{self.name}\t{kind}\t{text}\n" for text in texts))
+
+
 good = AxisModel("good")
 bad = AxisModel("bad", misses=("en", "es"))
 bad_english = AxisModel("bad-english", misses=("en",))
 broken = BrokenModel("broken")
+counted_good = CountingModel("counted-good")
+counted_bad = CountingModel("counted-bad", misses=("en", "es"))
+counted_bad_english = CountingModel("counted-bad-english", misses=("en",))

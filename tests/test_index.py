@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import re
+import time
+import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pytest_embeval.index import HnswIndex, exact_search, hnsw_search, tie_ranks
+from pytest_embeval.index import (
+    HnswIndex,
+    Latency,
+    ann_recall,
+    effective_ef,
+    exact_search,
+    flat_query_seconds,
+    hnsw_search,
+    tie_ranks,
+)
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -262,6 +274,16 @@ def test_hnsw_small_and_empty_corpora() -> None:
     assert all(sorted(row) == [0, 1, 2] for row in positions.tolist())
 
 
+def test_hnsw_that_cannot_reach_k_documents_says_so() -> None:
+    # Orthogonal vectors: every similarity is 0, so hnswlib's neighbour pruning disconnects the graph.
+    documents = np.eye(60, 128, dtype=np.float32)
+    index = HnswIndex(documents, doc_ids=[f"d{i}" for i in range(60)], M=8, ef_construction=40)
+    with pytest.raises(
+        ValueError, match=r"reached fewer than k=60 documents .*M=8, ef_construction=40, ef=60"
+    ):
+        index.search(documents[:5], 60, ef_search=16)
+
+
 def test_hnsw_validates_inputs() -> None:
     with pytest.raises(ValueError, match=re.escape("doc_ids must be unique: 'a' appears more than once")):
         hnsw_search(np.ones((1, 2)), np.ones((2, 2)), 1, doc_ids=["a", "a"])
@@ -271,3 +293,100 @@ def test_hnsw_validates_inputs() -> None:
         ValueError, match=re.escape("queries have dimension 3 but documents have dimension 2")
     ):
         hnsw_search(np.ones((1, 3)), np.ones((2, 2)), 1, doc_ids=["a", "b"])
+
+
+def test_hnsw_index_reports_the_declared_parameters(corpus: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
+    queries, documents, doc_ids = corpus
+    index = HnswIndex(documents, doc_ids=doc_ids, M=12, ef_construction=64, seed=3)
+    index.search(queries, 10, ef_search=40)
+    assert index.parameters() == {"M": 12, "ef_construction": 64, "ef": 40, "seed": 3}
+    # hnswlib needs a candidate list at least as long as k.
+    index.search(queries, 50, ef_search=20)
+    assert index.parameters()["ef"] == effective_ef(20, 50) == 50
+
+
+def test_hnsw_memory_is_the_size_of_the_saved_index(
+    corpus: tuple[np.ndarray, np.ndarray, list[str]], tmp_path: Path
+) -> None:
+    """An hnswlib index built independently with the same parameters and seed saves to exactly
+    memory_bytes: our build is the declared one, and memory_bytes is hnswlib's own count."""
+    import hnswlib
+
+    _, documents, doc_ids = corpus
+    index = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50, seed=5)
+    reference = hnswlib.Index(space="ip", dim=documents.shape[1])
+    reference.init_index(max_elements=len(documents), ef_construction=50, M=8, random_seed=5)
+    reference.add_items(documents, np.arange(len(documents)), num_threads=1)
+    reference.save_index(str(tmp_path / "reference.bin"))
+    assert index.memory_bytes() == (tmp_path / "reference.bin").stat().st_size
+    # Per document: the float32 vector, an 8-byte label, level-0 links (a count and 2·M neighbours).
+    assert index.memory_bytes() >= len(documents) * (documents.shape[1] * 4 + 8 + 4 + 2 * 8 * 4)
+    again = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50, seed=5)
+    assert again.memory_bytes() == index.memory_bytes()
+
+
+def test_query_timings_are_one_positive_duration_per_query(
+    corpus: tuple[np.ndarray, np.ndarray, list[str]],
+) -> None:
+    queries, documents, doc_ids = corpus
+    index = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50)
+    approximate = index.query_seconds(queries[:7], 10, ef_search=30)
+    exact = flat_query_seconds(queries[:7], documents, 10)
+    assert approximate.shape == exact.shape == (7,)
+    assert np.all(approximate > 0) and np.all(exact > 0)
+    assert index.parameters()["ef"] == 30  # timed at the ef searched with
+
+
+def test_latency_percentiles() -> None:
+    latency = Latency.of(np.arange(1, 21) / 1000)  # 1..20 ms
+    assert latency.p50_ms == pytest.approx(10.5)
+    assert latency.p95_ms == pytest.approx(19.05)  # linear interpolation, numpy's default
+    with pytest.raises(ValueError, match="no timings"):
+        Latency.of(np.array([]))
+
+
+def test_ann_recall_is_the_share_of_the_exact_top_k_found() -> None:
+    exact = np.array([[3, 2, 1], [4, 9, 8]])
+    assert ann_recall(np.array([[1, 2, 3], [4, 5, 6]]), exact) == pytest.approx((3 / 3 + 1 / 3) / 2)
+    assert ann_recall(exact, exact) == 1.0
+    with pytest.raises(ValueError, match=re.escape("same 2-D shape, got (2, 2) and (2, 3)")):
+        ann_recall(np.ones((2, 2)), exact)
+    with pytest.raises(ValueError, match=re.escape("at least one query and k >= 1, got shape (0, 3)")):
+        ann_recall(np.ones((0, 3)), np.ones((0, 3)))
+
+
+def _peak_bytes(queries: np.ndarray, documents: np.ndarray, k: int, **blocks: int) -> int:
+    doc_ids = [f"d{i}" for i in range(len(documents))]
+    tracemalloc.start()
+    try:
+        exact_search(queries, documents, k, doc_ids=doc_ids, **blocks)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_exact_search_memory_follows_the_blocks_not_the_corpus() -> None:
+    rng = np.random.default_rng(11)
+    queries = rng.random((500, 16), dtype=np.float32)
+    small = _peak_bytes(queries, rng.random((5_000, 16), dtype=np.float32), 10, block_size=500)
+    large = _peak_bytes(queries, rng.random((40_000, 16), dtype=np.float32), 10, block_size=500)
+    # The full 500 x 40,000 score matrix alone would be 80 MB in float64.
+    assert large < 16 * 2**20
+    # 35,000 more documents cost only their tie ranks: well under 64 bytes each.
+    assert large - small < 35_000 * 64
+
+
+@pytest.mark.slow
+def test_exact_search_of_200k_documents_stays_within_bounded_memory() -> None:
+    """200,000 x 384 documents, 1,000 queries, default blocks: the 1,000 x 200,000 score matrix would be
+    763 MiB in float32; the blocked search peaks at ~155 MiB of scratch (the documents themselves are the
+    caller's and allocated before tracing starts). About 10 s on one core."""
+    rng = np.random.default_rng(12)
+    documents = rng.random((200_000, 384), dtype=np.float32) - 0.5
+    queries = rng.random((1_000, 384), dtype=np.float32) - 0.5
+    started = time.perf_counter()
+    peak = _peak_bytes(queries, documents, 100)
+    assert peak < 256 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    print(
+        f"exact search 200k x 384, 1k queries: {time.perf_counter() - started:.1f} s, {peak / 2**20:.0f} MiB"
+    )

@@ -1,0 +1,455 @@
+"""The embedding cache on its own: keys, packs, damage, concurrency; fake encoders, no pytest plugin."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import struct
+import subprocess
+import sys
+import textwrap
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pytest_embeval.cache as cache_module
+from pytest_embeval.cache import CacheStats, EmbeddingCache, text_key
+from pytest_embeval.encoders import Arm, EncoderError, Kind, LazyEncoder, embed, resolve_model
+
+DIM = 16
+
+
+class Recorder:
+    """Deterministic vectors from crc32 of the text (plus the query prompt); records every text encoded."""
+
+    def __init__(self, name: str = "recorder", dim: int = DIM) -> None:
+        self.name = name
+        self.dim = dim
+        self.prompts = {"query": "query: ", "document": ""}
+        self.encoded: list[tuple[str, str]] = []
+
+    def _vectors(self, texts: list[str]) -> np.ndarray:
+        rows = [
+            np.random.default_rng(zlib.crc32(text.encode("utf-8", "surrogatepass"))).standard_normal(self.dim)
+            for text in texts
+        ]
+        return np.array(rows, dtype=np.float32)
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        self.encoded.extend(("query", text) for text in texts)
+        return self._vectors([self.prompts["query"] + text for text in texts])
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        self.encoded.extend(("document", text) for text in texts)
+        return self._vectors(texts)
+
+
+TEXTS = [f"document {i} about parcels" for i in range(150)]
+
+
+def packs(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.pack"))
+
+
+def reference(texts: list[str], kind: Kind = "document") -> np.ndarray:
+    """The vectors `embed` gives without a cache, from a Recorder of its own (nothing recorded elsewhere)."""
+    return embed(resolve_model(Recorder()), texts, kind)
+
+
+def fresh(root: Path) -> EmbeddingCache:
+    """A new cache object on the same folder: what the next pytest session (or another worker) sees."""
+    return EmbeddingCache(root)
+
+
+# ------------------------------------------------------------------------------------------------ hits/misses
+
+
+def test_second_session_reads_everything_and_embeds_nothing(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    first = EmbeddingCache(tmp_path).embed(arm, TEXTS, "document")
+    np.testing.assert_array_equal(first, embed(arm, TEXTS, "document"))
+    model.encoded.clear()
+
+    again = fresh(tmp_path)
+    second = again.embed(arm, TEXTS, "document")
+    assert model.encoded == []
+    np.testing.assert_array_equal(second, first)
+    assert second.dtype == np.float32 and second.flags.c_contiguous
+    assert again.stats() == CacheStats(read=150, embedded=0)
+
+
+def test_a_changed_text_is_embedded_alone(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    EmbeddingCache(tmp_path).embed(arm, TEXTS, "document")
+    model.encoded.clear()
+    changed = [*TEXTS[:7], "document 7 about parcels, revised", *TEXTS[8:]]
+    cache = fresh(tmp_path)
+    vectors = cache.embed(arm, changed, "document")
+    assert model.encoded == [("document", "document 7 about parcels, revised")]
+    assert cache.stats() == CacheStats(read=149, embedded=1)
+    np.testing.assert_array_equal(vectors, embed(arm, changed, "document"))
+
+
+def test_queries_and_documents_are_separate_entries(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    cache = EmbeddingCache(tmp_path)
+    as_document = cache.embed(arm, ["same text"], "document")
+    as_query = cache.embed(arm, ["same text"], "query")
+    assert model.encoded == [("document", "same text"), ("query", "same text")]
+    assert not np.array_equal(as_document, as_query)  # the query prompt differs
+    assert sorted(p.parent.name for p in packs(tmp_path)) == ["document", "query"]
+
+
+def test_another_model_fingerprint_is_another_entry(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    cache.embed(resolve_model(Recorder("model-a")), TEXTS[:3], "document")
+    other = Recorder("model-b")
+    cache.embed(resolve_model(other), TEXTS[:3], "document")
+    assert len(other.encoded) == 3
+    assert len({p.parent.parent.name for p in packs(tmp_path)}) == 2
+
+
+def test_duplicate_texts_are_embedded_once_and_returned_in_order(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    texts = ["b", "a", "b", "c", "a"]
+    vectors = EmbeddingCache(tmp_path).embed(arm, texts, "document")
+    assert model.encoded == [("document", "b"), ("document", "a"), ("document", "c")]
+    np.testing.assert_array_equal(vectors, embed(arm, texts, "document"))
+
+
+def test_a_fully_cached_run_never_loads_the_model(tmp_path: Path) -> None:
+    EmbeddingCache(tmp_path).embed(resolve_model(Recorder()), TEXTS, "query")
+
+    def load() -> Any:
+        raise AssertionError("the model was loaded")
+
+    recorded = resolve_model(Recorder())
+    lazy = Arm(
+        spec="lazy",
+        encoder=LazyEncoder(load, "lazy"),
+        fingerprint=recorded.fingerprint,
+        prompts=recorded.prompts,
+    )
+    fresh(tmp_path).embed(lazy, TEXTS, "query")
+    assert isinstance(lazy.encoder, LazyEncoder) and not lazy.encoder.loaded
+
+
+def test_texts_are_keyed_by_their_exact_bytes(tmp_path: Path) -> None:
+    texts = ["café", "cafe\u0301", "cafe", "lone \udc80 surrogate", ""]
+    assert len({text_key(text) for text in texts}) == len(texts)
+    model = Recorder()
+    cache = EmbeddingCache(tmp_path)
+    cache.embed(resolve_model(model), texts, "document")
+    fresh(tmp_path).embed(resolve_model(model), texts, "document")
+    assert len(model.encoded) == len(texts)
+
+
+def test_no_texts_touch_nothing(tmp_path: Path) -> None:
+    model = Recorder()
+    vectors = EmbeddingCache(tmp_path / "cache").embed(resolve_model(model), [], "document")
+    assert vectors.shape == (0, 0) and model.encoded == []
+    assert not (tmp_path / "cache").exists()
+
+
+def test_missing_texts_are_embedded_pack_by_pack_with_progress_over_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "PACK_ROWS", 64)
+    arm = resolve_model(Recorder())
+    cache = EmbeddingCache(tmp_path)
+    cache.embed(arm, TEXTS[:10], "document")
+    calls: list[tuple[int, int]] = []
+    vectors = cache.embed(arm, TEXTS, "document", progress=lambda *call: calls.append(call))
+    assert calls == [(64, 140), (128, 140), (140, 140)]
+    assert len(packs(tmp_path)) == 4
+    np.testing.assert_array_equal(vectors, embed(arm, TEXTS, "document"))
+
+
+def test_a_model_that_changed_without_a_new_fingerprint_is_an_error(tmp_path: Path) -> None:
+    EmbeddingCache(tmp_path).embed(resolve_model(Recorder("same-name", dim=16)), TEXTS[:2], "document")
+    with pytest.raises(EncoderError, match=re.escape("candidate encoder 'same-name': the embedding cache")):
+        fresh(tmp_path).embed(
+            resolve_model(Recorder("same-name", dim=8)), TEXTS[:3], "document", role="candidate"
+        )
+
+
+def test_an_unwritable_cache_is_noted_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(path: Path, parts: Any) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(cache_module, "_write_atomic", refuse)
+    cache = EmbeddingCache(tmp_path)
+    arm = resolve_model(Recorder())
+    vectors = cache.embed(arm, TEXTS[:5], "document")
+    cache.embed(arm, TEXTS[5:9], "document")
+    np.testing.assert_array_equal(vectors, embed(arm, TEXTS[:5], "document"))
+    assert cache.stats() == CacheStats(
+        read=0, embedded=9, write_error="OSError: [Errno 30] Read-only file system"
+    )
+
+
+def test_store_validates_its_vectors(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    arm = resolve_model(Recorder())
+    with pytest.raises(ValueError, match=re.escape("vectors must have shape (2, d) with d >= 1, got (3, 4)")):
+        cache.store(arm, "document", ["a", "b"], np.ones((3, 4)))
+    with pytest.raises(ValueError, match="vectors must be finite"):
+        cache.store(arm, "document", ["a"], np.array([[np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="kind must be 'query' or 'document', got 'passage'"):
+        cache.store(arm, "passage", ["a"], np.ones((1, 4)))  # type: ignore[arg-type]
+
+
+def test_embeddings_computed_elsewhere_are_brought_in_by_the_same_key(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    EmbeddingCache(tmp_path).store(arm, "document", TEXTS, embed(arm, TEXTS, "document"))
+    model.encoded.clear()
+    fresh(tmp_path).embed(arm, TEXTS, "document")
+    assert model.encoded == []
+
+
+# ------------------------------------------------------------------------------------------------ the format
+
+
+def test_packs_are_raw_float32_without_pickle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pickle or np.load used")
+
+    for module, name in [(pickle, "load"), (pickle, "loads"), (np, "load")]:
+        monkeypatch.setattr(module, name, forbidden)
+    arm = resolve_model(Recorder())
+    vectors = embed(arm, TEXTS, "document")
+    EmbeddingCache(tmp_path).embed(arm, TEXTS, "document")
+    np.testing.assert_array_equal(fresh(tmp_path).embed(arm, TEXTS, "document"), vectors)
+
+    (pack,) = packs(tmp_path)
+    data = pack.read_bytes()
+    magic, model, kind, n, dim = struct.unpack_from("<8s32sB3xII", data)
+    assert (magic, model.hex(), kind, n, dim) == (
+        b"EMBVPK01",
+        arm.digest.removeprefix("sha256:"),
+        1,
+        150,
+        DIM,
+    )
+    assert data.endswith(vectors.astype("<f4").tobytes())
+    assert pack.name == f"{hashlib.sha256(data).hexdigest()}.pack"
+    model_dir = pack.parent.parent
+    assert model_dir.name == arm.digest.removeprefix("sha256:")[:16]
+    assert (model_dir / "fingerprint.json").read_text(encoding="utf-8") == arm.fingerprint + "\n"
+
+
+def test_a_corpus_the_size_of_a_real_one_is_quick(tmp_path: Path) -> None:
+    arm = resolve_model(Recorder())
+    texts = [f"passage {i}" for i in range(3395)]
+    vectors = np.random.default_rng(0).standard_normal((3395, 384)).astype(np.float32)
+    started = time.perf_counter()
+    EmbeddingCache(tmp_path).store(arm, "document", texts, vectors)
+    found = fresh(tmp_path).lookup(arm, "document", texts)
+    elapsed = time.perf_counter() - started
+    assert len(found) == 3395 and np.array_equal(found["passage 7"], vectors[7])
+    assert len(packs(tmp_path)) == 1
+    assert elapsed < 2.0, f"writing and reading 3,395 x 384 vectors took {elapsed:.2f} s"
+
+
+# ------------------------------------------------------------------------------------------------ damage
+
+
+def stored(tmp_path: Path, texts: list[str] = TEXTS) -> tuple[Recorder, Arm, Path]:
+    model = Recorder()
+    arm = resolve_model(model)
+    EmbeddingCache(tmp_path).embed(arm, texts, "document")
+    model.encoded.clear()
+    (pack,) = packs(tmp_path)
+    return model, arm, pack
+
+
+def flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def vectors_offset(n: int) -> int:
+    return 84 + n * 36
+
+
+def test_bit_flipped_rows_are_recomputed_and_the_rest_kept(tmp_path: Path) -> None:
+    model, arm, pack = stored(tmp_path)
+    for row in (3, 80, 149):
+        flip(pack, vectors_offset(150) + row * DIM * 4 + 5)
+    cache = fresh(tmp_path)
+    vectors = cache.embed(arm, TEXTS, "document")
+    assert model.encoded == [("document", TEXTS[row]) for row in (3, 80, 149)]
+    assert cache.stats() == CacheStats(read=147, embedded=3, corrupt=3)
+    np.testing.assert_array_equal(vectors, reference(TEXTS))
+    # The damaged pack is gone; its intact rows and the recomputed ones are in new packs.
+    assert pack not in packs(tmp_path) and len(packs(tmp_path)) == 2
+    model.encoded.clear()
+    healed = fresh(tmp_path)
+    healed.embed(arm, TEXTS, "document")
+    assert model.encoded == [] and healed.stats() == CacheStats(read=150)
+
+
+def test_a_pack_truncated_in_its_vectors_keeps_its_whole_rows(tmp_path: Path) -> None:
+    model, arm, pack = stored(tmp_path)
+    with pack.open("r+b") as handle:
+        handle.truncate(vectors_offset(150) + 100 * DIM * 4 + 10)  # 100 whole rows and a piece
+    cache = fresh(tmp_path)
+    np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert [text for _, text in model.encoded] == TEXTS[100:]
+    assert cache.stats() == CacheStats(read=100, embedded=50, corrupt=50)
+
+
+@pytest.mark.parametrize(
+    ("damage", "lost"),
+    [
+        pytest.param(lambda p: p.write_bytes(p.read_bytes()[:2000]), 150, id="truncated in the index"),
+        pytest.param(lambda p: flip(p, 84 + 40 * 32 + 3), 150, id="bit flip in a text key"),
+        pytest.param(lambda p: flip(p, 50), 150, id="bit flip in the dimension"),
+        pytest.param(lambda p: p.write_bytes(b""), 1, id="empty file"),
+        pytest.param(lambda p: p.write_bytes(b"not a pack at all" * 10), 1, id="not a pack"),
+    ],
+)
+def test_a_pack_with_a_damaged_index_is_discarded_whole(tmp_path: Path, damage: Any, lost: int) -> None:
+    model, arm, pack = stored(tmp_path)
+    damage(pack)
+    cache = fresh(tmp_path)
+    np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert len(model.encoded) == 150
+    assert cache.stats() == CacheStats(read=0, embedded=150, corrupt=lost)
+    # The recomputed pack holds the very bytes the damaged one was written with: same content, same name.
+    assert packs(tmp_path) == [pack]
+    healed = fresh(tmp_path)
+    assert len(healed.lookup(arm, "document", TEXTS)) == 150
+    assert healed.stats().corrupt == 0
+
+
+def test_bytes_appended_to_a_pack_are_dropped_without_losing_entries(tmp_path: Path) -> None:
+    model, arm, pack = stored(tmp_path)
+    original = pack.read_bytes()
+    pack.write_bytes(original + b"junk")
+    cache = fresh(tmp_path)
+    cache.embed(arm, TEXTS, "document")
+    assert model.encoded == [] and cache.stats() == CacheStats(read=150)
+    assert packs(tmp_path) == [pack] and pack.read_bytes() == original
+
+
+def test_a_damaged_pack_in_a_read_only_cache_is_counted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, arm, pack = stored(tmp_path)
+    flip(pack, vectors_offset(150) + 2 * DIM * 4)
+
+    def refuse(*args: object) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(cache_module, "_write_atomic", refuse)
+    monkeypatch.setattr(cache_module, "_unlink", refuse)
+    cache = fresh(tmp_path)
+    np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert model.encoded == [("document", TEXTS[2])]
+    # A second golden set in the same session: the damaged pack is not read, nor counted, again.
+    np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert cache.stats().corrupt == 1
+    assert packs(tmp_path) == [pack]
+
+
+# ------------------------------------------------------------------------------------------------ concurrency
+
+
+def test_a_pack_replaced_by_another_process_is_found_again(tmp_path: Path) -> None:
+    model, arm, pack = stored(tmp_path)
+    reader = fresh(tmp_path)
+    assert len(reader.lookup(arm, "document", TEXTS[:1])) == 1  # the pack is indexed
+    # Meanwhile another process writes a pack with the first 100 texts and deletes the old one.
+    fresh(tmp_path).store(arm, "document", TEXTS[:100], reference(TEXTS[:100]))
+    pack.unlink()
+    assert len(reader.lookup(arm, "document", TEXTS)) == 100
+    # ... then writes all 150 again: the very bytes of the deleted pack, under its name, indexed again.
+    fresh(tmp_path).store(arm, "document", TEXTS, reference(TEXTS))
+    assert pack.exists()
+    assert len(reader.lookup(arm, "document", TEXTS)) == 150
+    assert model.encoded == [] and reader.stats().corrupt == 0
+
+
+class Shared:
+    """The writers' model, as far as its fingerprint goes."""
+
+    name = "shared"
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        raise AssertionError("not to be called")
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        raise AssertionError("not to be called")
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time, zlib
+    from pathlib import Path
+    import numpy as np
+    from pytest_embeval.cache import EmbeddingCache
+    from pytest_embeval.encoders import embed, resolve_model
+
+    class Shared:
+        name = "shared"
+        def encode_query(self, texts):
+            return self.encode_document(texts)
+        def encode_document(self, texts):
+            return np.array([np.random.default_rng(zlib.crc32(t.encode())).standard_normal(8) for t in texts])
+
+    root, go, first, last = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    arm = resolve_model(Shared())
+    texts = [f"text {i}" for i in range(first, last)]
+    vectors = embed(arm, texts, "document")
+    while not go.exists():
+        time.sleep(0.001)
+    for _ in range(40):
+        cache = EmbeddingCache(root)
+        found = cache.lookup(arm, "document", texts)
+        assert all(np.array_equal(found[t], v) for t, v in zip(texts, vectors) if t in found)
+        cache.store(arm, "document", texts, vectors)
+        assert cache.stats().corrupt == 0, cache.stats()
+    """
+)
+
+
+def test_processes_writing_the_same_entries_at_once_all_end_valid(tmp_path: Path) -> None:
+    root, go = tmp_path / "cache", tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # Two writers of the very same pack (same name, same bytes) and one of an overlapping pack.
+    ranges = [(0, 300), (0, 300), (150, 450)]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(root), str(go), str(first), str(last)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for first, last in ranges
+    ]
+    time.sleep(0.5)  # let all three import and wait at the start line
+    go.touch()
+    for writer in writers:
+        _, errors = writer.communicate(timeout=120)
+        assert writer.returncode == 0, errors
+
+    files = sorted(p.name for p in root.rglob("*") if p.is_file())
+    assert len(files) == 3 and not [name for name in files if name.endswith(".tmp")]
+    cache = fresh(root)
+    found = cache.lookup(resolve_model(Shared()), "document", [f"text {i}" for i in range(450)])
+    assert len(found) == 450 and cache.stats().corrupt == 0
