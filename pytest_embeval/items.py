@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_embeval import judging
 from pytest_embeval.cache import CacheStats, EmbeddingCache
 from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
 from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
@@ -226,12 +227,16 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
     report = build_report(state.golden_records.values(), state.stratum_records.values())
     if not report["golden_sets"]:
         return
-    reporter.write_sep("=", "embeval")
-    for golden in report["golden_sets"]:
-        for line in golden_table(golden, golden["strata"]):
-            reporter.write_line(line)
-        reporter.write_line("")
     settings = state.settings
+    reporter.write_sep("=", "embeval")
+    for record in report["golden_sets"]:
+        for line in golden_table(record, record["strata"]):
+            reporter.write_line(line)
+        golden = load_golden(reporter.config.rootpath / record["path"])
+        _coverage(golden, record, settings, reporter)
+        if settings.pool_dir is not None:
+            _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
+        reporter.write_line("")
     if settings.json_path is not None:
         write_atomic(settings.json_path, report_json(report))
         reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
@@ -240,6 +245,50 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
             for role in ROLES:
                 write_atomic(settings.runs_dir / run_file_name(golden, role), trec_run(golden, role))
         reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
+
+
+def _coverage(
+    golden: GoldenSet, record: Record, settings: Settings, reporter: pytest.TerminalReporter
+) -> None:
+    """Each arm's judged@k per stratum, into the report, and a warning when one arm was not pooled."""
+    rows = judging.coverage(golden, judging.rankings_from_record(record), k=golden.metric.k)
+    record["coverage"] = [dataclasses.asdict(row) for row in rows]
+    report_path = None if settings.json_path is None else str(settings.json_path)
+    for warning in judging.coverage_warnings(rows, golden_path=record["path"], report_path=report_path):
+        reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
+
+
+def _pool(
+    golden: GoldenSet, record: Record, folder: Path, depth: int, reporter: pytest.TerminalReporter
+) -> None:
+    """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
+
+    Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
+    the folder are left out, and the new sheet gets the next free name.
+    """
+    # Named after the golden file only: the name must not tell a judge which arm retrieved what.
+    stem = record["path"].replace("/", "__").rsplit(".", 1)[0]
+    earlier = sorted(folder.glob(f"{stem}.pool*.csv"))
+    try:
+        exclude = judging.sheet_pairs([judging.read_sheet(path) for path in earlier])
+    except judging.SheetError as error:
+        for problem in error.problems:
+            reporter.write_line(f"embeval pool: {problem}", red=True)
+        return
+    pool = judging.pool_from_rankings(
+        golden, judging.rankings_from_record(record), depth=depth, exclude=exclude
+    )
+    for line in judging.pool_lines(pool):
+        reporter.write_line(f"embeval pool: {line}")
+    if not pool.rows:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.pool.csv"
+    number = 2
+    while path.exists():
+        path, number = folder / f"{stem}.pool-{number}.csv", number + 1
+    judging.write_sheet(path, pool)
+    reporter.write_line(f"embeval pool: sheet written to {path}")
 
 
 def cache_summary(cache_dir: Path, reporter: pytest.TerminalReporter) -> list[str]:

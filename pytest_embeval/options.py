@@ -3,7 +3,8 @@
 Precedence is command line > ini file > default; model specs have a third source, the session fixtures
 `embeval_incumbent` / `embeval_candidate`, which the items consult only when neither option nor ini key
 is set.
-Only the standard library is imported here: this module loads in every pytest run of everyone who installs us.
+Only pytest and the standard library are imported here: this module loads in every pytest run of everyone
+who installs us.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pytest
+import pytest
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -29,6 +28,9 @@ class Settings:
     progress: bool
     #: where embeddings are cached (absolute); None with --embeval-no-cache
     cache_dir: Path | None
+    #: where to write blind judging sheets after the run, and how deep to pool each arm
+    pool_dir: Path | None
+    pool_depth: int
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -78,6 +80,20 @@ def add_options(parser: pytest.Parser) -> None:
         "in the rootdir). Shared safely by xdist workers and by machines.",
     )
     group.addoption(
+        "--embeval-pool",
+        metavar="DIR",
+        default=None,
+        help="after the run, write a blind judging sheet per golden set into DIR: every arm's top "
+        "--embeval-pool-depth documents per query not judged yet (see `embeval pool`).",
+    )
+    group.addoption(
+        "--embeval-pool-depth",
+        metavar="K",
+        type=int,
+        default=20,
+        help="documents per arm and query pooled by --embeval-pool (1 to 100, default 20).",
+    )
+    group.addoption(
         "--embeval-no-cache",
         action="store_true",
         default=False,
@@ -106,6 +122,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
 
     json_path = config.getoption("--embeval-json")
     runs_dir = config.getoption("--embeval-runs")
+    pool_dir = config.getoption("--embeval-pool")
+    pool_depth = config.getoption("--embeval-pool-depth")
+    # The report ranks 100 documents per query (more only for deeper metrics): pooling reads from it.
+    if not 1 <= pool_depth <= 100:
+        raise pytest.UsageError(f"--embeval-pool-depth must be between 1 and 100, got {pool_depth}")
     return Settings(
         enabled=bool(config.getoption("--embeval")),
         incumbent=spec("incumbent"),
@@ -114,6 +135,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
         runs_dir=Path(runs_dir) if runs_dir else None,
         progress=not config.getoption("--embeval-no-progress"),
         cache_dir=_cache_dir(config),
+        pool_dir=Path(pool_dir) if pool_dir else None,
+        pool_depth=pool_depth,
     )
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_embeval import cli
+
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
 
 Golden = Callable[..., Path]
@@ -274,3 +276,44 @@ def test_trec_run_files_reproduce_the_report(pytester: pytest.Pytester, golden: 
     first_ranked = {line.split()[0]: line.split()[2] for line in lines if line.split()[3] == "1"}
     queries = report["golden_sets"][0]["queries"]  # type: ignore[index]
     assert first_ranked == {q["id"]: q["ranked"]["candidate"][0] for q in queries}
+
+
+def test_an_arm_that_was_not_pooled_gets_a_coverage_warning(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden()
+    result = run(pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad")
+    result.stdout.fnmatch_lines(
+        ["embeval: WARNING: candidate's top 1 is less judged than another arm's by more than 10 points*"]
+    )
+    same = run(pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:good")
+    assert "WARNING" not in same.stdout.str()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_pool_option_writes_the_sheet_embeval_pool_writes(
+    pytester: pytest.Pytester, golden: Golden, xdist: list[str]
+) -> None:
+    golden()
+    sheets = pytester.path / "sheets"
+    arms = ["--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad"]
+    result = run(
+        pytester, *arms, f"--embeval-pool={sheets}", "--embeval-pool-depth=5", "--embeval-json=r.json", *xdist
+    )
+    result.stdout.fnmatch_lines([f"embeval pool: sheet written to {sheets / 'support.pool.csv'}"])
+    expected = pytester.path / "expected.csv"
+    assert (
+        cli.main(["pool", "support.yaml", "--from-report", "r.json", "--depth", "5", "--out", str(expected)])
+        == 0
+    )
+    assert (sheets / "support.pool.csv").read_text(encoding="utf-8") == expected.read_text(encoding="utf-8")
+    # A second run finds nothing new (its pairs are on the unmerged sheet) and overwrites nothing.
+    again = run(pytester, *arms, f"--embeval-pool={sheets}", "--embeval-pool-depth=5")
+    again.stdout.fnmatch_lines(["embeval pool: to judge: 0 pairs*"])
+    assert sorted(path.name for path in sheets.iterdir()) == ["support.pool.csv"]
+
+
+def test_pool_depth_is_checked(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    result = run(pytester, "--embeval-pool-depth=0")
+    result.stderr.fnmatch_lines(["*--embeval-pool-depth must be between 1 and 100, got 0"])
