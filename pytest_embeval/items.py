@@ -41,6 +41,8 @@ from pytest_embeval.verdict import Verdict
 
 #: Corpora at least this long get a progress line while they are encoded.
 PROGRESS_MIN_TEXTS = 256
+#: Seconds between progress lines when the output is not a terminal (a CI log).
+PROGRESS_LOG_SECONDS = 10.0
 
 #: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
 #: these names (ints, or a str for the write error), so the xdist controller can sum them over workers.
@@ -188,25 +190,35 @@ def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Arm
 
 
 class _ProgressLine:
-    """Encoding progress on the terminal, past pytest's output capture (as live logging does)."""
+    """Encoding progress on the terminal, past pytest's output capture (as live logging does).
+
+    On a terminal one line is rewritten in place; in a CI log, where that would be noise, a line is printed
+    when an arm starts a long list of texts, at most every `PROGRESS_LOG_SECONDS` after, and when it ends.
+    The rate counts from the first report, which comes after the first batch: its duration is unknown.
+    """
 
     def __init__(self, name: str, reporter: Any, capture: Any) -> None:
         self.name = name
         self.reporter = reporter
         self.capture = capture
         self.tty = sys.stdout.isatty()
-        self.started = 0.0
+        #: (time, texts done) at this list's first report, and the time of the last line printed
+        self.first: tuple[float, int] | None = None
+        self.logged = 0.0
 
     def __call__(self, role: str, kind: str, done: int, total: int) -> None:
         if total < PROGRESS_MIN_TEXTS:
             return
-        if done == 0 or not self.started:
-            self.started = time.perf_counter()
+        now = time.perf_counter()
         finished = done >= total
-        if not (self.tty or finished):
+        if self.first is None:
+            self.first = (now, done)
+        elif not (self.tty or finished or now - self.logged >= PROGRESS_LOG_SECONDS):
             return
-        rate = done / max(time.perf_counter() - self.started, 1e-9)
-        text = f"embeval {self.name}: {role} encoding {kind}s {done:,}/{total:,} ({rate:,.0f}/s)"
+        self.logged = now
+        since, base = self.first
+        rate = f" ({(done - base) / (now - since):,.0f}/s)" if now > since else ""
+        text = f"embeval {self.name}: {role} encoding {kind} texts {done:,}/{total:,}{rate}"
         with self.capture.global_and_fixture_disabled():
             if self.tty:
                 self.reporter.write(f"\r{text}", flush=True)
@@ -215,20 +227,20 @@ class _ProgressLine:
             else:
                 self.reporter.write_line(text)
         if finished:
-            self.started = 0.0
+            self.first = None
 
 
 def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
     """On the controller at the end of the session: the per-golden-set tables, the JSON report, the runs,
     and what the embedding cache did."""
-    if state.settings.cache_dir is not None:
-        for line in cache_summary(state.settings.cache_dir, reporter):
-            reporter.write_line(line)
-    report = build_report(state.golden_records.values(), state.stratum_records.values())
-    if not report["golden_sets"]:
-        return
     settings = state.settings
+    cache_lines = [] if settings.cache_dir is None else cache_summary(settings.cache_dir, reporter)
+    report = build_report(state.golden_records.values(), state.stratum_records.values())
+    if not (report["golden_sets"] or cache_lines):
+        return
     reporter.write_sep("=", "embeval")
+    for line in cache_lines:
+        reporter.write_line(line)
     for record in report["golden_sets"]:
         for line in golden_table(record, record["strata"]):
             reporter.write_line(line)
@@ -237,6 +249,8 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         if settings.pool_dir is not None:
             _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
         reporter.write_line("")
+    if not report["golden_sets"]:  # every golden set failed: no report rather than an empty one
+        return
     if settings.json_path is not None:
         write_atomic(settings.json_path, report_json(report))
         reporter.write_line(f"embeval: JSON report written to {settings.json_path}")

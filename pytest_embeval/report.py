@@ -263,12 +263,20 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, text_last: b
     return [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
+def _arm_title(arm: Mapping[str, Any]) -> str:
+    """The arm's spec, and the prompts its model applies when it has any (the JSON report always has them)."""
+    prompts = {kind: text for kind, text in arm.get("prompts", {}).items() if text}
+    if not prompts:
+        return str(arm["spec"])
+    return f"{arm['spec']} (prompts: " + ", ".join(f"{kind} {text!r}" for kind, text in prompts.items()) + ")"
+
+
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
     """The per-golden-set table of DESIGN.md: one row per stratum that ran."""
     title = (
         f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{golden['confidence']:.0%} CI; incumbent {golden['incumbent']['spec']} vs candidate "
-        f"{golden['candidate']['spec']}"
+        f"{golden['confidence']:.0%} CI; incumbent {_arm_title(golden['incumbent'])} vs candidate "
+        f"{_arm_title(golden['candidate'])}"
     )
     header = [
         "stratum",

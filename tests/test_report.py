@@ -62,6 +62,14 @@ def golden_set(incumbent: dict[str, Any], candidate: dict[str, Any]) -> dict[str
     }
 
 
+def test_golden_table_title_names_the_prompts_a_model_applies() -> None:
+    record = golden_set({"kind": "exact"}, {"kind": "exact"})
+    record["incumbent"]["prompts"] = {"query": "", "document": ""}
+    record["candidate"]["prompts"] = {"query": "query: ", "document": ""}
+    title = golden_table(record, [STRATUM])[0]
+    assert title.endswith("incumbent old vs candidate new (prompts: query 'query: ')")
+
+
 def test_golden_table_has_one_index_line_per_hnsw_arm() -> None:
     lines = golden_table(golden_set(hnsw_index(), hnsw_index(memory_bytes=512, ann_recall=1.0)), [STRATUM])
     assert lines[-2:] == [
