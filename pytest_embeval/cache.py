@@ -35,10 +35,8 @@ other damage.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import secrets
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -48,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from pytest_embeval.encoders import KINDS, Arm, EncoderError, Kind, embed, validate_texts
+from pytest_embeval.output import write_atomic
 
 __all__ = ["PACK_ROWS", "CacheStats", "EmbeddingCache", "text_key"]
 
@@ -387,25 +386,13 @@ def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray) -> 
 
 
 def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
-    """Write ``parts`` to ``path`` through a unique temporary sibling and ``os.replace``.
-
-    Callers name files by their content, so an existing file at ``path`` already holds these bytes.
-    """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    """`write_atomic`, for files named by their content: an existing file at ``path`` holds these bytes."""
     try:
-        # Mode 0o666 lets the umask decide, so a cache on shared storage is readable by the whole team.
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        with os.fdopen(fd, "wb") as handle:
-            for part in parts:
-                handle.write(part)
-        os.replace(temporary, path)
-    except BaseException as error:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        write_atomic(path, parts)
+    except PermissionError:
         # Windows cannot replace a file another process has open; that file holds these very bytes.
-        if isinstance(error, PermissionError) and path.exists():
-            return
-        raise
+        if not path.exists():
+            raise
 
 
 def _unlink(path: Path) -> bool:

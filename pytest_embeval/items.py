@@ -22,6 +22,7 @@ from pytest_embeval.cache import CacheStats, EmbeddingCache
 from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
 from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
 from pytest_embeval.options import Settings
+from pytest_embeval.output import write_atomic
 from pytest_embeval.pipeline import ControlMismatch, Embedder, GoldenRun, Role, evaluate_stratum, run_golden
 from pytest_embeval.plugin import STATE
 from pytest_embeval.report import (
@@ -35,7 +36,6 @@ from pytest_embeval.report import (
     stratum_failure,
     stratum_record,
     trec_run,
-    write_atomic,
 )
 from pytest_embeval.verdict import Verdict
 
@@ -252,9 +252,11 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
     if not report["golden_sets"]:  # every golden set failed: no report rather than an empty one
         return
     if settings.json_path is not None:
+        settings.json_path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(settings.json_path, report_json(report))
         reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
     if settings.runs_dir is not None:
+        settings.runs_dir.mkdir(parents=True, exist_ok=True)
         for golden in report["golden_sets"]:
             for role in ROLES:
                 write_atomic(settings.runs_dir / run_file_name(golden, role), trec_run(golden, role))

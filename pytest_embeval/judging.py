@@ -27,9 +27,6 @@ import hashlib
 import io
 import json
 import math
-import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
@@ -42,6 +39,7 @@ import yaml
 
 from pytest_embeval.golden import QRELS_HEADER, GoldenSet
 from pytest_embeval.metrics import NoRelevantDocumentsWarning, per_query, rank_documents
+from pytest_embeval.output import table, write_atomic
 from pytest_embeval.stats import minimum_detectable_effect, paired_n, stable_seed
 
 __all__ = [
@@ -142,42 +140,8 @@ class ReportError(Exception):
 # ------------------------------------------------------------------------------------------------- tables
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, names: int = 1) -> list[str]:
-    """Columns padded to width: the first ``names`` left-aligned (ids), the others right-aligned (numbers)."""
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        padded = (
-            cell.ljust(width) if i < names else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
-        )
-        return "  ".join(padded).rstrip()
-
-    return [line(header), line(["-" * width for width in widths]), *(line(row) for row in rows)]
-
-
 def _percent(value: float) -> str:
     return f"{100 * value:.0f}%"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write a full file via a temporary file in the same folder and a rename: a reader (or a crash) never
-    sees half a file. Unlike a bare `mkstemp` (mode 0600), the file keeps the mode it had, or gets the
-    umask's default, because qrels and sheets are shared with other people."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        if path.exists():
-            shutil.copymode(path, tmp)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------------------------- reports
@@ -488,7 +452,7 @@ def sheet_text(pool: Pool) -> str:
 
 def write_sheet(path: str | PathLike[str], pool: Pool) -> None:
     """Write the judging sheet atomically (the folder must exist)."""
-    _write_atomic(Path(path), sheet_text(pool))
+    write_atomic(Path(path), sheet_text(pool))
 
 
 def pool_lines(pool: Pool, *, per_query: bool = False) -> list[str]:
@@ -512,7 +476,7 @@ def pool_lines(pool: Pool, *, per_query: bool = False) -> list[str]:
         rows = [
             [q.query_id, str(q.union), str(q.judged), str(q.pending), str(len(q.rows))] for q in pool.queries
         ]
-        lines += ["", *_table(["query", "union", "judged", "pending", "to judge"], rows)]
+        lines += ["", *table(["query", "union", "judged", "pending", "to judge"], rows)]
     return lines
 
 
@@ -852,7 +816,7 @@ def append_qrels(path: str | PathLike[str], judgments: Sequence[Judgment]) -> No
     if text and not text.endswith("\n"):
         text += newline
     text += "".join(f"{j.query_id}\t{j.doc_id}\t{j.grade}{newline}" for j in judgments)
-    _write_atomic(location, text)
+    write_atomic(location, text)
 
 
 # --------------------------------------------------------------------------------------------- agreement
@@ -991,11 +955,11 @@ def agreement_lines(result: Agreement, first: str, second: str, *, listed: int =
     ]
     columns = [sum(column) for column in zip(*result.matrix, strict=True)]
     rows.append(["total", *map(str, columns), str(result.n)])
-    lines += ["", *_table(header, rows)]
+    lines += ["", *table(header, rows)]
     if listed and result.disagreements:
         shown = result.disagreements[:listed]
         lines += ["", f"disagreements ({len(shown)} of {len(result.disagreements)}):"]
-        lines += _table(
+        lines += table(
             ["query", "document", first, second], [[q, d, str(a), str(b)] for q, d, a, b in shown], names=2
         )
     return lines
@@ -1049,11 +1013,11 @@ def coverage_lines(rows: Sequence[CoverageRow]) -> list[str]:
     for row in rows:
         strata.setdefault(row.stratum, {})[row.arm] = row
     k = rows[0].k
-    table = [
+    cells = [
         [name, str(next(iter(by_arm.values())).n), *(_percent(by_arm[arm].judged) for arm in arms)]
         for name, by_arm in strata.items()
     ]
-    return _table(["stratum", "n", *(f"{arm} judged@{k}" for arm in arms)], table)
+    return table(["stratum", "n", *(f"{arm} judged@{k}" for arm in arms)], cells)
 
 
 def pool_command(golden_path: str, report_path: str | None) -> str:
@@ -1175,9 +1139,9 @@ def plan_lines(golden: GoldenSet, rows: Sequence[PlanRow], *, power: float = DEF
         f"{golden.name}: {golden.metric}, tie margin {golden.tie_margin}, "
         f"confidence {golden.confidence:.0%}, power {power:.0%}, min_queries {golden.min_queries}"
     ]
-    table = []
+    cells = []
     for row in rows:
-        table.append(
+        cells.append(
             [
                 row.stratum,
                 str(row.n),
@@ -1187,7 +1151,7 @@ def plan_lines(golden: GoldenSet, rows: Sequence[PlanRow], *, power: float = DEF
                 "—" if row.to_add is None else str(row.to_add),
             ]
         )
-    lines += _table(["stratum", "n", "sd", "MDE", "needed", "to add"], table)
+    lines += table(["stratum", "n", "sd", "MDE", "needed", "to add"], cells)
     lines.append(
         "MDE: the smallest true difference detected with that power; needed: queries with a relevant "
         "judgment to detect a difference of the tie margin."

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import Latency
+from pytest_embeval.output import table
 from pytest_embeval.pipeline import (
     ArmResult,
     GoldenRun,
@@ -248,21 +246,6 @@ def _fmt_sign(record: Mapping[str, Any]) -> str:
     return f"{record['wins']}/{record['losses']} p={p:.2g}" if p is not None else "—"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, text_last: bool = False) -> list[str]:
-    """Columns padded to width: names left, numbers right (and a free-text last column left, unpadded)."""
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
-    left = {0, len(header) - 1} if text_last else {0}
-
-    def line(cells: Sequence[str]) -> str:
-        padded = (
-            cell.ljust(w) if i in left else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
-        )
-        return "  ".join(padded).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
-
-
 def _arm_title(arm: Mapping[str, Any]) -> str:
     """The arm's spec, and the prompts its model applies when it has any (the JSON report always has them)."""
     prompts = {kind: text for kind, text in arm.get("prompts", {}).items() if text}
@@ -304,7 +287,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
                 s["verdict"] + ("*" if s["sign_disagrees"] else ""),
             ]
         )
-    lines = [title, *_table(header, rows)]
+    lines = [title, *table(header, rows)]
     if any(s["sign_disagrees"] for s in strata):
         lines.append("* the sign test disagrees with the mean: a few queries drive the difference.")
     for role in ROLES:
@@ -355,7 +338,7 @@ def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -
     return [
         "",
         title,
-        *_table(["query", f"incumbent {metric}", "candidate", "Δ", "text"], rows, text_last=True),
+        *table(["query", f"incumbent {metric}", "candidate", "Δ", "text"], rows, text_last=True),
     ]
 
 
@@ -378,7 +361,7 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
         f"{record['stratum']}: {record['verdict']} — {record['reason']}",
         f"margin {record['tie_margin']}, confidence {record['confidence']}",
         "",
-        *_table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
+        *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
     ]
     lines += _mover_lines("queries that moved most:", record["movers"], metric)
     if record["sign_disagrees"]:
@@ -406,19 +389,6 @@ def trec_run(golden: Mapping[str, Any], role: str) -> str:
 def run_file_name(golden: Mapping[str, Any], role: str) -> str:
     stem = golden["path"].replace("/", "__").rsplit(".", 1)[0]
     return f"{stem}.{role}.run"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def report_json(report: Mapping[str, Any]) -> str:
