@@ -293,7 +293,8 @@ def rows(*numbers: int, value: float) -> Any:
 
 
 def shrink_second_batch(texts: list[str], vectors: np.ndarray) -> np.ndarray:
-    return vectors if texts[0] == "text 0" else vectors[:, :-1]
+    # Longest texts are encoded first: "text 10".."text 79" (64 in the first batch), then the rest.
+    return vectors if texts[0] == "text 10" else vectors[:, :-1]
 
 
 @pytest.mark.parametrize(
@@ -312,7 +313,7 @@ def shrink_second_batch(texts: list[str], vectors: np.ndarray) -> np.ndarray:
         (
             shrink_second_batch,
             80,
-            f"returned {DIM - 1}-dimensional vectors for document texts 64..79 "
+            f"returned {DIM - 1}-dimensional vectors for a batch of 16 document texts (first: row 0) "
             f"but {DIM}-dimensional ones before",
         ),
         (lambda t, v: v.astype(str), 2, "returned <U32 values for document texts; expected real numbers"),
@@ -334,10 +335,26 @@ def test_embed_reports_an_encoder_exception() -> None:
     with pytest.raises(
         EncoderError,
         match=re.escape(
-            "incumbent encoder 'faulty' failed on document texts 0..2: RuntimeError: out of memory"
+            "incumbent encoder 'faulty' failed on a batch of 3 document texts (first: row 0): "
+            "RuntimeError: out of memory"
         ),
     ):
         embed(resolve_model(Faulty("faulty", boom)), ["a", "b", "c"], "document", role="incumbent")
+
+
+def test_embed_encodes_the_longest_texts_first_and_returns_corpus_order() -> None:
+    seen: list[list[str]] = []
+
+    def record(texts: list[str], vectors: np.ndarray) -> np.ndarray:
+        seen.append(texts)
+        return vectors
+
+    texts = ["b", "ccc", "a", "dd", "eeee"]
+    arm = resolve_model(Faulty("faulty", record))
+    vectors = embed(arm, texts, "document", batch_size=2)
+    assert seen == [["eeee", "ccc"], ["dd", "b"], ["a"]]
+    expected = embed(resolve_model(Faulty("faulty", lambda t, v: v)), texts, "document", batch_size=5)
+    np.testing.assert_array_equal(vectors, expected)
 
 
 def test_embed_validates_its_arguments() -> None:
