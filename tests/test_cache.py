@@ -292,7 +292,7 @@ def test_bit_flipped_rows_are_recomputed_and_the_rest_kept(tmp_path: Path) -> No
         flip(pack, vectors_offset(150) + row * DIM * 4 + 5)
     cache = fresh(tmp_path)
     vectors = cache.embed(arm, TEXTS, "document")
-    assert model.encoded == [("document", TEXTS[row]) for row in (3, 80, 149)]
+    assert sorted(model.encoded) == sorted(("document", TEXTS[row]) for row in (3, 80, 149))
     assert cache.stats() == CacheStats(read=147, embedded=3, corrupt=3)
     np.testing.assert_array_equal(vectors, reference(TEXTS))
     # The damaged pack is gone; its intact rows and the recomputed ones are in new packs.
