@@ -132,8 +132,9 @@ def overall_verdict(report_path: Path) -> str:
     stratum = report["golden_sets"][0]["strata"][0]
     low, high = stratum["ci"]
     return (
-        f"{stratum['name']} n={stratum['n']} delta {stratum['delta']:+.4f} "
-        f"CI [{low:+.4f}, {high:+.4f}] {stratum['verdict']}"
+        f"{stratum['stratum']} n={stratum['n']}, {stratum['metric']} {stratum['incumbent']:.4f} -> "
+        f"{stratum['candidate']:.4f}, delta {stratum['delta']:+.4f} CI [{low:+.4f}, {high:+.4f}], "
+        f"{stratum['wins']} wins / {stratum['losses']} losses: {stratum['verdict']}"
     )
 
 
