@@ -31,16 +31,24 @@ def embeval(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str
 
 def test_demo_models_give_real_verdicts_on_the_shipped_golden_set(tmp_path: Path) -> None:
     result, report = embeval(tmp_path)
-    (golden,) = report["golden_sets"]
+    assert [g["path"] for g in report["golden_sets"]] == ["golden/support-hnsw.yaml", "golden/support.yaml"]
+    golden = report["golden_sets"][1]
     strata = {s["stratum"]: s for s in golden["strata"]}
-    assert set(strata) >= {"overall", "language=en", "language=es", "shape=question", "shape=keyword"}
+    assert set(strata) == {
+        "overall",
+        "language=en",
+        "language=es",
+        "shape=question",
+        "shape=keyword",
+        "source=wish",
+    }
     # Every query has a relevant judgment, so nothing is excluded, and the strata partition the queries.
     assert strata["overall"]["excluded"] == 0
     assert strata["language=en"]["n"] + strata["language=es"]["n"] == strata["overall"]["n"]
     for stratum in strata.values():
         assert 0.3 < stratum["incumbent"] <= 1.0
         assert stratum["ci"][0] <= stratum["delta"] <= stratum["ci"][1]
-    verdicts = {s["verdict"] for s in strata.values()}
+    verdicts = {s["verdict"] for g in report["golden_sets"] for s in g["strata"]}
     assert len(verdicts) > 1, "the demo should show strata with different verdicts"
     expected_exit = 1 if "WORSE" in verdicts else 0
     assert result.returncode == expected_exit, result.stdout
@@ -51,10 +59,11 @@ def test_same_model_on_both_arms_ties_with_zero_difference(tmp_path: Path) -> No
     path = str(minilm.get_model_path())
     result, report = embeval(tmp_path, f"--embeval-incumbent={path}", f"--embeval-candidate={path}")
     assert result.returncode == 0, result.stdout
-    (golden,) = report["golden_sets"]
-    for stratum in golden["strata"]:
-        assert stratum["delta"] == 0.0
-        assert stratum["ci"] == [0.0, 0.0]
-        assert stratum["verdict"] == "TIE", stratum
-    for query in golden["queries"]:
-        assert query["ranked"]["incumbent"] == query["ranked"]["candidate"]
+    assert len(report["golden_sets"]) == 2
+    for golden in report["golden_sets"]:
+        for stratum in golden["strata"]:
+            assert stratum["delta"] == 0.0
+            assert stratum["ci"] == [0.0, 0.0]
+            assert stratum["verdict"] == "TIE", stratum
+        for query in golden["queries"]:
+            assert query["ranked"]["incumbent"] == query["ranked"]["candidate"]
