@@ -29,6 +29,7 @@ from pytest_embeval.report import (
     ROLES,
     Record,
     build_report,
+    file_stem,
     golden_record,
     golden_table,
     report_json,
@@ -245,9 +246,10 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         for line in golden_table(record, record["strata"]):
             reporter.write_line(line)
         golden = load_golden(reporter.config.rootpath / record["path"])
-        _coverage(golden, record, settings, reporter)
+        rankings = judging.rankings_from_record(record)
+        _coverage(golden, record, rankings, settings, reporter)
         if settings.pool_dir is not None:
-            _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
+            _pool(golden, record, rankings, settings.pool_dir, settings.pool_depth, reporter)
         reporter.write_line("")
     if not report["golden_sets"]:  # every golden set failed: no report rather than an empty one
         return
@@ -264,10 +266,14 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
 
 
 def _coverage(
-    golden: GoldenSet, record: Record, settings: Settings, reporter: pytest.TerminalReporter
+    golden: GoldenSet,
+    record: Record,
+    rankings: judging.Rankings,
+    settings: Settings,
+    reporter: pytest.TerminalReporter,
 ) -> None:
     """Each arm's judged@k per stratum, into the report, and a warning when one arm was not pooled."""
-    rows = judging.coverage(golden, judging.rankings_from_record(record), k=golden.metric.k)
+    rows = judging.coverage(golden, rankings, k=golden.metric.k)
     record["coverage"] = [dataclasses.asdict(row) for row in rows]
     report_path = None if settings.json_path is None else str(settings.json_path)
     for warning in judging.coverage_warnings(rows, golden_path=record["path"], report_path=report_path):
@@ -275,7 +281,12 @@ def _coverage(
 
 
 def _pool(
-    golden: GoldenSet, record: Record, folder: Path, depth: int, reporter: pytest.TerminalReporter
+    golden: GoldenSet,
+    record: Record,
+    rankings: judging.Rankings,
+    folder: Path,
+    depth: int,
+    reporter: pytest.TerminalReporter,
 ) -> None:
     """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
 
@@ -283,7 +294,7 @@ def _pool(
     the folder are left out, and the new sheet gets the next free name.
     """
     # Named after the golden file only: the name must not tell a judge which arm retrieved what.
-    stem = record["path"].replace("/", "__").rsplit(".", 1)[0]
+    stem = file_stem(record)
     earlier = sorted(folder.glob(f"{stem}.pool*.csv"))
     try:
         exclude = judging.sheet_pairs([judging.read_sheet(path) for path in earlier])
@@ -291,9 +302,7 @@ def _pool(
         for problem in error.problems:
             reporter.write_line(f"embeval pool: {problem}", red=True)
         return
-    pool = judging.pool_from_rankings(
-        golden, judging.rankings_from_record(record), depth=depth, exclude=exclude
-    )
+    pool = judging.pool_from_rankings(golden, rankings, depth=depth, exclude=exclude)
     for line in judging.pool_lines(pool):
         reporter.write_line(f"embeval pool: {line}")
     if not pool.rows:

@@ -386,9 +386,13 @@ def trec_run(golden: Mapping[str, Any], role: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def file_stem(golden: Mapping[str, Any]) -> str:
+    """A file name for what is written per golden set: its path, flattened, without the extension."""
+    return str(golden["path"]).replace("/", "__").rsplit(".", 1)[0]
+
+
 def run_file_name(golden: Mapping[str, Any], role: str) -> str:
-    stem = golden["path"].replace("/", "__").rsplit(".", 1)[0]
-    return f"{stem}.{role}.run"
+    return f"{file_stem(golden)}.{role}.run"
 
 
 def report_json(report: Mapping[str, Any]) -> str:
