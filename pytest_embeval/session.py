@@ -24,7 +24,7 @@ from pytest_embeval.encoders import Arm
 from pytest_embeval.golden import GoldenSet, load_golden
 from pytest_embeval.options import Settings
 from pytest_embeval.output import write_atomic
-from pytest_embeval.pipeline import GoldenRun
+from pytest_embeval.pipeline import GoldenRun, StratumOutcome
 from pytest_embeval.pooling import (
     SheetError,
     pool_from_rankings,
@@ -69,6 +69,8 @@ class EmbevalState:
     cache: EmbeddingCache | None = dataclasses.field(init=False)
     arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
     runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
+    #: golden path -> stratum name -> its outcome, all strata of a file decided together
+    outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
     sent_golden: set[str] = dataclasses.field(default_factory=set)
     #: what the controller received, from its own items or from xdist workers

@@ -63,7 +63,10 @@ _FLAT = 1e-12
 
 _NEEDS_TWO = "too few paired queries for an interval"
 _ALL_ZERO = "all paired differences are zero"
-_UNBOUNDED = "no finite interval: too many resamples have no spread"
+_UNBOUNDED = (
+    "the studentized interval is unbounded (too many resamples have no spread): percentile interval of the "
+    "same resamples"
+)
 
 
 class DegenerateComparisonWarning(UserWarning):
@@ -79,10 +82,10 @@ class PairedComparison:
     incumbent_mean: float
     candidate_mean: float
     delta: float  # mean(candidate - incumbent)
-    ci_low: float  # bootstrap interval of delta at `confidence` (infinite if the data cannot bound it)
+    ci_low: float  # bootstrap interval of delta at `confidence`
     ci_high: float
     confidence: float
-    interval: str  # which interval: one of INTERVALS
+    interval: str  # which interval ran: one of INTERVALS (percentile where a studentized one is unbounded)
     p_value: float  # bootstrap p of delta = 0 that inverts the interval: p < 1 - c iff CI_c excludes 0
     sd: float  # sample sd of the paired differences (ddof=1)
     wins: int  # queries where candidate > incumbent
@@ -193,9 +196,10 @@ def paired_bootstrap_ci(
     is (threads; ``None`` uses the available cores for large problems); ``rng`` advances, so a second call
     gives a new, independent draw (see :mod:`pytest_embeval.resampling`).
 
-    A studentized interval is infinite when more than ``1 - confidence`` of the resamples have no spread
-    (nearly every difference equal): the data then cannot bound the mean. Raises ``ValueError`` for NaN/inf
-    differences, fewer than two differences, or a bad ``confidence``/``n_resamples``/``interval``.
+    Where the studentized interval is unbounded (more than ``1 - confidence`` of the resamples without
+    spread: nearly every difference equal), the percentile interval of the same resamples is returned.
+    Raises ``ValueError`` for NaN/inf differences, fewer than two differences, or a bad
+    ``confidence``/``n_resamples``/``interval``.
     """
     d = _check_differences(differences)
     if d.size < 2:
@@ -203,7 +207,11 @@ def paired_bootstrap_ci(
     confidence = _check_probability(confidence, "confidence")
     n_resamples = _check_n_resamples(n_resamples)
     rng, workers = _check_rng(rng), _check_workers(workers)
-    return _bootstrap(_check_interval(interval), d, n_resamples, rng, workers).interval(confidence)
+    return (
+        _bootstrap(_check_interval(interval), d, n_resamples, rng, workers)
+        .at(confidence)
+        .interval(confidence)
+    )
 
 
 def sign_test(differences: ArrayLike) -> tuple[int, int, float]:
@@ -339,6 +347,7 @@ def _compare(
     if n < 2:
         return _too_few_pairs(a, b, excluded=excluded, confidence=confidence, interval=interval)
     note: str | None = None
+    resampled: _Percentile | _Studentized | None = None
     delta = float(np.mean(d))
     if wins == 0 and losses == 0:
         note = _ALL_ZERO
@@ -350,11 +359,11 @@ def _compare(
         delta = float(d[0])
         ci, sd, p_value = (delta, delta), 0.0, 0.0
     else:
-        resampled = _bootstrap(interval, d, n_resamples, rng, workers)
+        resampled = _bootstrap(interval, d, n_resamples, rng, workers).at(confidence)
         ci, p_value = resampled.interval(confidence), resampled.p_value()
         sd = _sd(d)
-        if math.isinf(ci[1] - ci[0]):
-            note = f"{_UNBOUNDED} ({wins + losses} of {n} differences are nonzero)"
+        if resampled.name != interval:
+            note = _UNBOUNDED
             warnings.warn(note, DegenerateComparisonWarning, stacklevel=3)
     return PairedComparison(
         n=n,
@@ -365,7 +374,7 @@ def _compare(
         ci_low=ci[0],
         ci_high=ci[1],
         confidence=confidence,
-        interval=interval,
+        interval=interval if resampled is None else resampled.name,
         p_value=p_value,
         sd=sd,
         wins=wins,
@@ -413,16 +422,21 @@ def _bootstrap(
     interval: str, d: FloatArray, n_resamples: int, rng: np.random.Generator, workers: int | None
 ) -> _Percentile | _Studentized:
     if interval == "percentile":
-        return _Percentile(d, n_resamples, rng, workers)
+        sums, _ = bootstrap_sums(d, n_resamples, rng, workers)
+        return _Percentile(np.sort(sums / d.size))
     return _Studentized(d, n_resamples, rng, workers)
 
 
 class _Percentile:
     """The percentile interval, from the sorted resampled means."""
 
-    def __init__(self, d: FloatArray, n_resamples: int, rng: np.random.Generator, workers: int | None):
-        sums, _ = bootstrap_sums(d, n_resamples, rng, workers)
-        self.means = np.sort(sums / d.size)
+    name = "percentile"
+
+    def __init__(self, means: FloatArray) -> None:
+        self.means = means
+
+    def at(self, confidence: float) -> _Percentile:
+        return self
 
     def interval(self, confidence: float) -> tuple[float, float]:
         low, high = np.quantile(self.means, [(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0])
@@ -438,7 +452,17 @@ class _Percentile:
 
 
 class _Studentized:
-    """The symmetric studentized interval, from the sorted ``|t*|`` of the resamples."""
+    """The symmetric studentized interval, from the sorted ``|t*|`` of the resamples.
+
+    A resample whose values are all equal has no spread and an infinite ``|t*|`` (unless it equals Δ).
+    When more than ``1 - confidence`` of the resamples are such, the quantile w is infinite: that happens
+    when nearly every difference has one value (at n = 20, 18 of them), where the bootstrap-t is known to
+    break down. Then `at` gives the percentile interval of the same resamples instead, which bounds what
+    the data bound (18 zeros and two gains give [0, +0.1]: no verdict; 18 losses of -1 and two zeros give
+    [-1, -0.8]: WORSE), and the comparison says which interval ran.
+    """
+
+    name = "studentized"
 
     def __init__(self, d: FloatArray, n_resamples: int, rng: np.random.Generator, workers: int | None):
         n = d.size
@@ -457,17 +481,18 @@ class _Studentized:
             t = np.abs(sums) / np.sqrt(spread * (n / (n - 1)))
         t[flat] = np.where(sums[flat] == 0.0, 0.0, math.inf)
         self.t = np.sort(t)
+        self.sums, self.scale, self.n = sums, scale, n
 
-    def half_width(self, confidence: float) -> float:
-        """``w sd / sqrt(n)``, w the ``confidence`` quantile of ``|t*|`` (linear, numpy's default); infinite
-        when that quantile reaches a resample without spread."""
+    def at(self, confidence: float) -> _Percentile | _Studentized:
+        """This interval, or the percentile one of the same resamples where this one is unbounded."""
         position = confidence * (self.t.size - 1)
         if math.isinf(self.t[min(math.ceil(position), self.t.size - 1)]):
-            return math.inf
-        return float(np.quantile(self.t, confidence)) * self.se
+            return _Percentile(np.sort(self.delta + self.scale * self.sums / self.n))
+        return self
 
     def interval(self, confidence: float) -> tuple[float, float]:
-        half = self.half_width(confidence)
+        """``Δ -+ w sd / sqrt(n)``, w the ``confidence`` quantile of ``|t*|`` (linear, numpy's default)."""
+        half = float(np.quantile(self.t, confidence)) * self.se
         return self.delta - half, self.delta + half
 
     def p_value(self) -> float:

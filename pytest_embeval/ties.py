@@ -1,4 +1,4 @@
-"""Tied scores: which queries have them across a cutoff, and the metrics they leave undecided.
+"""Tied scores and the metrics they leave undecided.
 
 trec_eval breaks a tie in score by document id, so a metric of a ranking with tied documents depends on
 the ids: two correct implementations that break ties differently can disagree. This module offers the
@@ -7,8 +7,9 @@ two honest alternatives, computed on scored rankings (``{doc id: score}``, as ``
 * :func:`expected` -- the tie-aware value of every metric (McSherry & Najork, "Computing information
   retrieval performance measures efficiently in the presence of tied scores", ECIR 2008): the mean of the
   metric over every ordering of each group of tied documents, in closed form;
-* :func:`extremes` -- the metric under the best and the worst ordering of every tie group, so that a caller
-  can tell whether ties could change a verdict.
+* :func:`ascending` -- the metric with ties broken by document id the other way round, as another correct
+  implementation (ir_measures' msmarco provider) does, so that a caller can tell whether the tie order
+  could change a verdict.
 
 A ranking must hold *every* document tied with its last one: a tie group cut off by the ranked depth
 would make the expected value depend on which of its members happened to be listed. The caller completes
@@ -30,7 +31,7 @@ import numpy.typing as npt
 
 from pytest_embeval.metrics import MetricSpec, Qrels, evaluate, parse_metric, rank_documents
 
-__all__ = ["TIES", "expected", "extremes", "tied_at_cutoff"]
+__all__ = ["TIES", "ascending", "expected"]
 
 #: How tied scores are ordered before a metric is computed: trec_eval's document-id order, or the expected
 #: value over every ordering.
@@ -38,22 +39,6 @@ TIES: tuple[str, ...] = ("docid", "expected")
 
 ScoredRun = Mapping[str, Mapping[str, float]]
 _EMPTY: Mapping[str, int] = {}
-
-
-def tied_at_cutoff(run: ScoredRun, query_ids: Sequence[str], k: int) -> npt.NDArray[np.bool_]:
-    """For each query, whether the document at rank ``k`` has the same score as the one at rank ``k + 1``:
-    its metric at cutoff k then depends on how the tie is broken. A ranking of at most k documents has no
-    tie across k."""
-    if type(k) is not int or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
-    flags = np.zeros(len(query_ids), dtype=bool)
-    for row, qid in enumerate(query_ids):
-        ranking = run.get(qid)
-        if ranking is None or len(ranking) <= k:
-            continue
-        scores = sorted((float(score) for score in ranking.values()), reverse=True)
-        flags[row] = scores[k - 1] == scores[k]
-    return flags
 
 
 def expected(
@@ -83,54 +68,23 @@ def expected(
     return values
 
 
-def extremes(
+def ascending(
     run: ScoredRun,
     qrels: Qrels,
     metrics: Sequence[str | MetricSpec],
     query_ids: Sequence[str],
     *,
     relevance_level: int = 1,
-) -> tuple[dict[str, npt.NDArray[np.float64]], dict[str, npt.NDArray[np.float64]]]:
-    """Every metric under the worst and under the best ordering of each tie group: ``(worst, best)``.
-
-    One ordering is best for every metric at once: within each group, judged documents by grade
-    descending, then the unjudged (relevant first for recall, precision, hit, MRR and MAP; gains descending
-    for nDCG by the rearrangement inequality; judged first for judged@k). Its reverse is the worst.
-    """
-    worst: dict[str, list[str]] = {}
-    best: dict[str, list[str]] = {}
-    for qid in query_ids:
-        ranking = run.get(qid)
-        if ranking is None:
-            continue
-        judged = qrels.get(qid, _EMPTY)
-        order = rank_documents(ranking)
-        worst[qid], best[qid] = _reorder(order, ranking, judged, best=False), _reorder(order, ranking, judged)
-    kwargs = {"relevance_level": relevance_level}
-    return (
-        evaluate(worst, qrels, metrics, query_ids, **kwargs),
-        evaluate(best, qrels, metrics, query_ids, **kwargs),
-    )
+) -> dict[str, npt.NDArray[np.float64]]:
+    """Every metric with ties broken the other way round from trec_eval: equal scores by document id
+    ascending, as ir_measures' msmarco provider orders them. Another correct implementation."""
+    lists = {qid: _ascending(run[qid]) for qid in query_ids if qid in run}
+    return evaluate(lists, qrels, metrics, query_ids, relevance_level=relevance_level)
 
 
-def _reorder(
-    order: list[str], ranking: Mapping[str, float], judged: Mapping[str, int], *, best: bool = True
-) -> list[str]:
-    """``order`` with each run of equal scores sorted by grade (unjudged lowest), best or worst first."""
-    lowest = float("-inf")
-    result: list[str] = []
-    start = 0
-    while start < len(order):
-        end = start + 1
-        score = float(ranking[order[start]])
-        while end < len(order) and float(ranking[order[end]]) == score:
-            end += 1
-        group = order[start:end]
-        # sorted() is stable: equal grades keep trec_eval's order.
-        group.sort(key=lambda doc: float(judged[doc]) if doc in judged else lowest, reverse=best)
-        result.extend(group)
-        start = end
-    return result
+def _ascending(ranking: Mapping[str, float]) -> list[str]:
+    """Score descending, equal scores by document id ascending."""
+    return sorted(ranking, key=lambda doc: (-float(ranking[doc]), doc))
 
 
 class _Query:

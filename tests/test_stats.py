@@ -439,18 +439,41 @@ def test_studentized_width_matches_student_t_for_normal_data_at_the_floor() -> N
     assert np.mean(widths) > sps.norm.ppf(0.975) * 1.03
 
 
-def test_an_interval_resting_on_two_differing_queries_is_unbounded() -> None:
-    d = [0.0] * 18 + [0.5, 0.5]  # 12 % of resamples are all zeros: no spread, |t*| infinite
-    message = "no finite interval: too many resamples have no spread (2 of 20 differences are nonzero)"
+@pytest.mark.parametrize(
+    ("d", "low", "high"),
+    [
+        # 12 % of resamples are all zeros: no spread, |t*| infinite; nothing bounds the gain away from 0
+        ([0.0] * 18 + [0.5, 0.5], 0.0, 0.125),
+        # 36 % of resamples are all -1: an infinite |t*| again, yet 19 of 20 queries lost everything
+        ([-1.0] * 19 + [0.0], -1.0, -0.85),
+    ],
+)
+def test_where_the_studentized_interval_is_unbounded_the_percentile_one_runs(
+    d: list[float], low: float, high: float
+) -> None:
+    t = stats._Studentized(np.array(d), 2000, rng(37), None).t
+    assert np.mean(np.isinf(t)) > 0.05
+    message = (
+        "the studentized interval is unbounded (too many resamples have no spread): percentile interval of "
+        "the same resamples"
+    )
     with pytest.warns(DegenerateComparisonWarning, match=f"^{re.escape(message)}$"):
         c = compare_paired(np.zeros(20), d, n_resamples=2000, rng=rng(37))
-    assert (c.ci_low, c.ci_high, c.note) == (-math.inf, math.inf, message)
-    # p is the share of |t*| at or above |Δ| / se, the infinite ones included
-    t = stats._Studentized(np.array(d), 2000, rng(37), None).t
-    statistic = abs(c.delta) / (c.sd / math.sqrt(20))
-    assert np.mean(np.isinf(t)) < np.mean(t >= statistic) == pytest.approx(c.p_value, abs=1 / 2000)
+    assert (c.interval, c.note) == ("percentile", message)
+    assert (c.ci_low, c.ci_high) == pytest.approx((low, high), abs=1e-12)
     percentile = compare_paired(np.zeros(20), d, n_resamples=2000, rng=rng(37), interval="percentile")
-    assert math.isfinite(percentile.ci_high) and percentile.note is None
+    assert (percentile.ci_low, percentile.ci_high) == pytest.approx((c.ci_low, c.ci_high), abs=1e-12)
+    assert percentile.note is None and c.p_value == pytest.approx(percentile.p_value, abs=1e-12)
+
+
+def test_the_studentized_p_value_counts_the_resamples_without_spread() -> None:
+    d = np.array([0.0] * 17 + [0.5, 0.5, -0.2])  # 2 % of resamples flat: the interval is still bounded
+    t = stats._Studentized(d, 4000, rng(38), None).t
+    assert 0 < np.mean(np.isinf(t)) < 0.05
+    c = compare_paired(np.zeros(20), d, n_resamples=4000, rng=rng(38))
+    assert c.interval == "studentized" and c.note is None
+    statistic = abs(c.delta) / (c.sd / math.sqrt(20))
+    assert c.p_value == pytest.approx(np.mean(t >= statistic), abs=1 / 4000)
 
 
 def test_unknown_interval_is_rejected() -> None:
@@ -483,7 +506,7 @@ def test_p_value_is_below_alpha_exactly_when_the_interval_excludes_zero(interval
 def test_percentile_p_value_is_twice_the_smaller_tail() -> None:
     d = differences(60, mean=0.02, sd=0.1, seed=42)
     c = compare_paired(np.zeros(60), d, n_resamples=20_000, rng=rng(43), interval="percentile")
-    means = stats._Percentile(d, 20_000, rng(43), None).means
+    means = stats._bootstrap("percentile", d, 20_000, rng(43), None).means  # type: ignore[union-attr]
     assert c.p_value == pytest.approx(2 * np.mean(means <= 0), abs=2e-4)
 
 
@@ -515,7 +538,7 @@ def test_studentized_interval_is_symmetric_around_delta(d: list[float], seed: in
         warnings.simplefilter("ignore", DegenerateComparisonWarning)
         c = compare_paired(np.zeros(len(d)), d, n_resamples=200, rng=rng(seed))
     assert c.ci_low <= c.delta <= c.ci_high
-    if math.isfinite(c.ci_high) and c.sd > 0:
+    if c.interval == "studentized" and c.sd > 0:
         assert c.ci_high - c.delta == pytest.approx(c.delta - c.ci_low, rel=1e-9, abs=1e-15)
 
 
@@ -565,7 +588,8 @@ def test_swapping_the_arms_mirrors_the_comparison_exactly(
     assert (forward.wins, forward.losses) == (backward.losses, backward.wins)
     assert (forward.sign_p, forward.sd) == (backward.sign_p, backward.sd)
     assert forward.delta == -backward.delta
-    if interval == "studentized":  # exactly mirrored: |t*| does not see the sign
+    assert forward.interval == backward.interval
+    if forward.interval == "studentized":  # exactly mirrored: |t*| does not see the sign
         assert (forward.ci_low, forward.ci_high) == (-backward.ci_high, -backward.ci_low)
         assert forward.p_value == backward.p_value
     else:  # the quantiles of the mirrored means interpolate from the other end

@@ -1,5 +1,4 @@
-"""ties.py: tie-aware metric values (the mean over every ordering of tied documents), their extremes, and
-the queries whose ranking ties across a cutoff."""
+"""ties.py: tie-aware metric values (the mean over every ordering of tied documents) and their extremes."""
 
 from __future__ import annotations
 
@@ -78,7 +77,6 @@ def test_a_tie_group_reaching_far_past_the_cutoff_is_counted_whole() -> None:
             }
         }
         assert ties.expected(cut, qrels, ["hit@10"], ["q"])["hit@10"][0] == pytest.approx(chance)
-    assert ties.tied_at_cutoff(run, ["q"], 10).tolist() == [True]
 
 
 def orderings(ranking: Mapping[str, float]) -> list[list[str]]:
@@ -95,7 +93,7 @@ SPECS = [f"{name}@{k}" for name in METRIC_NAMES for k in (1, 2, 3, 5)]
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_expected_is_the_mean_and_extremes_the_min_and_max_over_every_ordering(seed: int) -> None:
+def test_expected_is_the_mean_over_every_ordering(seed: int) -> None:
     gen = random.Random(seed)
     docs = [f"d{i}" for i in range(gen.randint(2, 7))]
     ranking = {doc: gen.choice([0.9, 0.5, 0.5, 0.3]) for doc in docs}
@@ -103,11 +101,20 @@ def test_expected_is_the_mean_and_extremes_the_min_and_max_over_every_ordering(s
     qrels = {"q": {**judged, "unretrieved": 1}}
     by_ordering = [metrics.evaluate({"q": order}, qrels, SPECS, ["q"]) for order in orderings(ranking)]
     expected = ties.expected({"q": ranking}, qrels, SPECS, ["q"])
-    worst, best = ties.extremes({"q": ranking}, qrels, SPECS, ["q"])
     for spec in SPECS:
         values = np.array([result[spec][0] for result in by_ordering])
         assert expected[spec][0] == pytest.approx(values.mean(), abs=1e-12), spec
-        assert (worst[spec][0], best[spec][0]) == pytest.approx((values.min(), values.max()), abs=1e-12), spec
+
+
+def test_ascending_breaks_ties_by_the_smaller_id_first() -> None:
+    # trec_eval puts d3 ahead of d2 at equal score; the ascending order puts d2 first and finds it.
+    values = ties.ascending(RUN, QRELS, ["recall@2", "mrr@3", "judged@2"], ["q"])
+    assert (values["recall@2"][0], values["mrr@3"][0], values["judged@2"][0]) == (1.0, 0.5, 1.0)
+    lists = {"q": ["d1", "d2", "d3"]}
+    reordered, listed = ties.ascending(RUN, QRELS, SPECS, ["q"]), metrics.evaluate(lists, QRELS, SPECS, ["q"])
+    assert {name: values.tolist() for name, values in reordered.items()} == {
+        name: values.tolist() for name, values in listed.items()
+    }
 
 
 def test_queries_without_ties_keep_trec_eval_values() -> None:
@@ -126,19 +133,6 @@ def test_a_query_without_relevant_documents_stays_nan() -> None:
         values = ties.expected(run, {"q": {"d1": 0}}, ["ndcg@1", "judged@1"], ["q"])
     assert math.isnan(values["ndcg@1"][0])
     assert values["judged@1"][0] == 0.5
-
-
-def test_tied_at_cutoff() -> None:
-    run = {
-        "across": {"d1": 0.9, "d2": 0.5, "d3": 0.5},
-        "inside": {"d1": 0.5, "d2": 0.5, "d3": 0.1},
-        "short": {"d1": 0.5, "d2": 0.5},
-    }
-    qids = ["across", "inside", "short", "missing"]
-    assert ties.tied_at_cutoff(run, qids, 2).tolist() == [True, False, False, False]
-    assert ties.tied_at_cutoff(run, qids, 1).tolist() == [False, True, True, False]
-    with pytest.raises(ValueError, match=r"^k must be an integer >= 1, got 0$"):
-        ties.tied_at_cutoff(run, qids, 0)
 
 
 def test_ties_names() -> None:
