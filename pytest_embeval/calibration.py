@@ -14,20 +14,26 @@ Under a *null* population (true Δ = 0) those one-sided misses are false verdict
 * :func:`centred` -- ``d - mean(d)``: it keeps the shape, skewness included, but moves the zeros off 0. A
   skewed null is the harder case for one-sided rates at small n; no interval fixes it fully.
 
-Used by ``benchmarks/validity.py`` (real collections) and the slow tests (synthetic populations).
+Used by ``benchmarks/validity.py`` (real collections), ``benchmarks/interval_candidates.py`` and the slow
+tests (synthetic populations, `metric_population`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import numpy.typing as npt
 
+from pytest_embeval.metrics import evaluate
 from pytest_embeval.stats import paired_bootstrap_ci, stable_seed
 
-__all__ = ["Rates", "centred", "flipped", "simulate"]
+__all__ = ["Rates", "centred", "flipped", "metric_population", "simulate"]
+
+#: metric_population's kinds: how strongly each arm (incumbent, candidate) separates relevant documents.
+_SIGNAL = {"better": (1.0, 1.25), "slightly better": (1.0, 1.1), "worse": (1.0, 0.8), "close": (1.0, 1.0)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +100,38 @@ def simulate(
         above += low > target
         covered += low <= target <= high
     return Rates(simulations, covered / simulations, below / simulations, above / simulations)
+
+
+@cache
+def metric_population(kind: str, queries: int = 3000) -> npt.NDArray[np.float64]:
+    """Per-query nDCG@10 differences (candidate - incumbent) of two synthetic arms, the way real ones arise:
+    per query, both arms rank 40 documents (1-4 of them relevant, graded 1-2) by noisy scores that share
+    most of their noise (two models of one task), and `metrics.evaluate` scores them. The differences are
+    lumpy (few relevant documents, discounted ranks) and zero-heavy (both arms often rank them alike).
+
+    ``better``: the candidate separates relevant documents more (``slightly better``: a little more);
+    ``worse``: less; ``close``: the arms differ only by a little private noise, so most differences are 0.
+    """
+    if kind not in _SIGNAL:
+        raise ValueError(f"kind must be one of {', '.join(_SIGNAL)}, got {kind!r}")
+    gen = np.random.default_rng(stable_seed("metric population", kind))
+    private = 0.04 if kind == "close" else 0.3
+    runs: dict[str, dict[str, dict[str, float]]] = {"incumbent": {}, "candidate": {}}
+    qrels: dict[str, dict[str, int]] = {}
+    for q in range(queries):
+        qid = f"q{q}"
+        relevant = gen.integers(1, 5)
+        grades = np.zeros(40, dtype=int)
+        grades[:relevant] = gen.integers(1, 3, relevant)
+        qrels[qid] = {f"d{i}": int(g) for i, g in enumerate(grades) if g}
+        difficulty = gen.uniform(0.2, 2.0)
+        shared = gen.normal(0.0, 1.0, 40)
+        for role, strength in zip(runs, _SIGNAL[kind], strict=True):
+            scores = strength * difficulty * (grades > 0) + shared + gen.normal(0.0, private, 40)
+            runs[role][qid] = {f"d{i}": float(s) for i, s in enumerate(scores)}
+    ids = list(qrels)
+    incumbent = evaluate(runs["incumbent"], qrels, ["ndcg@10"], ids)["ndcg@10"]
+    candidate = evaluate(runs["candidate"], qrels, ["ndcg@10"], ids)["ndcg@10"]
+    differences: npt.NDArray[np.float64] = candidate - incumbent
+    differences.flags.writeable = False  # cached: every caller shares it
+    return differences

@@ -40,9 +40,12 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     (the family of strata, ties, queries both arms miss, intervals on few differing queries)."""
     # .get: reports written before these settings existed ran percentile intervals on trec_eval's ties.
     interval, ties = golden.get("interval", "percentile"), golden.get("ties", "docid")
+    adjusted = golden.get("multiple_comparisons", "none")
+    ci = f"{golden['confidence']:.0%} CI" if adjusted == "none" else f"CI ({adjusted})"
     title = (
         f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{golden['confidence']:.0%} CI ({interval}), ties {ties}; "
+        f"{golden['confidence']:.0%} {'CI' if adjusted == 'none' else f'family-wise ({adjusted})'} "
+        f"({interval} interval), ties {ties}; "
         f"incumbent {_arm_title(golden['incumbent'])} vs candidate {_arm_title(golden['candidate'])}"
     )
     header = [
@@ -52,7 +55,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         "incumbent",
         "candidate",
         "Δ",
-        f"{golden['confidence']:.0%} CI",
+        ci,
         "W/L sign",
         "MDE",
         "verdict",

@@ -1,11 +1,9 @@
 """The intervals keep their promise on metric-like populations: coverage, one-sided false rates under a
 true null, power at paired_n, A/A runs and mirrored arms. Slow: statistical checks by simulation.
 
-The populations are synthetic but built the way real ones are: per query, two arms rank 40 documents
-(1-4 of them relevant, graded) by noisy scores that share most of their noise (the arms are two models of
-one task), and the per-query nDCG@10 of both comes from `metrics.evaluate`. The differences are lumpy (few
-relevant documents, discounted ranks) and zero-heavy (both arms often rank the relevant ones alike), as
-real nDCG differences are. ``benchmarks/validity.py`` runs the same simulations on real collections.
+The populations are synthetic nDCG@10 differences built the way real ones arise
+(`calibration.metric_population`): lumpy and zero-heavy. ``benchmarks/validity.py`` runs the same
+simulations on real collections.
 
 Simulations use 1,000 resamples per interval instead of a golden set's 10,000: benchmarks/README.md shows
 the rates do not move beyond Monte-Carlo error between the two. Each rate gets 2 Monte-Carlo standard
@@ -16,13 +14,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import cache
 
 import numpy as np
 import pytest
 
-from pytest_embeval.calibration import flipped, simulate
-from pytest_embeval.metrics import evaluate
+from pytest_embeval.calibration import flipped, metric_population, simulate
 from pytest_embeval.stats import DegenerateComparisonWarning, compare_paired, paired_n, stable_seed
 from pytest_embeval.verdict import Verdict, decide
 
@@ -31,35 +27,6 @@ pytestmark = pytest.mark.slow
 SIMULATIONS = 4000
 RESAMPLES = 1000
 SIZES = (20, 60, 150, 300)
-
-
-@cache
-def metric_population(kind: str, queries: int = 3000) -> np.ndarray:
-    """Per-query nDCG@10 differences (candidate - incumbent) of two synthetic arms.
-
-    ``better``: the candidate separates relevant documents more (``slightly better``: a little more);
-    ``worse``: less; ``close``: the arms differ only by a little private noise, so most differences are 0.
-    """
-    gen = np.random.default_rng(stable_seed("metric population", kind))
-    signal = {"better": (1.0, 1.25), "slightly better": (1.0, 1.1), "worse": (1.0, 0.8), "close": (1.0, 1.0)}
-    private = 0.04 if kind == "close" else 0.3
-    runs: dict[str, dict[str, dict[str, float]]] = {"incumbent": {}, "candidate": {}}
-    qrels: dict[str, dict[str, int]] = {}
-    for q in range(queries):
-        qid = f"q{q}"
-        relevant = gen.integers(1, 5)
-        grades = np.zeros(40, dtype=int)
-        grades[:relevant] = gen.integers(1, 3, relevant)
-        qrels[qid] = {f"d{i}": int(g) for i, g in enumerate(grades) if g}
-        difficulty = gen.uniform(0.2, 2.0)
-        shared = gen.normal(0.0, 1.0, 40)
-        for role, strength in zip(runs, signal[kind], strict=True):
-            scores = strength * difficulty * (grades > 0) + shared + gen.normal(0.0, private, 40)
-            runs[role][qid] = {f"d{i}": float(s) for i, s in enumerate(scores)}
-    ids = list(qrels)
-    incumbent = evaluate(runs["incumbent"], qrels, ["ndcg@10"], ids)["ndcg@10"]
-    candidate = evaluate(runs["candidate"], qrels, ["ndcg@10"], ids)["ndcg@10"]
-    return candidate - incumbent
 
 
 def test_the_populations_look_like_metric_differences() -> None:

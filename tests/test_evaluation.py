@@ -260,7 +260,7 @@ def test_the_table_counts_consensus_failures_and_warns_about_ties() -> None:
     record = golden_record(run, "golden.yaml")
     strata = [stratum_record(golden, "golden.yaml", i, o) for i, o in enumerate(evaluate_golden(run))]
     lines = golden_table(record, strata)
-    assert lines[0].startswith("golden (golden.yaml): hit@1, margin 0.05, 95% CI (studentized), ties docid;")
+    assert lines[0].startswith("golden (golden.yaml): hit@1, margin 0.05, 95% CI (studentized interval), ties docid;")
     assert (
         "embeval: WARNING: overall: tied scores across hit@1 in 0 incumbent and 40 candidate queries of 40: "
         "the tie order changes the verdict: WORSE (docid), TIE (docid-ascending), WORSE (expected); "
