@@ -31,6 +31,7 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -504,22 +505,20 @@ class _Studentized:
 def _first_level_at_least(ordered: FloatArray, x: float) -> float:
     """``inf {L in [0, 1] : q(L) >= x}`` for q the linear-interpolation quantile function of the sorted
     ``ordered``; 1 when no level reaches x."""
-    below = int(np.searchsorted(ordered, x, side="left"))
-    if below == 0:
-        return 0.0
-    if below == ordered.size:
-        return 1.0
-    return _crossing(ordered, below - 1, x) / (ordered.size - 1)
+    return _level(ordered, x, "left")
 
 
 def _last_level_at_most(ordered: FloatArray, x: float) -> float:
     """``sup {L in [0, 1] : q(L) <= x}`` for q as in `_first_level_at_least`; 0 when no level is that low."""
-    within = int(np.searchsorted(ordered, x, side="right"))
-    if within == 0:
-        return 0.0
-    if within == ordered.size:
-        return 1.0
-    return _crossing(ordered, within - 1, x) / (ordered.size - 1)
+    return _level(ordered, x, "right")
+
+
+def _level(ordered: FloatArray, x: float, side: Literal["left", "right"]) -> float:
+    """The level where q crosses x: past the values below x (``left``) or at most x (``right``)."""
+    count = int(np.searchsorted(ordered, x, side=side))
+    if count in (0, ordered.size):
+        return 0.0 if count == 0 else 1.0
+    return _crossing(ordered, count - 1, x) / (ordered.size - 1)
 
 
 def _crossing(ordered: FloatArray, k: int, x: float) -> float:

@@ -42,10 +42,10 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     interval, ties = golden.get("interval", "percentile"), golden.get("ties", "docid")
     adjusted = golden.get("multiple_comparisons", "none")
     ci = f"{golden['confidence']:.0%} CI" if adjusted == "none" else f"CI ({adjusted})"
+    level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
     title = (
         f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{golden['confidence']:.0%} {'CI' if adjusted == 'none' else f'family-wise ({adjusted})'} "
-        f"({interval} interval), ties {ties}; "
+        f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}; "
         f"incumbent {_arm_title(golden['incumbent'])} vs candidate {_arm_title(golden['candidate'])}"
     )
     header = [

@@ -7,14 +7,14 @@ import dataclasses
 import math
 import zlib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from test_pipeline import make_golden
 
 from pytest_embeval.encoders import Arm
-from pytest_embeval.golden import Document, GoldenSet, IndexSpec, Query
+from pytest_embeval.golden import Document, GoldenSet, Query
 from pytest_embeval.metrics import parse_metric
 from pytest_embeval.pipeline import (
     GoldenRun,
@@ -56,25 +56,18 @@ def table_arm(name: str, vectors: Mapping[str, np.ndarray], dimensions: int) -> 
 def golden_set(
     n_documents: int, n_queries: int, qrels: Mapping[str, Mapping[str, int]], **changes: Any
 ) -> GoldenSet:
-    golden = GoldenSet(
-        path=Path("golden.yaml"),
-        name="golden",
-        documents=tuple(Document(f"d{i:03d}", f"doc {i}") for i in range(n_documents)),
-        queries=tuple(Query(f"q{i:02d}", f"query {i}", {"group": "ab"[i % 2]}) for i in range(n_queries)),
-        qrels=qrels,
-        strata_fields=("group",),
-        metric=parse_metric("hit@1"),
-        guards={},
-        report_metrics=(),
-        tie_margin=0.05,
-        confidence=0.95,
-        min_queries=20,
-        bootstrap=1000,
-        seed=0,
-        index=IndexSpec("exact"),
-        relevance_level=1,
-    )
-    return dataclasses.replace(golden, **changes)
+    """``make_golden``'s set with these documents ("doc i"), queries ("query i", in groups a and b) and
+    judgments, primary metric hit@1."""
+    settings: dict[str, Any] = {
+        "documents": tuple(Document(f"d{i:03d}", f"doc {i}") for i in range(n_documents)),
+        "queries": tuple(Query(f"q{i:02d}", f"query {i}", {"group": "ab"[i % 2]}) for i in range(n_queries)),
+        "qrels": qrels,
+        "strata_fields": ("group",),
+        "metric": parse_metric("hit@1"),
+        "tie_margin": 0.05,
+        "bootstrap": 1000,
+    }
+    return make_golden(**{**settings, **changes})
 
 
 def axis(i: int, dimensions: int, weight: float = 1.0) -> np.ndarray:
@@ -260,7 +253,9 @@ def test_the_table_counts_consensus_failures_and_warns_about_ties() -> None:
     record = golden_record(run, "golden.yaml")
     strata = [stratum_record(golden, "golden.yaml", i, o) for i, o in enumerate(evaluate_golden(run))]
     lines = golden_table(record, strata)
-    assert lines[0].startswith("golden (golden.yaml): hit@1, margin 0.05, 95% CI (studentized interval), ties docid;")
+    assert lines[0].startswith(
+        "golden (golden.yaml): hit@1, margin 0.05, 95% CI (studentized interval), ties docid;"
+    )
     assert (
         "embeval: WARNING: overall: tied scores across hit@1 in 0 incumbent and 40 candidate queries of 40: "
         "the tie order changes the verdict: WORSE (docid), TIE (docid-ascending), WORSE (expected); "
