@@ -520,7 +520,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
         movers=_movers(texts, ids, incumbent, candidate, by_size),
         drivers=_movers(texts, ids, incumbent, candidate, by_contribution),
         family=family,
-        ties=_stratum_ties(run, rows, decide_with),
+        ties=_stratum_ties(run, rows, decide_with, decision.verdict),
         consensus_failures=consensus_failures(run, rows),
     )
 
@@ -529,9 +529,11 @@ def _stratum_ties(
     run: GoldenRun,
     rows: np.ndarray,
     decide_with: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], Decision],
+    verdict: Verdict,
 ) -> StratumTies | None:
     """The stratum's ties; the verdict under each tie order only when some order moves a metric of its
-    queries (both arms in the same order: one implementation scores both)."""
+    queries (both arms in the same order: one implementation scores both). ``verdict`` is the stratum's
+    own, under the golden set's order."""
     incumbent, candidate = run.incumbent.ties, run.candidate.ties
     if incumbent is None or candidate is None:
         return None
@@ -560,7 +562,13 @@ def _stratum_ties(
     )
     if not moved:
         return StratumTies(across)
-    return StratumTies(across, {order: decide_with(*scores).verdict for order, scores in orders.items()})
+    return StratumTies(
+        across,
+        {
+            order: verdict if order == run.golden.ties else decide_with(*scores).verdict
+            for order, scores in orders.items()
+        },
+    )
 
 
 def consensus_failures(run: GoldenRun, rows: np.ndarray) -> tuple[str, ...]:
