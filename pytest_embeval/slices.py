@@ -17,9 +17,22 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pytest_embeval.golden import CorpusSample, GoldenSet
-from pytest_embeval.stats import stable_seed
+from pytest_embeval.stats import PairedComparison, stable_seed
+from pytest_embeval.verdict import Verdict
 
-__all__ = ["CorpusSlice", "draw_slices", "judged_documents", "restrict", "slice_size"]
+__all__ = [
+    "GAP_STILL_MOVING",
+    "CorpusSlice",
+    "SliceOutcome",
+    "corpus_slices",
+    "draw_slices",
+    "gap_still_moving",
+    "judged_documents",
+    "restrict",
+    "slice_size",
+]
+
+GAP_STILL_MOVING = "gap still moving: the models cannot be ranked at this size yet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +78,34 @@ def draw_slices(
     return tuple(slices)
 
 
+def corpus_slices(golden: GoldenSet) -> tuple[CorpusSlice, ...]:
+    """The golden set's declared slices, smallest first; none without ``corpus_sample``."""
+    if golden.corpus_sample is None:
+        return ()
+    doc_ids = [doc.id for doc in golden.documents]
+    return draw_slices(doc_ids, judged_documents(golden.qrels), golden.corpus_sample)
+
+
 def restrict(golden: GoldenSet, rows: Sequence[int]) -> GoldenSet:
     """The golden set with only these documents (its judgments all name documents a slice keeps)."""
     return replace(golden, documents=tuple(golden.documents[row] for row in rows))
+
+
+@dataclass(frozen=True, slots=True)
+class SliceOutcome:
+    """A stratum's primary comparison and verdict on one corpus slice."""
+
+    fraction: float
+    documents: int
+    comparison: PairedComparison
+    verdict: Verdict
+
+
+def gap_still_moving(slices: Sequence[SliceOutcome], margin: float) -> bool:
+    """Whether Δ moved by more than half the tie margin between the two largest slices (smallest first):
+    then the gap measured on the largest is not yet the gap at production size. Not known (False) with one
+    slice, or when either Δ is undefined (no query of the stratum has a relevant judgment)."""
+    if len(slices) < 2:
+        return False
+    before, last = slices[-2].comparison.delta, slices[-1].comparison.delta
+    return bool(np.isfinite(before) and np.isfinite(last) and abs(last - before) > margin / 2)

@@ -83,15 +83,20 @@ class EncoderCounter:
         return counts.astype(np.int64)
 
 
-def count(counter: TokenCounter, texts: Sequence[str], kind: str) -> TokenCount:
-    """What the model reads of ``texts``: tokens per text cut at the counter's maximum length, summed."""
+def count(counter: TokenCounter, texts: Sequence[str], kind: str) -> tuple[TokenCount, np.ndarray]:
+    """What the model reads of ``texts``: the total, and the tokens of each text cut at the counter's
+    maximum length."""
     tokens = counter(texts, kind)
     limit = counter.max_length
-    truncated = 0 if limit is None else int((tokens > limit).sum())
     read = tokens if limit is None else np.minimum(tokens, limit)
-    return TokenCount(
-        texts=len(texts), tokens=int(read.sum()), truncated=truncated, max_length=limit, method=counter.method
+    total = TokenCount(
+        texts=len(texts),
+        tokens=int(read.sum()),
+        truncated=0 if limit is None else int((tokens > limit).sum()),
+        max_length=limit,
+        method=counter.method,
     )
+    return total, read
 
 
 def folder_counter(

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 import re
+import warnings
 
 import numpy as np
 import pytest
 
 from pytest_embeval.golden import CorpusSample
-from pytest_embeval.slices import draw_slices, judged_documents, restrict, slice_size
+from pytest_embeval.slices import (
+    SliceOutcome,
+    draw_slices,
+    gap_still_moving,
+    judged_documents,
+    restrict,
+    slice_size,
+)
+from pytest_embeval.stats import DegenerateComparisonWarning, compare_paired
+from pytest_embeval.verdict import Verdict
 
 DOC_IDS = [f"doc-{i:04d}" for i in range(1000)]
 # Judged documents in a cluster at the start and scattered: a draw that took the first rows would show.
@@ -95,3 +107,38 @@ def test_restrict_keeps_the_rows_in_order() -> None:
     kept = restrict(golden, [0, 5, 7])
     assert [doc.id for doc in kept.documents] == ["d000", "d005", "d007"]
     assert kept.queries == golden.queries and kept.qrels == golden.qrels
+
+
+def outcome(delta: float, fraction: float = 1.0) -> SliceOutcome:
+    """A slice whose 30 queries all moved by ``delta``."""
+    incumbent = np.linspace(0.2, 0.6, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateComparisonWarning)
+        comparison = compare_paired(
+            incumbent, incumbent + delta, confidence=0.95, n_resamples=200, rng=np.random.default_rng(0)
+        )
+    return SliceOutcome(fraction=fraction, documents=100, comparison=comparison, verdict=Verdict.TIE)
+
+
+@pytest.mark.parametrize(
+    ("deltas", "margin", "moving"),
+    [
+        ((-0.01, -0.05, -0.07), 0.03, True),  # moved 0.02 > 0.015
+        ((-0.01, -0.05, -0.07), 0.05, False),  # 0.02 is not more than 0.025
+        ((-0.07, -0.05), 0.03, True),  # either direction
+        ((0.3, -0.05, -0.06), 0.03, False),  # only the two largest slices count
+        ((-0.05,), 0.03, False),  # one slice: nothing to compare
+    ],
+)
+def test_a_gap_is_still_moving_when_delta_moved_more_than_half_the_margin(
+    deltas: tuple[float, ...], margin: float, moving: bool
+) -> None:
+    slices = [outcome(delta) for delta in deltas]
+    assert [round(one.comparison.delta, 12) for one in slices] == list(deltas)
+    assert gap_still_moving(slices, margin) is moving
+
+
+def test_an_undefined_delta_is_not_a_moving_gap() -> None:
+    nan = dataclasses.replace(outcome(0.0).comparison, delta=math.nan)
+    empty = SliceOutcome(fraction=0.5, documents=10, comparison=nan, verdict=Verdict.TIE)
+    assert not gap_still_moving([empty, outcome(-0.5)], 0.03)

