@@ -83,7 +83,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
 def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
     timings = index["timings"]
     latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
-    reached = f" (the least reaching recall {index['recall_target']:g})" if "recall_target" in index else ""
+    reached = f" (smallest to reach recall {index['recall_target']:g})" if "recall_target" in index else ""
     return (
         f"{role} index: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
         f"{reached}, ANN recall@{depth} {index['ann_recall']:.3f} ({index['sample']} queries), "

@@ -155,8 +155,8 @@ def test_capacity_slices_and_recall_target_reported_alike_with_and_without_xdist
     serial.stdout.fnmatch_lines(
         [
             "capacity (capacity.yaml): recall@10*",
-            "incumbent index: hnsw M=4 ef_construction=20 ef=100 (the least reaching recall 0.95), *",
-            "candidate index: hnsw M=4 ef_construction=20 ef=* (the least reaching recall 0.95), *",
+            "incumbent index: hnsw M=4 ef_construction=20 ef=100 (smallest to reach recall 0.95), *",
+            "candidate index: hnsw M=4 ef_construction=20 ef=* (smallest to reach recall 0.95), *",
             "recall target 0.95: the candidate needs more: ef * against the incumbent's 100; held constant "
             "is the recall target, not the ef: *",
             "",
