@@ -1,6 +1,6 @@
 """What four corpus slices cost against one corpus size: one embedding pass, and at most 1.2 x the floor.
 
-    python benchmarks/bench_slices.py [--data DIR] [--models demo|static] [--index exact|hnsw] [--repeat 2]
+    python benchmarks/bench_slices.py [--data DIR] [--models demo|static] [--index exact|hnsw] [--repeat 3]
 
 On vaswani (``--data``; default ``shared/data/vaswani`` next to the repository: 11,429 abstracts, 93
 queries; nfcorpus judges 92 % of its corpus, too many to slice), in process, with a fresh embedding each time
@@ -11,8 +11,8 @@ queries; nfcorpus judges 92 % of its corpus, too many to slice), in process, wit
 * the floor: single + the three smaller slices searched and scored on their own (``run_golden`` of the
   golden set restricted to each slice, fed the vectors the single run computed, so nothing is embedded).
 
-Target: sliced / floor <= 1.2, and the sliced run encodes every document and query once per arm, as the
-single run does. ``--models demo`` compares all-MiniLM-L6-v2 with its static distillation (embedding
+Target: sliced / floor <= 1.2, in wall and in CPU time (the steadier figure on a shared machine), and the
+sliced run encodes every document and query once per arm, as the single run does. ``--models demo`` compares all-MiniLM-L6-v2 with its static distillation (embedding
 dominates); ``--models static`` runs the static model in both arms, so that searching and scoring dominate
 and the ratio shows what slicing itself costs. ``--index hnsw`` declares ``{hnsw: {M: 16,
 ef_construction: 200, recall_target: 0.95}}``: every slice builds its own graph and searches it for the ef
@@ -95,13 +95,22 @@ def served(vectors: dict[tuple[str, str, str], np.ndarray]) -> Callable[..., np.
     return embedder
 
 
+@dataclasses.dataclass(frozen=True)
+class Seconds:
+    wall: float
+    cpu: float
+
+    def __add__(self, other: Seconds) -> Seconds:
+        return Seconds(self.wall + other.wall, self.cpu + other.cpu)
+
+
 def timed(
     golden: GoldenSet, incumbent: Arm, candidate: Arm, embedder: Any
-) -> tuple[float, GoldenRun, list[str]]:
-    start = time.perf_counter()
+) -> tuple[Seconds, GoldenRun, list[str]]:
+    wall, cpu = time.perf_counter(), time.process_time()
     run = run_golden(golden, incumbent, candidate, embedder=embedder)
     verdicts = [evaluate_stratum(run, stratum).decision.verdict.value for stratum in golden.strata()]
-    return time.perf_counter() - start, run, verdicts
+    return Seconds(time.perf_counter() - wall, time.process_time() - cpu), run, verdicts
 
 
 def main() -> None:
@@ -109,7 +118,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--models", choices=("demo", "static"), default="static")
     parser.add_argument("--index", choices=tuple(INDEXES), default="exact")
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
@@ -128,7 +137,7 @@ def main() -> None:
         f"index {args.index}; incumbent {incumbent.spec}, candidate {candidate.spec}"
     )
     print("slices: " + ", ".join(f"{one.fraction:.0%} = {one.documents:,} documents" for one in drawn))
-    best: dict[str, float] = {}
+    best: dict[str, Seconds] = {}
     for round_number in range(1, args.repeat + 1):
         single_count, sliced_count = Counting(), Counting()
         single_s, single_run, single_verdicts = timed(single_golden, incumbent, candidate, single_count)
@@ -137,31 +146,42 @@ def main() -> None:
             timed(restrict(single_golden, one.rows), incumbent, candidate, served(single_count.vectors))[0]
             for one in drawn[:-1]
         ]
-        for name, seconds in [("single", single_s), ("sliced", sliced_s)] + [
-            (f"search {one.fraction:.0%}", s) for one, s in zip(drawn, searches, strict=False)
-        ]:
-            best[name] = min(best.get(name, float("inf")), seconds)
+        measured = [("single", single_s), ("sliced", sliced_s)]
+        measured += [(f"search {one.fraction:.0%}", s) for one, s in zip(drawn, searches, strict=False)]
+        for name, seconds in measured:
+            kept = best.get(name, Seconds(float("inf"), float("inf")))
+            best[name] = Seconds(min(kept.wall, seconds.wall), min(kept.cpu, seconds.cpu))
         print(
-            f"round {round_number}: single {single_s:7.2f} s, sliced {sliced_s:7.2f} s, smaller slices "
-            "searched " + ", ".join(f"{s:.2f}" for s in searches) + " s"
+            f"round {round_number}: single {single_s.wall:6.2f} s wall {single_s.cpu:6.2f} s cpu, sliced "
+            f"{sliced_s.wall:6.2f} / {sliced_s.cpu:6.2f}, smaller slices searched "
+            + ", ".join(f"{s.wall:.2f} / {s.cpu:.2f}" for s in searches)
         )
         assert sliced_verdicts == single_verdicts, (sliced_verdicts, single_verdicts)
         assert sliced_run.incumbent.ranked == single_run.incumbent.ranked
     print(f"texts encoded, single run: {dict(sorted(single_count.encoded.items()))}")
     print(f"texts encoded, sliced run: {dict(sorted(sliced_count.encoded.items()))}")
     one_pass = sliced_count.encoded == single_count.encoded
-    floor = best["single"] + sum(best[f"search {one.fraction:.0%}"] for one in drawn[:-1])
-    ratio = best["sliced"] / floor
-    print(
-        f"best of {args.repeat}: single {best['single']:.2f} s + three smaller slices searched "
-        f"{floor - best['single']:.2f} s = floor {floor:.2f} s; sliced {best['sliced']:.2f} s"
-    )
+    searched = Seconds(0.0, 0.0)
+    for one in drawn[:-1]:
+        searched += best[f"search {one.fraction:.0%}"]
+    floor = best["single"] + searched
+    sliced = best["sliced"]
+    for what in ("wall", "cpu"):
+        single_s, searched_s, floor_s, sliced_s = (
+            getattr(x, what) for x in (best["single"], searched, floor, sliced)
+        )
+        print(
+            f"best of {args.repeat}, {what}: single {single_s:.2f} s + three smaller slices searched "
+            f"{searched_s:.2f} s = floor {floor_s:.2f} s; sliced {sliced_s:.2f} s; sliced / floor = "
+            f"{sliced_s / floor_s:.3f}"
+        )
     print(
         f"one embedding pass: {'yes' if one_pass else 'NO'}; the largest slice's verdicts are the single "
         "run's: yes"
     )
+    ratio = max(sliced.wall / floor.wall, sliced.cpu / floor.cpu)
     verdict = "OK" if ratio <= TARGET and one_pass else "MISSED"
-    print(f"sliced / floor = {ratio:.3f} (target <= {TARGET}): {verdict}")
+    print(f"target: sliced / floor <= {TARGET} in wall and cpu time: {verdict}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
 
 
