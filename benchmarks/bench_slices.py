@@ -12,11 +12,12 @@ queries; nfcorpus judges 92 % of its corpus, too many to slice), in process, wit
   golden set restricted to each slice, fed the vectors the single run computed, so nothing is embedded).
 
 Target: sliced / floor <= 1.2, in wall and in CPU time (the steadier figure on a shared machine), and the
-sliced run encodes every document and query once per arm, as the single run does. ``--models demo`` compares all-MiniLM-L6-v2 with its static distillation (embedding
-dominates); ``--models static`` runs the static model in both arms, so that searching and scoring dominate
-and the ratio shows what slicing itself costs. ``--index hnsw`` declares ``{hnsw: {M: 16,
-ef_construction: 200, recall_target: 0.95}}``: every slice builds its own graph and searches it for the ef
-of the target. Each measurement is the best of ``--repeat``, alternating single, sliced, floor.
+sliced run encodes every document and query once per arm, as the single run does. ``--models demo``
+compares all-MiniLM-L6-v2 with its static distillation (embedding dominates); ``--models static`` runs the
+static model in both arms, so that searching and scoring weigh the most they can and the ratio shows what
+slicing itself costs. ``--index hnsw`` declares ``{hnsw: {M: 16, ef_construction: 200, recall_target:
+0.95}}``: every slice builds its own graph and searches it for the ef of the target. Each measurement is
+the best of ``--repeat``, alternating single, sliced, floor.
 """
 
 from __future__ import annotations
