@@ -149,21 +149,9 @@ class HnswIndex:
         n_queries = q.shape[0]
         if n_queries == 0 or k_eff == 0:
             return _empty_result(n_queries, k_eff)
-        ef = effective_ef(ef_search, k_eff)
-        self._index.set_ef(ef)
-        try:
-            labels, _ = self._index.knn_query(
-                np.ascontiguousarray(q, dtype=np.float32), k=k_eff, num_threads=1
-            )
-        except RuntimeError as error:
-            # hnswlib fails the whole batch when its graph search reaches fewer than k documents for any
-            # query, which happens when the graph is disconnected (degenerate data: many equal similarities).
-            raise ValueError(
-                f"hnswlib reached fewer than k={k_eff} documents for some queries (M={self.M}, "
-                f"ef_construction={self.ef_construction}, ef={ef}): the graph is too sparse for these "
-                "vectors; raise M or ef_construction, or use exact search"
-            ) from error
-        positions = labels.astype(np.int64)
+        positions = self._labels(
+            np.ascontiguousarray(q, dtype=np.float32), k_eff, effective_ef(ef_search, k_eff)
+        )
         # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
         scores = np.empty(positions.shape, dtype=np.float32)
         step = max(1, _SCRATCH_BYTES // (8 * k_eff * d.shape[1]))
@@ -205,11 +193,25 @@ class HnswIndex:
         rows = np.ascontiguousarray(q, dtype=np.float32)
 
         def recall_at(ef: int) -> float:
-            self._index.set_ef(ef)
-            labels, _ = self._index.knn_query(rows, k=k, num_threads=1)
-            return ann_recall(labels.astype(np.int64), exact)
+            return ann_recall(self._labels(rows, k, ef), exact)
 
         return smallest_ef(recall_at, target, low=k, high=max(k, self._documents.shape[0]))
+
+    def _labels(self, rows: np.ndarray, k: int, ef: int) -> np.ndarray:
+        """hnswlib's top k of float32 ``rows`` at ``ef``, as int64 positions."""
+        self._index.set_ef(ef)
+        try:
+            labels, _ = self._index.knn_query(rows, k=k, num_threads=1)
+        except RuntimeError as error:
+            # hnswlib fails the whole batch when its graph search reaches fewer than k documents for any
+            # query, which happens when the graph is disconnected (degenerate data: many equal similarities).
+            raise ValueError(
+                f"hnswlib reached fewer than k={k} documents for some queries (M={self.M}, "
+                f"ef_construction={self.ef_construction}, ef={ef}): the graph is too sparse for these "
+                "vectors; raise M or ef_construction, or use exact search"
+            ) from error
+        positions: np.ndarray = labels.astype(np.int64)
+        return positions
 
     def query_seconds(self, queries: np.ndarray, k: int, *, ef_search: int = 128) -> np.ndarray:
         """Wall-clock seconds of one single-threaded hnswlib query per row of ``queries`` (the graph search
