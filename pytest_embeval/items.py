@@ -22,12 +22,12 @@ from pytest_embeval.pipeline import (
     GoldenRun,
     RecallTargetError,
     Role,
-    evaluate_golden,
     run_golden,
 )
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.report import golden_record, stratum_record
 from pytest_embeval.session import CACHE_PROPERTIES, ITEM_RECORDS, STATE, EmbevalState, ItemRecords
+from pytest_embeval.strata import evaluate_golden
 from pytest_embeval.terminal import stratum_failure
 from pytest_embeval.verdict import Verdict
 

@@ -23,18 +23,10 @@ from pytest_embeval.capacity import ArmCapacity, Estimate, Production, TokenCoun
 from pytest_embeval.coverage import coverage
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import Latency
-from pytest_embeval.pipeline import (
-    ArmResult,
-    Family,
-    GoldenRun,
-    IndexStats,
-    Mover,
-    StratumOutcome,
-    ranked_depth,
-    short_digest,
-)
+from pytest_embeval.pipeline import ArmResult, GoldenRun, IndexStats, ranked_depth, short_digest
 from pytest_embeval.slices import GAP_STILL_MOVING
 from pytest_embeval.stats import PairedComparison
+from pytest_embeval.strata import Family, Mover, StratumOutcome
 
 SCHEMA_VERSION = 1
 ROLES = ("incumbent", "candidate")

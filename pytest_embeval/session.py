@@ -24,7 +24,7 @@ from pytest_embeval.encoders import Arm
 from pytest_embeval.golden import GoldenSet, load_golden
 from pytest_embeval.options import Settings
 from pytest_embeval.output import write_atomic
-from pytest_embeval.pipeline import GoldenRun, StratumOutcome
+from pytest_embeval.pipeline import GoldenRun
 from pytest_embeval.pooling import (
     SheetError,
     pool_from_rankings,
@@ -35,6 +35,7 @@ from pytest_embeval.pooling import (
 )
 from pytest_embeval.rankings import rankings_from_record
 from pytest_embeval.report import ROLES, Record, build_report, file_stem, report_json, run_file_name, trec_run
+from pytest_embeval.strata import StratumOutcome
 from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table
 
 #: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with

@@ -1,4 +1,4 @@
-"""pipeline.evaluate_golden: strata decided as one family, ties that could change a verdict, tie groups
+"""strata.evaluate_golden: strata decided as one family, ties that could change a verdict, tie groups
 completed past the ranked depth, and the queries neither arm finds an answer for."""
 
 from __future__ import annotations
@@ -16,14 +16,9 @@ from test_pipeline import make_golden
 from pytest_embeval.encoders import Arm
 from pytest_embeval.golden import Document, GoldenSet, Query
 from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import (
-    GoldenRun,
-    evaluate_golden,
-    evaluate_stratum,
-    ranked_depth,
-    run_golden,
-)
+from pytest_embeval.pipeline import GoldenRun, ranked_depth, run_golden
 from pytest_embeval.report import stratum_record
+from pytest_embeval.strata import evaluate_golden, evaluate_stratum
 from pytest_embeval.terminal import golden_table
 from pytest_embeval.verdict import Verdict, family_levels
 
