@@ -542,9 +542,14 @@ def test_studentized_interval_is_symmetric_around_delta(d: list[float], seed: in
         assert c.ci_high - c.delta == pytest.approx(c.delta - c.ci_low, rel=1e-9, abs=1e-15)
 
 
+# Metric differences live on a coarse grid; on arbitrary floats (0.5 beside 1e-05) a shift changes the
+# rounding of the studentized statistic of near-constant resamples by more than any fixed tolerance.
+metric_differences = st.lists(st.integers(-100, 100).map(lambda k: k / 100), min_size=2, max_size=40)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
-    d=st.lists(finite_scores, min_size=2, max_size=40).filter(lambda d: len(set(d)) > 1),
+    d=metric_differences.filter(lambda d: len(set(d)) > 1),
     shift=st.floats(-1, 1),
     scale=st.floats(0.01, 10),
     seed=st.integers(0, 2**32 - 1),
