@@ -2,8 +2,10 @@
 
 Every command prints its result to stdout and one-line errors to stderr; the exit status is 0 on success,
 1 when a check fails its threshold (agreement below ``--min-kappa``, an arm under-judged in coverage) and 2
-for bad input (missing or malformed files, invalid sheets, bad options). The work is done by the pure
-functions of `pytest_embeval.judging`; this module only reads arguments and files and prints.
+for bad input (missing or malformed files, invalid sheets, bad options). The work is done by pure functions,
+one module per step: `rankings` (reading a run's report or TREC run files), `pooling` (blind sheets),
+`merging` (grades into qrels), `agreement` (kappa), `coverage` (judged@k per arm) and `planning` (the queries
+needed); this module only reads arguments and files and prints.
 """
 
 from __future__ import annotations
@@ -13,8 +15,31 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from pytest_embeval import judging
+from pytest_embeval.agreement import agreement, agreement_lines
+from pytest_embeval.coverage import DEFAULT_COVERAGE_GAP, coverage, coverage_lines, coverage_warnings
 from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
+from pytest_embeval.merging import DEFAULT_MAX_GRADE, append_qrels, merge_sheets, qrels_file, sheet_grades
+from pytest_embeval.planning import DEFAULT_SD, observed_sd, plan, plan_lines
+from pytest_embeval.pooling import (
+    DEFAULT_DEPTH,
+    Sheet,
+    SheetError,
+    pool_from_rankings,
+    pool_lines,
+    read_sheet,
+    sample_pool,
+    sheet_pairs,
+    split_pool,
+    write_sheet,
+)
+from pytest_embeval.rankings import (
+    Pair,
+    ReportError,
+    find_golden_record,
+    load_report,
+    rankings_from_record,
+    read_trec_run,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -77,8 +102,8 @@ def _golden(path: str) -> GoldenSet:
 
 def _report_record(path: str, golden: GoldenSet) -> Mapping[str, object]:
     try:
-        return judging.find_golden_record(judging.load_report(path), golden, path)
-    except judging.ReportError as error:
+        return find_golden_record(load_report(path), golden, path)
+    except ReportError as error:
         raise CliError(str(error)) from None
 
 
@@ -87,8 +112,8 @@ def _report_rankings(paths: Sequence[str], golden: GoldenSet) -> dict[str, dict[
     rankings: dict[str, dict[str, list[str]]] = {}
     for path in paths:
         try:
-            arms = judging.rankings_from_record(_report_record(path, golden), path)
-        except judging.ReportError as error:
+            arms = rankings_from_record(_report_record(path, golden), path)
+        except ReportError as error:
             raise CliError(str(error)) from None
         for role, by_query in arms.items():
             rankings[role if len(paths) == 1 else f"{path}:{role}"] = by_query
@@ -120,13 +145,13 @@ def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict
     return rankings
 
 
-def _sheets(paths: Sequence[str]) -> list[judging.Sheet]:
+def _sheets(paths: Sequence[str]) -> list[Sheet]:
     problems: list[str] = []
-    sheets: list[judging.Sheet] = []
+    sheets: list[Sheet] = []
     for path in paths:
         try:
-            sheets.append(judging.read_sheet(path))
-        except judging.SheetError as error:
+            sheets.append(read_sheet(path))
+        except SheetError as error:
             problems.extend(error.problems)
     if problems:
         raise CliError("\n".join(problems))
@@ -152,25 +177,25 @@ def _pool(args: argparse.Namespace) -> int:
     if out.exists() and not args.force:
         raise CliError(f"--out {out} exists (it may hold grades); choose another name or pass --force")
     golden = _golden(args.golden)
-    exclude = judging.sheet_pairs(_sheets(args.exclude))
+    exclude = sheet_pairs(_sheets(args.exclude))
     rankings = _report_rankings(args.from_report, golden)
     rankings.update(_model_rankings(args.model, golden, args.depth))
     try:
-        runs = {path: judging.read_trec_run(path, golden) for path in args.from_run}
-    except judging.ReportError as error:
+        runs = {path: read_trec_run(path, golden) for path in args.from_run}
+    except ReportError as error:
         raise CliError(str(error)) from None
     try:
-        pool = judging.pool_from_rankings(
+        pool = pool_from_rankings(
             golden, rankings, depth=args.depth, seed=args.seed, exclude=exclude, runs=runs
         )
     except ValueError as error:
         raise CliError(str(error)) from None
     if args.sample is not None:
-        pool = judging.sample_pool(pool, args.sample)
+        pool = sample_pool(pool, args.sample)
     sheets = {out: pool}
     if args.split is not None:
         try:
-            parts = judging.split_pool(pool, args.split)
+            parts = split_pool(pool, args.split)
         except ValueError as error:
             raise CliError(str(error)) from None
         sheets = {
@@ -183,8 +208,8 @@ def _pool(args: argparse.Namespace) -> int:
     # The sheets first: they are the product, and must not depend on stdout staying open.
     if pool.rows:
         for path, sheet in sheets.items():
-            judging.write_sheet(path, sheet)
-    _print(judging.pool_lines(pool, per_query=args.per_query))
+            write_sheet(path, sheet)
+    _print(pool_lines(pool, per_query=args.per_query))
     if pool.rows:
         for path, sheet in sheets.items():
             queries = sum(1 for query in sheet.queries if query.rows)
@@ -198,13 +223,13 @@ def _pool(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     try:
-        target = judging.qrels_file(args.golden)
+        target = qrels_file(args.golden)
     except ValueError as error:
         raise CliError(str(error)) from None
     sheets = _sheets(args.sheets)
     try:
-        result = judging.merge_sheets(golden, sheets, max_grade=args.max_grade, resolve=args.resolve)
-    except judging.SheetError as error:
+        result = merge_sheets(golden, sheets, max_grade=args.max_grade, resolve=args.resolve)
+    except SheetError as error:
         raise CliError("\n".join([*error.problems, "nothing was merged"])) from None
     judges = ", ".join(f"{judge} ({rows} rows)" for judge, rows in result.judges.items())
     print(f"{len(sheets)} sheet(s), judges: {judges or 'none'}")
@@ -216,7 +241,7 @@ def _merge(args: argparse.Namespace) -> int:
     elif args.dry_run:
         print(f"would append {len(result.new)} judgments to {target} (--dry-run: nothing written)")
     else:
-        judging.append_qrels(target, result.new)
+        append_qrels(target, result.new)
         print(f"appended {len(result.new)} judgments to {target}")
     return EXIT_OK
 
@@ -224,19 +249,19 @@ def _merge(args: argparse.Namespace) -> int:
 def _agreement(args: argparse.Namespace) -> int:
     first, second = _sheets([args.first, args.second])
     problems: list[str] = []
-    grades: list[dict[judging.Pair, int]] = []
+    grades: list[dict[Pair, int]] = []
     for sheet in (first, second):
         try:
-            grades.append(judging.sheet_grades(sheet, max_grade=args.max_grade))
-        except judging.SheetError as error:
+            grades.append(sheet_grades(sheet, max_grade=args.max_grade))
+        except SheetError as error:
             problems.extend(error.problems)
     if problems:
         raise CliError("\n".join(problems))
     try:
-        result = judging.agreement(grades[0], grades[1], max_grade=args.max_grade)
+        result = agreement(grades[0], grades[1], max_grade=args.max_grade)
     except ValueError as error:
         raise CliError(f"{args.first} and {args.second}: {error}") from None
-    _print(judging.agreement_lines(result, args.first, args.second, listed=args.list))
+    _print(agreement_lines(result, args.first, args.second, listed=args.list))
     if args.min_kappa is None:
         return EXIT_OK
     name, value = result.gate
@@ -257,11 +282,11 @@ def _coverage(args: argparse.Namespace) -> int:
     rankings = _report_rankings([args.from_report], golden)
     k = args.k or golden.metric.k
     try:
-        rows = judging.coverage(golden, rankings, k=k)
+        rows = coverage(golden, rankings, k=k)
     except ValueError as error:
         raise CliError(f"{args.from_report}: {error}") from None
-    _print(judging.coverage_lines(rows))
-    warnings = judging.coverage_warnings(
+    _print(coverage_lines(rows))
+    warnings = coverage_warnings(
         rows, golden_path=args.golden, report_path=args.from_report, threshold=args.threshold
     )
     for warning in warnings:
@@ -279,9 +304,9 @@ def _plan(args: argparse.Namespace) -> int:
                 f"{args.from_report}: the report measured {record.get('metric')!r}, the golden set's metric "
                 f"is {str(golden.metric)!r}; its standard deviations do not apply"
             )
-        observed = judging.observed_sd(record)
-    rows = judging.plan(golden, sd=args.sd, observed=observed)
-    _print(judging.plan_lines(golden, rows))
+        observed = observed_sd(record)
+    rows = plan(golden, sd=args.sd, observed=observed)
+    _print(plan_lines(golden, rows))
     return EXIT_OK
 
 
@@ -292,7 +317,7 @@ def _add_scale(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-grade",
         type=_positive_int,
-        default=judging.DEFAULT_MAX_GRADE,
+        default=DEFAULT_MAX_GRADE,
         metavar="N",
         help="grades are integers 0..N (default %(default)s).",
     )
@@ -307,7 +332,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    pool = commands.add_parser(
+    pool_parser = commands.add_parser(
         "pool",
         help="write a blind judging sheet: every arm's top documents per query, minus what is judged.",
         description="For each query, the union of every arm's top --depth documents, minus the pairs already "
@@ -315,16 +340,18 @@ def _parser() -> argparse.ArgumentParser:
         "tells which model retrieved a document. Give the arms as a JSON report of `pytest --embeval "
         "--embeval-json REPORT.json` (both arms, no model needed) and/or as model specs.",
     )
-    pool.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
-    pool.add_argument("--out", required=True, metavar="SHEET.csv", help="the sheet to write (CSV, UTF-8).")
-    pool.add_argument(
+    pool_parser.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
+    pool_parser.add_argument(
+        "--out", required=True, metavar="SHEET.csv", help="the sheet to write (CSV, UTF-8)."
+    )
+    pool_parser.add_argument(
         "--from-report",
         action="append",
         default=[],
         metavar="REPORT.json",
         help="pool both arms of this embeval JSON report (repeatable).",
     )
-    pool.add_argument(
+    pool_parser.add_argument(
         "--from-run",
         action="append",
         default=[],
@@ -332,7 +359,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also pool this TREC run file (qid Q0 docid rank score tag), e.g. the answers the set's authors "
         "know of, or BM25; it may cover only some queries and rank fewer documents (repeatable).",
     )
-    pool.add_argument(
+    pool_parser.add_argument(
         "--model",
         action="append",
         default=[],
@@ -340,35 +367,35 @@ def _parser() -> argparse.ArgumentParser:
         help="pool this model's exact top documents: a sentence-transformers name or path, or module:attr "
         "(repeatable).",
     )
-    pool.add_argument(
+    pool_parser.add_argument(
         "--depth",
         type=_positive_int,
-        default=judging.DEFAULT_DEPTH,
+        default=DEFAULT_DEPTH,
         metavar="K",
         help="documents per arm and query (default %(default)s).",
     )
-    pool.add_argument(
+    pool_parser.add_argument(
         "--seed",
         type=_nonnegative_int,
         default=None,
         metavar="N",
         help="shuffle seed (default: the golden set's seed).",
     )
-    pool.add_argument(
+    pool_parser.add_argument(
         "--exclude",
         action="append",
         default=[],
         metavar="SHEET.csv",
         help="leave out the pairs on this sheet, handed out but not merged yet (repeatable).",
     )
-    pool.add_argument(
+    pool_parser.add_argument(
         "--sample",
         type=_positive_int,
         default=None,
         metavar="N",
         help="write a seeded random sample of N of the pairs: the calibration sheet two judges grade first.",
     )
-    pool.add_argument(
+    pool_parser.add_argument(
         "--split",
         type=_positive_int,
         default=None,
@@ -376,11 +403,11 @@ def _parser() -> argparse.ArgumentParser:
         help="write N sheets of about equal size (SHEET.1-of-N.csv ...), one per judge; a query's pairs stay "
         "on one sheet.",
     )
-    pool.add_argument("--force", action="store_true", help="overwrite --out if it exists.")
-    pool.add_argument("--per-query", action="store_true", help="print the pool size of every query.")
-    pool.set_defaults(run=_pool)
+    pool_parser.add_argument("--force", action="store_true", help="overwrite --out if it exists.")
+    pool_parser.add_argument("--per-query", action="store_true", help="print the pool size of every query.")
+    pool_parser.set_defaults(run=_pool)
 
-    merge = commands.add_parser(
+    merge_parser = commands.add_parser(
         "merge",
         help="validate graded sheets and append their grades to the golden set's qrels file.",
         description="Every row needs a known query and document and a grade on the scale; an empty grade, a "
@@ -389,90 +416,92 @@ def _parser() -> argparse.ArgumentParser:
         "error nothing is written; otherwise the new judgments are appended to the qrels TSV file "
         "atomically, existing lines untouched. The judge is the 'judge' cell, or the sheet's file name.",
     )
-    merge.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file (its qrels must be a TSV).")
-    merge.add_argument("sheets", nargs="+", metavar="SHEET.csv", help="graded sheets.")
-    _add_scale(merge)
-    merge.add_argument(
+    merge_parser.add_argument(
+        "golden", metavar="GOLDEN.yaml", help="the golden-set file (its qrels must be a TSV)."
+    )
+    merge_parser.add_argument("sheets", nargs="+", metavar="SHEET.csv", help="graded sheets.")
+    _add_scale(merge_parser)
+    merge_parser.add_argument(
         "--resolve",
         choices=("max", "min", "first"),
         default=None,
         help="when different judges graded a pair differently, keep the highest, the lowest, or the first "
         "grade (sheets in the order given, then rows); default: it is an error.",
     )
-    merge.add_argument("--dry-run", action="store_true", help="validate and report, write nothing.")
-    merge.set_defaults(run=_merge)
+    merge_parser.add_argument("--dry-run", action="store_true", help="validate and report, write nothing.")
+    merge_parser.set_defaults(run=_merge)
 
-    agreement = commands.add_parser(
+    agreement_parser = commands.add_parser(
         "agreement",
         help="how well two judges agree on the pairs both graded (kappa); calibrate judges and LLM judges.",
         description="Matches rows by query_id and doc_id and reports percent agreement, Cohen's kappa, "
         "linearly weighted kappa and the confusion matrix. With --min-kappa, exits 1 when the kappa is below "
         "it: the weighted kappa on a graded scale (3+ grades), plain kappa on a binary one.",
     )
-    agreement.add_argument("first", metavar="A.csv", help="the first judge's sheet.")
-    agreement.add_argument("second", metavar="B.csv", help="the second judge's sheet.")
-    agreement.add_argument(
+    agreement_parser.add_argument("first", metavar="A.csv", help="the first judge's sheet.")
+    agreement_parser.add_argument("second", metavar="B.csv", help="the second judge's sheet.")
+    agreement_parser.add_argument(
         "--min-kappa",
         type=_bounded_float(-1.0, 1.0, include_high=True),
         default=None,
         metavar="K",
         help="exit 1 below this kappa (0.6 is a common bar for substantial agreement).",
     )
-    _add_scale(agreement)
-    agreement.add_argument(
+    _add_scale(agreement_parser)
+    agreement_parser.add_argument(
         "--list",
         type=_nonnegative_int,
         default=10,
         metavar="N",
         help="list up to N disagreements, largest gap first (default %(default)s; 0: none).",
     )
-    agreement.set_defaults(run=_agreement)
+    agreement_parser.set_defaults(run=_agreement)
 
-    coverage = commands.add_parser(
+    coverage_parser = commands.add_parser(
         "coverage",
         help="each arm's judged@k per stratum; exit 1 when one arm is much less judged (not pooled).",
         description="An unjudged document counts as not relevant, so an arm whose results were never "
         "pooled is scored down. Exits 1 when an arm's judged@k trails another's by more than --threshold "
         "in any stratum, and names the command that fixes it.",
     )
-    coverage.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
-    coverage.add_argument(
+    coverage_parser.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
+    coverage_parser.add_argument(
         "--from-report", required=True, metavar="REPORT.json", help="the embeval JSON report of the run."
     )
-    coverage.add_argument(
+    coverage_parser.add_argument(
         "--k", type=_positive_int, default=None, metavar="K", help="cutoff (default: the primary metric's k)."
     )
-    coverage.add_argument(
+    coverage_parser.add_argument(
         "--threshold",
         type=_bounded_float(0.0, 1.0, include_high=False),
-        default=judging.DEFAULT_COVERAGE_GAP,
+        default=DEFAULT_COVERAGE_GAP,
         metavar="GAP",
         help="largest tolerated gap in judged@k, as a share (default %(default)s = 10 points).",
     )
-    coverage.set_defaults(run=_coverage)
+    coverage_parser.set_defaults(run=_coverage)
 
-    plan = commands.add_parser(
+    plan_parser = commands.add_parser(
         "plan",
         help="per stratum: n, the minimum detectable effect and the queries needed to resolve the margin.",
         description="At the golden set's confidence and 80%% power: the minimum detectable effect with the "
         "current n (queries with a relevant judgment), and the queries needed to detect a difference of "
         "tie_margin. The paired standard deviation is --sd, or each stratum's observed one from a report.",
     )
-    plan.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
-    plan.add_argument(
+    plan_parser.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
+    plan_parser.add_argument(
         "--sd",
         type=_bounded_float(0.0, 1.0, include_high=True),
-        default=judging.DEFAULT_SD,
+        default=DEFAULT_SD,
         metavar="SD",
         help="assumed paired standard deviation of the metric (default %(default)s).",
     )
-    plan.add_argument(
+    plan_parser.add_argument(
         "--from-report",
         default=None,
         metavar="REPORT.json",
         help="use each stratum's observed paired standard deviation from this embeval JSON report.",
     )
-    plan.set_defaults(run=_plan)
+    plan_parser.set_defaults(run=_plan)
     return parser
 
 

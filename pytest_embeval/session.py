@@ -1,0 +1,237 @@
+"""One place where worker records become the report: the session's state, the hooks that need it, and the
+end-of-session writing of every output.
+
+Registered by the plugin only with ``--embeval``. Each stratum item leaves its records (plain Python types)
+in its stash; `SessionHooks.pytest_runtest_makereport` attaches them to the item's report, which pytest-xdist
+carries to the controller; `pytest_runtest_logreport` collects them there (serially, from the session's own
+items). At the end, the controller alone merges them into one report (`report.build_report`) and prints and
+writes every output from that report: terminal tables, coverage warnings, the JSON report, TREC runs, pool
+sheets, and the embedding cache's summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Generator, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_embeval.cache import EmbeddingCache
+from pytest_embeval.encoders import Arm
+from pytest_embeval.golden import GoldenSet, load_golden
+from pytest_embeval.options import Settings
+from pytest_embeval.output import write_atomic
+from pytest_embeval.pipeline import GoldenRun
+from pytest_embeval.pooling import (
+    SheetError,
+    pool_from_rankings,
+    pool_lines,
+    read_sheet,
+    sheet_pairs,
+    write_sheet,
+)
+from pytest_embeval.rankings import rankings_from_record
+from pytest_embeval.report import ROLES, Record, build_report, file_stem, report_json, run_file_name, trec_run
+from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table
+
+#: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
+#: these names (ints, or a str for the write error), so the xdist controller can sum them over workers.
+CACHE_PROPERTIES = {
+    "read": "embeval_cache_read",
+    "embedded": "embeval_cache_embedded",
+    "corrupt": "embeval_cache_corrupt",
+    "write_error": "embeval_cache_write_error",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ItemRecords:
+    """What a stratum item leaves for its report: its stratum's record, and its golden set's record when it
+    is the first item of the set this process ran."""
+
+    stratum: Record
+    golden: Record | None = None
+
+
+#: A stratum item's records, in its stash once it has been checked.
+ITEM_RECORDS: pytest.StashKey[ItemRecords] = pytest.StashKey()
+
+
+@dataclasses.dataclass
+class EmbevalState:
+    """Per-process state of one session, kept in `config.stash`."""
+
+    settings: Settings
+    #: the embedding cache (None with --embeval-no-cache); it touches the disk only when first used
+    cache: EmbeddingCache | None = dataclasses.field(init=False)
+    arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
+    runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
+    #: golden paths whose golden record this process has already attached to a report
+    sent_golden: set[str] = dataclasses.field(default_factory=set)
+    #: what the controller received, from its own items or from xdist workers
+    golden_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    stratum_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cache_dir = self.settings.cache_dir
+        self.cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
+
+
+#: The session's embeval state; present only when --embeval is given.
+STATE: pytest.StashKey[EmbevalState] = pytest.StashKey()
+
+
+def start(config: pytest.Config, settings: Settings) -> None:
+    """Set up the session's state and register its hooks (called by the plugin with --embeval)."""
+    state = EmbevalState(settings=settings)
+    config.stash[STATE] = state
+    config.pluginmanager.register(SessionHooks(config, state), "embeval-session")
+
+
+class SessionHooks:
+    """The hooks that need the session's state; registered only with --embeval."""
+
+    def __init__(self, config: pytest.Config, state: EmbevalState) -> None:
+        self.config = config
+        self.state = state
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, Any]:
+        report = yield
+        records = item.stash.get(ITEM_RECORDS, None)
+        if call.when == "call" and records is not None:
+            # Plain-typed attributes on a TestReport travel to the xdist controller with the report.
+            report.embeval_record = records.stratum
+            report.embeval_golden = records.golden
+        return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        record = getattr(report, "embeval_record", None)
+        if report.when != "call" or record is None:
+            return None
+        verdict = record["verdict"]
+        if verdict == "TIE":
+            return "tie", "t", ("TIE", {"yellow": True})
+        if verdict == "BETTER":
+            return "passed", ".", ("BETTER", {"green": True})
+        return "failed", "F", ("WORSE", {"red": True})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # On the xdist controller this sees every worker's reports; serially, the session's own.
+        record = getattr(report, "embeval_record", None)
+        if record is not None:
+            self.state.stratum_records[report.nodeid] = record
+        golden = getattr(report, "embeval_golden", None)
+        if golden is not None:
+            self.state.golden_records.setdefault(golden["path"], golden)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if hasattr(self.config, "workerinput"):  # only the controller prints and writes
+            return
+        write_outputs(self.state, terminalreporter)
+
+
+def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
+    """On the controller at the end of the session: the per-golden-set tables and coverage warnings, the
+    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report."""
+    settings = state.settings
+    config = reporter.config
+    cache = (
+        []
+        if settings.cache_dir is None
+        else cache_lines(
+            **cache_totals(reporter.stats.values()),
+            where=_shown_path(settings.cache_dir, config.invocation_params.dir),
+        )
+    )
+    report = build_report(state.golden_records.values(), state.stratum_records.values())
+    if not (report["golden_sets"] or cache):
+        return
+    reporter.write_sep("=", "embeval")
+    for line in cache:
+        reporter.write_line(line)
+    report_path = None if settings.json_path is None else str(settings.json_path)
+    for record in report["golden_sets"]:
+        for line in golden_table(record, record["strata"]):
+            reporter.write_line(line)
+        for line in coverage_warning_lines(record, report_path):
+            reporter.write_line(line, yellow=True)
+        if settings.pool_dir is not None:
+            golden = load_golden(config.rootpath / record["path"])
+            _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
+        reporter.write_line("")
+    if not report["golden_sets"]:  # every golden set failed: no report rather than an empty one
+        return
+    if settings.json_path is not None:
+        settings.json_path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(settings.json_path, report_json(report))
+        reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
+    if settings.runs_dir is not None:
+        settings.runs_dir.mkdir(parents=True, exist_ok=True)
+        for golden_set in report["golden_sets"]:
+            for role in ROLES:
+                write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
+        reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
+
+
+def _pool(
+    golden: GoldenSet, record: Record, folder: Path, depth: int, reporter: pytest.TerminalReporter
+) -> None:
+    """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
+
+    Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
+    the folder are left out, and the new sheet gets the next free name.
+    """
+    # Named after the golden file only: the name must not tell a judge which arm retrieved what.
+    stem = file_stem(record)
+    earlier = sorted(folder.glob(f"{stem}.pool*.csv"))
+    try:
+        exclude = sheet_pairs([read_sheet(path) for path in earlier])
+    except SheetError as error:
+        for problem in error.problems:
+            reporter.write_line(f"embeval pool: {problem}", red=True)
+        return
+    pool = pool_from_rankings(golden, rankings_from_record(record), depth=depth, exclude=exclude)
+    for line in pool_lines(pool):
+        reporter.write_line(f"embeval pool: {line}")
+    if not pool.rows:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.pool.csv"
+    number = 2
+    while path.exists():
+        path, number = folder / f"{stem}.pool-{number}.csv", number + 1
+    write_sheet(path, pool)
+    reporter.write_line(f"embeval pool: sheet written to {path}")
+
+
+def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
+    """What the embedding cache did over the session, summed from the user properties of the items that ran
+    a golden set (on any worker): ``read``, ``embedded``, ``corrupt`` counts and the first ``write_error``."""
+    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "write_error": None}
+    field_of = {name: field for field, name in CACHE_PROPERTIES.items()}
+    for group in reports:
+        for report in group:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                field = field_of.get(name)
+                if field == "write_error":
+                    totals[field] = totals[field] or value
+                elif field is not None:
+                    totals[field] += value
+    return totals
+
+
+def _shown_path(path: Path, start: Path) -> str:
+    """``path`` relative to ``start`` when it is inside it, with a trailing separator: it is a folder."""
+    start = start.resolve()
+    shown = path.relative_to(start) if path.is_relative_to(start) else path
+    return os.path.join(shown, "")

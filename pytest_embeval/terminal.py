@@ -1,0 +1,175 @@
+"""What the plugin prints: the per-golden-set table, a failing stratum's report, and the session's notes
+(embedding cache, coverage of the judgments), as pure functions of the report's plain records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_embeval.coverage import CoverageRow, coverage_warnings
+from pytest_embeval.output import table
+from pytest_embeval.report import ROLES
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _fmt_ci(ci: Sequence[float | None]) -> str:
+    return f"[{_fmt(ci[0], True)}, {_fmt(ci[1], True)}]"
+
+
+def _fmt_sign(record: Mapping[str, Any]) -> str:
+    p = record["sign_p"]
+    return f"{record['wins']}/{record['losses']} p={p:.2g}" if p is not None else "—"
+
+
+def _arm_title(arm: Mapping[str, Any]) -> str:
+    """The arm's spec, and the prompts its model applies when it has any (the JSON report always has them)."""
+    prompts = {kind: text for kind, text in arm.get("prompts", {}).items() if text}
+    if not prompts:
+        return str(arm["spec"])
+    return f"{arm['spec']} (prompts: " + ", ".join(f"{kind} {text!r}" for kind, text in prompts.items()) + ")"
+
+
+def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The per-golden-set table of DESIGN.md: one row per stratum that ran."""
+    title = (
+        f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
+        f"{golden['confidence']:.0%} CI; incumbent {_arm_title(golden['incumbent'])} vs candidate "
+        f"{_arm_title(golden['candidate'])}"
+    )
+    header = [
+        "stratum",
+        "n",
+        "incumbent",
+        "candidate",
+        "Δ",
+        f"{golden['confidence']:.0%} CI",
+        "W/L sign",
+        "MDE",
+        "verdict",
+    ]
+    rows = []
+    for s in strata:
+        rows.append(
+            [
+                s["stratum"],
+                str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
+                _fmt(s["incumbent"]),
+                _fmt(s["candidate"]),
+                _fmt(s["delta"], True),
+                _fmt_ci(s["ci"]),
+                _fmt_sign(s),
+                _fmt(s["mde"]),
+                s["verdict"] + ("*" if s["sign_disagrees"] else ""),
+            ]
+        )
+    lines = [title, *table(header, rows)]
+    if any(s["sign_disagrees"] for s in strata):
+        lines.append("* the sign test disagrees with the mean: a few queries drive the difference.")
+    for role in ROLES:
+        # .get: reports written before arms carried an index record are still rendered.
+        index = golden[role].get("index")
+        if index is not None and index["kind"] == "hnsw":
+            lines.append(_hnsw_line(role, index, golden["depth"]))
+    return lines
+
+
+def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
+    timings = index["timings"]
+    latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
+    return (
+        f"{role} index: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, "
+        f"ANN recall@{depth} {index['ann_recall']:.3f} ({index['sample']} queries), "
+        f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
+        f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
+    )
+
+
+def _fmt_ms(value: float) -> str:
+    return f"{value:.3g} ms"
+
+
+def _fmt_bytes(value: int) -> str:
+    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
+    units = ("B", "KiB", "MiB", "GiB")
+    exponent = 0
+    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
+        exponent += 1
+    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
+
+
+def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
+    if not movers:
+        return []
+    rows = [
+        [
+            m["id"],
+            _fmt(m["incumbent"]),
+            _fmt(m["candidate"]),
+            _fmt(m["candidate"] - m["incumbent"], True),
+            m["text"],
+        ]
+        for m in movers
+    ]
+    return [
+        "",
+        title,
+        *table(["query", f"incumbent {metric}", "candidate", "Δ", "text"], rows, text_last=True),
+    ]
+
+
+def stratum_failure(record: Mapping[str, Any]) -> str:
+    """What a WORSE stratum prints: the compact table, guards, and the queries that moved most."""
+    metric = record["metric"]
+    rows = [
+        [
+            name + (" (primary)" if name == metric else ""),
+            _fmt(m["incumbent"]),
+            _fmt(m["candidate"]),
+            _fmt(m["delta"], True),
+            _fmt_ci(m["ci"]),
+            str(m["n"]),
+            _fmt_sign(m),
+        ]
+        for name, m in record["metrics"].items()
+    ]
+    lines = [
+        f"{record['stratum']}: {record['verdict']} — {record['reason']}",
+        f"margin {record['tie_margin']}, confidence {record['confidence']}",
+        "",
+        *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
+    ]
+    lines += _mover_lines("queries that moved most:", record["movers"], metric)
+    if record["sign_disagrees"]:
+        lines += _mover_lines(
+            "the sign test disagrees; the queries that drive the mean:", record["drivers"], metric
+        )
+    return "\n".join(lines)
+
+
+def coverage_warning_lines(golden: Mapping[str, Any], report_path: str | None) -> list[str]:
+    """A warning for each arm of the golden set whose top k was judged much less than another's (see
+    `coverage.coverage_warnings`), from the report's ``coverage`` records."""
+    rows = [CoverageRow(**row) for row in golden["coverage"]]
+    warnings = coverage_warnings(rows, golden_path=golden["path"], report_path=report_path)
+    return [f"embeval: WARNING: {warning}" for warning in warnings]
+
+
+def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None, where: str) -> list[str]:
+    """One line on what the embedding cache in ``where`` served and took over the session, and one each for
+    corrupt entries and for a cache that could not be written; nothing when the cache was not used."""
+    if not (read or embedded or corrupt or write_error):
+        return []
+    lines = [f"embeval: embedding cache {where}: {read:,} texts read, {embedded:,} embedded"]
+    if corrupt:
+        entries = "entry was" if corrupt == 1 else "entries were"
+        lines.append(
+            f"embeval: {corrupt:,} corrupt cache {entries} found in {where}, discarded and recomputed"
+        )
+    if write_error:
+        lines.append(f"embeval: new embeddings could not be stored in {where}: {write_error}")
+    return lines
