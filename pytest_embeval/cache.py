@@ -54,6 +54,7 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -117,11 +118,13 @@ class _Pack:
 
 
 class _Damaged(Exception):
-    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable)."""
+    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable),
+    ``identity`` which file it was (see `_identity`)."""
 
-    def __init__(self, entries: int) -> None:
+    def __init__(self, entries: int, identity: tuple[int, int]) -> None:
         super().__init__(entries)
         self.entries = entries
+        self.identity = identity
 
 
 class _Shelf:
@@ -212,10 +215,16 @@ class EmbeddingCache:
             stored: list[_Pack] = []
 
             def keep(rows: np.ndarray, batch: np.ndarray, tokens: np.ndarray | None) -> None:
-                chunk = [missing[row] for row in rows.tolist()]
+                # In text order (a batch comes longest text first): the pack does not depend on batching.
+                order = np.argsort(rows, kind="stable")
+                chunk = [missing[row] for row in rows[order].tolist()]
                 self._count(embedded=len(chunk))
                 try:
-                    stored.extend(self._store(shelf, arm, chunk, batch, tokens))
+                    stored.extend(
+                        self._store(
+                            shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
+                        )
+                    )
                 except OSError as error:  # a read-only or full cache must not fail the comparison
                     self._count(write_error=f"{type(error).__name__}: {error}")
 
@@ -406,7 +415,7 @@ class EmbeddingCache:
             except OSError:  # unreadable (permissions, I/O): not used, nor read again by this process
                 continue
             except _Damaged as damage:
-                self._discard(shelf, path, damage.entries)
+                self._discard(shelf, path, damage.entries, damage.identity)
                 continue
             if pack is not None:
                 shelf.add(pack)
@@ -418,6 +427,7 @@ class EmbeddingCache:
         n = len(pack.keys)
         try:
             with pack.path.open("rb") as handle:
+                identity = _identity(handle)
                 handle.seek(pack.offset)
                 raw = handle.read(n * row_bytes + 1)  # the byte too many reveals a file that grew
         except FileNotFoundError:
@@ -436,10 +446,12 @@ class EmbeddingCache:
         ]
         vectors = np.frombuffer(raw, dtype=_FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
         if len(raw) != n * row_bytes or not intact.all():
-            self._replace(shelf, pack, vectors, intact)
+            self._replace(shelf, pack, vectors, intact, identity)
         return vectors, intact
 
-    def _replace(self, shelf: _Shelf, pack: _Pack, vectors: np.ndarray, intact: np.ndarray) -> None:
+    def _replace(
+        self, shelf: _Shelf, pack: _Pack, vectors: np.ndarray, intact: np.ndarray, identity: tuple[int, int]
+    ) -> None:
         """Rewrite a damaged pack's intact rows into a new pack, then delete it and count what was lost."""
         rows = np.flatnonzero(intact)
         shelf.forget(pack)
@@ -454,13 +466,14 @@ class EmbeddingCache:
                 shelf.add(kept)
                 if kept.path == pack.path:
                     return  # nothing lost, bytes appended: the rewrite took the damaged file's place
-        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size))
+        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size), identity)
 
-    def _discard(self, shelf: _Shelf, path: Path, entries: int) -> None:
+    def _discard(self, shelf: _Shelf, path: Path, entries: int, identity: tuple[int, int]) -> None:
         """Delete a damaged pack and count its lost entries, unless another process deleted it first (and
-        counted them)."""
+        counted them): ``identity`` is the file that was read, and a file that took its name since (another
+        process's repair or merge, with the same name when it holds the same vectors) is left alone."""
         try:
-            first = _unlink(path)
+            first = _unlink(path, identity)
         except OSError:  # a read-only cache keeps it: not to be read (nor counted) again by this process
             shelf.seen.add(path.name)
             first = True
@@ -487,18 +500,19 @@ def _read_index(path: Path, shelf: _Shelf) -> _Pack | None:
     """The verified index of a pack; None for another model's pack (left alone); `_Damaged` if unusable."""
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
+        identity = _identity(handle)
         head = handle.read(_FIELDS.size + _SHA)
         if len(head) < _FIELDS.size + _SHA or not head.startswith((_MAGIC, _MAGIC_V1)):
-            raise _Damaged(1)
+            raise _Damaged(1, identity)
         magic, model, code, n, dim = _FIELDS.unpack_from(head)
         # Before the header is verified, n is only plausible if a writer could have written it.
         entries = n if 1 <= n <= PACK_ROWS else 1
         row_index = _SHA + _CRC + (_TOKENS if magic == _MAGIC else 0)
         if len(head) + n * row_index > size:
-            raise _Damaged(entries)  # truncated inside its index (or n is damaged)
+            raise _Damaged(entries, identity)  # truncated inside its index (or n is damaged)
         index = handle.read(n * row_index)
     if hashlib.sha256(head[: _FIELDS.size] + index).digest() != head[_FIELDS.size :]:
-        raise _Damaged(entries)
+        raise _Damaged(entries, identity)
     if (model, code) != (shelf.model, shelf.code):
         return None  # not this model's: a misplaced file, or a 64-bit digest-prefix collision
     keys = tuple(index[i * _SHA : (i + 1) * _SHA] for i in range(n))
@@ -547,9 +561,20 @@ def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
             raise
 
 
-def _unlink(path: Path) -> bool:
-    """Delete ``path``; False if another process already did."""
+def _identity(handle: BinaryIO) -> tuple[int, int]:
+    """Which file an open handle reads (device and inode): a file written under the same name is another."""
+    status = os.fstat(handle.fileno())
+    return status.st_dev, status.st_ino
+
+
+def _unlink(path: Path, identity: tuple[int, int] | None = None) -> bool:
+    """Delete ``path`` (only if it is still the file ``identity`` names); False if another process already
+    did, or put another file there."""
     try:
+        if identity is not None:
+            status = os.stat(path)
+            if (status.st_dev, status.st_ino) != identity:
+                return False
         os.unlink(path)
     except FileNotFoundError:
         return False

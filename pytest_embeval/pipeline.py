@@ -33,6 +33,7 @@ from pytest_embeval.index import (
 )
 from pytest_embeval.metrics import evaluate
 from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
+from pytest_embeval.usage import UsageCount
 from pytest_embeval.verdict import Decision, decide
 
 #: Ranked documents kept per query for the report and the run files (more if a metric looks deeper).
@@ -132,6 +133,9 @@ class ArmResult:
     #: digests of what this arm consumed, checked against the golden set's by `run_golden`
     control: Control
     index: IndexStats
+    #: the tokens the arm's endpoint counted (and the cache saved) for this golden set; None for arms without
+    #: `Arm.usage` (in-process models)
+    usage: UsageCount | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -307,9 +311,11 @@ def run_arm(
 
     doc_ids = [doc.id for doc in golden.documents]
     doc_texts = [doc.embed_text for doc in golden.documents]
+    before = arm.usage.snapshot() if arm.usage is not None else None
     doc_vectors = embedder(arm, doc_texts, "document", progress=report("document"), role=role)
     query_texts = [query.text for query in golden.queries]
     query_vectors = embedder(arm, query_texts, "query", progress=report("query"), role=role)
+    usage = arm.usage.snapshot() - before if arm.usage is not None and before is not None else None
     depth = ranked_depth(golden)
     if golden.index.kind == "hnsw":
         positions, scores, stats = _search_hnsw(golden, query_vectors, doc_vectors, doc_ids, depth)
@@ -346,6 +352,7 @@ def run_arm(
         per_query=per_query,
         control=control,
         index=stats,
+        usage=usage,
     )
 
 
