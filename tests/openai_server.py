@@ -246,3 +246,21 @@ def nan_in_first(answer: Answer) -> Answer:
 
 def without_usage(answer: Answer) -> Answer:
     return {key: value for key, value in answer.items() if key != "usage"}
+
+
+def fake_model_vectors(query_prompt: str = "query: ") -> Embed:
+    """The vectors of fake_models.py's models, served under their names: inputs that start with
+    ``query_prompt`` are queries (the arm's spec sets that prompt), the others documents."""
+    import fake_models
+
+    def embed(model: str, inputs: list[str]) -> np.ndarray:
+        encoder = getattr(fake_models, model)
+        rows = [
+            encoder.encode_query([text.removeprefix(query_prompt)])[0]
+            if text.startswith(query_prompt)
+            else encoder.encode_document([text])[0]
+            for text in inputs
+        ]
+        return np.stack(rows)
+
+    return embed
