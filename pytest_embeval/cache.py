@@ -51,7 +51,7 @@ import hashlib
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -212,7 +212,8 @@ class EmbeddingCache:
             arm.usage.add(cached_tokens=sum(tokens for _, tokens in found.values()))
         missing = [text for text in unique if text not in found]
         if missing:
-            stored: list[_Pack] = []
+            # This call's packs, with their rows: merged from memory rather than read back.
+            stored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
             def keep(rows: np.ndarray, batch: np.ndarray, tokens: np.ndarray | None) -> None:
                 # In text order (a batch comes longest text first): the pack does not depend on batching.
@@ -220,22 +221,22 @@ class EmbeddingCache:
                 chunk = [missing[row] for row in rows[order].tolist()]
                 self._count(embedded=len(chunk))
                 try:
-                    stored.extend(
-                        self._store(
-                            shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
-                        )
+                    written = self._store(
+                        shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
                     )
                 except OSError as error:  # a read-only or full cache must not fail the comparison
                     self._count(write_error=f"{type(error).__name__}: {error}")
+                else:
+                    stored.update((pack.path.name, (rows, counts)) for pack, rows, counts in written)
 
             try:
                 fresh = embed(arm, missing, kind, progress=progress, role=role, on_batch=keep)
             except Exception:
                 if stored:
-                    self._merge(shelf, unique)
+                    self._merge(shelf, unique, stored)
                 raise
             if stored:
-                self._merge(shelf, unique)
+                self._merge(shelf, unique, stored)
             vectors.update(zip(missing, fresh, strict=True))
         dims = sorted({vector.shape[0] for vector in vectors.values()})
         if len(dims) > 1:
@@ -276,7 +277,8 @@ class EmbeddingCache:
         texts: Sequence[str],
         vectors: np.ndarray,
         tokens: Sequence[int] | np.ndarray | None,
-    ) -> list[_Pack]:
+    ) -> list[tuple[_Pack, np.ndarray, np.ndarray]]:
+        """Write the packs of ``texts`` (at most `PACK_ROWS` each); each with its float32 rows and tokens."""
         matrix = np.ascontiguousarray(vectors, dtype=_FLOAT)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
             raise ValueError(f"vectors must have shape ({len(texts)}, d) with d >= 1, got {matrix.shape}")
@@ -295,7 +297,7 @@ class EmbeddingCache:
             part = slice(start, start + PACK_ROWS)
             pack = _write_pack(shelf, keys, matrix[part], counts[part])
             shelf.add(pack)
-            written.append(pack)
+            written.append((pack, matrix[part], counts[part]))
         return written
 
     def _find(self, shelf: _Shelf, pending: list[str]) -> dict[str, tuple[np.ndarray, int]]:
@@ -327,48 +329,59 @@ class EmbeddingCache:
             pending = [text for text in pending if text not in found]
         return found
 
-    def _merge(self, shelf: _Shelf, order: Sequence[str]) -> None:
+    def _merge(
+        self, shelf: _Shelf, order: Sequence[str], held: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    ) -> None:
         """Merge the shelf's packs of fewer than `MERGE_BELOW` rows into packs of up to `PACK_ROWS`: first the
         rows of ``order``'s texts in that order (so merging one call's packs gives the pack one store of its
-        texts would have), then any others (left by an interrupted run) by pack name and row."""
+        texts would have), then any others (left by an interrupted run) by pack name and row. The rows of the
+        packs in ``held`` (by file name) are in memory already; the others are read."""
         small = sorted(
             (pack for pack in shelf.packs.values() if len(pack.keys) < MERGE_BELOW), key=lambda p: p.path.name
         )
         if len(small) < 2:
             return
-        position = {text_key(text): i for i, text in enumerate(order)}
-        rows: dict[bytes, tuple[tuple[int, str, int], np.ndarray, int]] = {}
         merged: list[_Pack] = []
+        keys: list[bytes] = []
+        vectors: list[np.ndarray] = []
+        tokens: list[np.ndarray] = []
         for pack in small:
-            read = self._read(shelf, pack)
-            if read is None:
-                continue  # gone: merged or repaired by another process
-            vectors, intact = read
-            for row, key in enumerate(pack.keys):
-                rank = (position.get(key, len(position)), pack.path.name, row)
-                if intact[row] and (key not in rows or rank < rows[key][0]):
-                    rows[key] = (rank, vectors[row], int(pack.tokens[row]))
+            if pack.path.name in held:
+                rows, counts = held[pack.path.name]
+                intact = np.arange(len(pack.keys))
+            else:
+                read = self._read(shelf, pack)
+                if read is None:
+                    continue  # gone: merged or repaired by another process
+                rows, whole = read
+                counts = pack.tokens
+                intact = np.flatnonzero(whole)
             merged.append(pack)
-        if len(merged) < 2:
-            return
-        ranked = sorted(rows.items(), key=lambda item: item[1][0])
-        dims = {vector.shape[0] for _, (_, vector, _) in ranked}
-        if len(dims) > 1:
-            return  # a model that changed without its fingerprint changing: `embed` says so
+            keys.extend(pack.keys[row] for row in intact.tolist())
+            vectors.append(rows[intact])
+            tokens.append(counts[intact])
+        if len(merged) < 2 or len({part.shape[1] for part in vectors}) > 1:
+            return  # nothing to merge, or a model changed without its fingerprint changing (`embed` says)
+        # Rank: position in ``order`` (texts not in it after), then pack name and row, which is the order the
+        # rows are gathered in; the first copy of a key wins.
+        position = {text_key(text): i for i, text in enumerate(order)}
+        ranked = np.argsort([position.get(key, len(position)) for key in keys], kind="stable")
+        first: dict[bytes, int] = {}
+        for i in ranked.tolist():
+            first.setdefault(keys[i], i)
+        chosen = np.fromiter(first.values(), dtype=np.intp, count=len(first))
+        all_vectors, all_tokens = np.concatenate(vectors), np.concatenate(tokens)
         try:
-            for start in range(0, len(ranked), PACK_ROWS):
-                part = ranked[start : start + PACK_ROWS]
+            for start in range(0, len(chosen), PACK_ROWS):
+                part = chosen[start : start + PACK_ROWS]
                 pack = _write_pack(
-                    shelf,
-                    tuple(key for key, _ in part),
-                    np.stack([vector for _, (_, vector, _) in part]),
-                    np.array([tokens for _, (_, _, tokens) in part], dtype="<u4"),
+                    shelf, tuple(keys[i] for i in part.tolist()), all_vectors[part], all_tokens[part]
                 )
                 shelf.add(pack)
         except OSError:
             return  # a full or read-only cache keeps its small packs, which serve as well
         for pack in merged:
-            if pack.path.name in shelf.packs and shelf.packs[pack.path.name] is not pack:
+            if shelf.packs.get(pack.path.name) is not pack and pack.path.name in shelf.packs:
                 continue  # the merged pack has the same bytes, and so the same name: it is the merge
             shelf.forget(pack)
             # Kept if it cannot be deleted (Windows, while a reader holds it open): a duplicate costs disk.
