@@ -87,7 +87,7 @@ def usage_line(role: str, usage: Mapping[str, Any]) -> str:
     ($0.0002 at $0.02 per million); 1,200 tokens ($2.4e-05) not spent: served from the embedding cache``."""
     requests = usage["requests"]
     line = f"{role} usage: {usage['tokens']:,} tokens in {requests:,} request{'' if requests == 1 else 's'}"
-    if usage["cost"] is not None:
+    if usage["cost"] is not None and requests:
         line += f" (${usage['cost']:.4g} at ${usage['price_per_million_tokens']:g} per million)"
     if usage["cached_tokens"]:
         saved = "" if usage["cached_cost"] is None else f" (${usage['cached_cost']:.4g})"

@@ -165,9 +165,10 @@ def test_usage_lines_say_what_was_spent_and_what_the_cache_saved() -> None:
         "candidate usage: 12,480 tokens in 42 requests ($0.0002496 at $0.02 per million); "
         "1,200 tokens ($2.4e-05) not spent: served from the embedding cache"
     )
-    cached = usage_record(UsageCount(cached_tokens=500), None)
+    cached = usage_record(UsageCount(cached_tokens=500), 0.02)
     assert usage_line("incumbent", cached) == (
-        "incumbent usage: 0 tokens in 0 requests; 500 tokens not spent: served from the embedding cache"
+        "incumbent usage: 0 tokens in 0 requests; "
+        "500 tokens ($1e-05) not spent: served from the embedding cache"
     )
     assert usage_line("candidate", usage_record(UsageCount(tokens=7, requests=1), None)) == (
         "candidate usage: 7 tokens in 1 request"
