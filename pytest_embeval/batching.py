@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -76,42 +77,44 @@ def completed(
 ) -> Iterator[tuple[int, Result]]:
     """``(position, call(job))`` for every job, as each call returns, with at most ``concurrency`` in flight.
 
-    One at a time, calls run in this thread in order. Concurrently, when a call raises no new one starts, the
-    calls in flight are waited for and their results still yielded (work already paid for is kept), then the
-    first exception is raised. On an interrupt (KeyboardInterrupt) nothing more is waited for: the calls in
-    flight finish on their own and their results are lost.
+    One at a time, calls run in this thread in order. Concurrently, each runs in a daemon thread of its own;
+    when one raises no new one starts, the calls in flight are waited for and their results still yielded
+    (work already paid for is kept), then the first exception is raised. On an interrupt (Ctrl-C) nothing is
+    waited for: the calls in flight are abandoned, and do not keep the interpreter from exiting.
     """
     if concurrency <= 1 or len(jobs) <= 1:
         for position, job in enumerate(jobs):
             yield position, call(job)
         return
-    pool = ThreadPoolExecutor(max_workers=min(concurrency, len(jobs)), thread_name_prefix="embeval-encode")
+    finished: queue.SimpleQueue[tuple[int, Result | None, BaseException | None]] = queue.SimpleQueue()
+
+    def run(position: int, job: Job) -> None:
+        try:
+            finished.put((position, call(job), None))
+        except BaseException as error:  # handed to the waiting thread, which raises it
+            finished.put((position, None, error))
+
     queued = iter(enumerate(jobs))
-    running: dict[Future[Result], int] = {}
+    running = 0
     error: BaseException | None = None
 
     def start_next() -> None:
+        nonlocal running
         for position, job in queued:
-            running[pool.submit(call, job)] = position
+            threading.Thread(target=run, args=(position, job), name="embeval-encode", daemon=True).start()
+            running += 1
             return
 
-    try:
-        for _ in range(concurrency):
+    for _ in range(concurrency):
+        start_next()
+    while running:
+        position, result, failure = finished.get()
+        running -= 1
+        if failure is not None:
+            error = error or failure
+            continue
+        if error is None:
             start_next()
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                position = running.pop(future)
-                failure = future.exception()
-                if failure is not None:
-                    error = error or failure
-                    continue
-                if error is None:
-                    start_next()
-                yield position, future.result()
-    finally:
-        # Normally nothing is left; after an interrupt, or when the caller stopped early (it raised on a
-        # result), the calls in flight finish without being waited for.
-        pool.shutdown(wait=False, cancel_futures=True)
+        yield position, cast(Result, result)
     if error is not None:
         raise error

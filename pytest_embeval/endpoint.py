@@ -26,6 +26,7 @@ cache then keeps serving the old vectors, and ``--embeval-no-cache`` re-embeds e
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import http
 import importlib
@@ -189,7 +190,9 @@ class EndpointEncoder:
             raise EncoderError(
                 f"{url} returned embeddings whose index fields are [{shown}], not 0 to {n - 1} in order"
             )
-        rows = [getattr(item, "embedding", None) for item in data]
+        # Strings are base64 float32, as asked for with encoding_format=base64 (the client decodes them only
+        # when it chose the format itself).
+        rows = [_decoded(getattr(item, "embedding", None)) for item in data]
         lengths = sorted({len(row) for row in rows if isinstance(row, list)})
         if len(lengths) != 1 or not all(isinstance(row, list) for row in rows):
             raise EncoderError(
@@ -457,6 +460,15 @@ def _is_int(value: object, least: int) -> bool:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _decoded(embedding: object) -> object:
+    if not isinstance(embedding, str):
+        return embedding
+    try:
+        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4").tolist()
+    except ValueError:
+        return embedding  # not base64 of float32: reported as not a list of numbers
 
 
 def _retries_taken(error: Exception, default: int) -> int:

@@ -237,6 +237,10 @@ def test_vectors_prompts_and_dimensions_as_sent(server: EmbeddingServer) -> None
     )
     assert server.received[-1].body["encoding_format"] == "float"
     assert server.received[-1].body["dimensions"] == 8
+    # Asked for explicitly, base64 comes back undecoded by the client: decoded here.
+    as_base64 = resolve_model(spec(server, encoding_format="base64"))
+    np.testing.assert_allclose(embed(as_base64, TEXTS[:2], "document"), expected(TEXTS[:2]), atol=1e-6)
+    assert server.received[-1].body["encoding_format"] == "base64"
 
 
 def test_requests_are_bounded_by_count_and_by_estimated_tokens(server: EmbeddingServer) -> None:
