@@ -4,7 +4,8 @@
 or base64 as asked; ``usage``), with the vectors of a function the test gives. Every request is recorded
 (arrival time, body, headers) and the most requests in flight at once are counted. ``script`` holds
 `Reply` objects, used one per request in arrival order before normal answers resume: a status with headers
-(a 429 with ``Retry-After``), or a change to the normal answer (a row dropped, NaN, indices swapped).
+(a 429 with ``Retry-After``), or a change to the normal answer (a row dropped, NaN, indices swapped). It
+ignores ``dimensions`` unless made with ``dimensions=True``: then the vector function gets the request's.
 
 The server is bounded: after ``max_requests`` it answers 503 with ``x-should-retry: false`` (the client then
 gives up at once), and it shuts down by itself after ``lifetime`` seconds.
@@ -24,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-#: embed(model, inputs) -> (len(inputs), d) vectors
-Embed = Callable[[str, list[str]], np.ndarray]
+#: embed(model, inputs) -> (len(inputs), d) vectors; with ``dimensions`` on the server, also given the
+#: request's ``dimensions`` (None when not asked for)
+Embed = Callable[..., np.ndarray]
 Answer = dict[str, Any]
 
 
@@ -56,6 +58,15 @@ class Reply:
     delay: float = 0.0
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def word_vectors(dim: int = 8) -> Embed:
     """Deterministic vectors: a Gaussian seeded by the crc32 of each input."""
     import zlib
@@ -82,8 +93,10 @@ class EmbeddingServer:
         delay: float = 0.0,
         max_requests: int = 2000,
         lifetime: float = 300.0,
+        dimensions: bool = False,
     ) -> None:
         self.embed = embed
+        self.dimensions = dimensions
         self.models = models
         self.key = key
         self.delay = delay
@@ -156,7 +169,9 @@ class EmbeddingServer:
             model = str(body.get("model"))
             if model not in self.models:
                 return _error(404, f"The model `{model}` does not exist", "invalid_request_error")
-            vectors = np.asarray(self.embed(model, inputs), dtype=np.float32)
+            asked = body.get("dimensions") if self.dimensions else None
+            shortened = self.embed(model, inputs, asked) if self.dimensions else self.embed(model, inputs)
+            vectors = np.asarray(shortened, dtype=np.float32)
             as_base64 = body.get("encoding_format") == "base64"
             answer: Answer = {
                 "object": "list",
@@ -264,3 +279,33 @@ def fake_model_vectors(query_prompt: str = "query: ") -> Embed:
         return np.stack(rows)
 
     return embed
+
+
+class TruncatedStatic:
+    """The demo's static model with its vectors cut to their first ``dimensions``, in process: what a server
+    serves when asked for ``dimensions`` (as ``text-embedding-3-*`` shorten theirs), so that the endpoint arm
+    ``openai:static-minilm-pca256?dimensions=128`` has an in-process twin, ``openai_server:truncated``."""
+
+    def __init__(self, dimensions: int = 128) -> None:
+        self.dimensions = dimensions
+        self.name = f"static-minilm-pca256, first {dimensions} dimensions"
+        self._model: Any = None
+
+    def vectors(self, model: str, inputs: list[str], dimensions: int | None = None) -> np.ndarray:
+        if self._model is None:
+            from pathlib import Path
+
+            from pytest_embeval import demo
+
+            self._model = demo.static_minilm(demo.default_static_cache(Path(__file__).resolve().parents[1]))
+        vectors = np.asarray(self._model.encode(inputs, convert_to_numpy=True, show_progress_bar=False))
+        return vectors[:, : dimensions or vectors.shape[1]]
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        return self.vectors("", texts, self.dimensions)
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        return self.vectors("", texts, self.dimensions)
+
+
+truncated = TruncatedStatic(128)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from openai_server import (
     Reply,
     drop_last,
     duplicate_index,
+    free_port,
     nan_in_first,
     swap_first_two,
     without_usage,
@@ -59,13 +59,6 @@ def spec(server: EmbeddingServer, **parameters: object) -> str:
 def expected(texts: list[str]) -> np.ndarray:
     vectors = word_vectors()(MODEL, texts).astype(np.float64)
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def fault(server: EmbeddingServer, texts: list[str] | None = None, **parameters: object) -> str:

