@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -48,6 +49,10 @@ from pytest_embeval.usage import UsageCount
 
 #: Ranked documents kept per query for the report and the run files (more if a metric looks deeper).
 RANKED_DEPTH = 100
+#: Documents hashed into the corpus digest at a time.
+_DIGEST_BLOCK = 4096
+#: What json.dumps escapes in a string with ensure_ascii=False; a string without any is its own JSON body.
+_JSON_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
 #: Queries per arm on which an approximate index's recall against exact search and its latency are measured.
 ANN_SAMPLE = 200
 
@@ -202,8 +207,34 @@ def _digest(component: str, parts: Iterable[object]) -> str:
     under two components never gives equal digests."""
     digest = hashlib.sha256(f"pytest-embeval control v1 {component}\n".encode())
     for part in parts:
-        line = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        digest.update(line.encode("utf-8") + b"\n")
+        digest.update(_line(part).encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+def _line(part: object) -> str:
+    return json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _corpus_digest(doc_ids: Sequence[str], doc_texts: Sequence[str]) -> str:
+    """``_digest("corpus", [[id, sha256 hex of its text], ...])``, each line written as json.dumps would
+    write it but without calling it per document (a quarter of the time on 200,000 documents), and hashed
+    in blocks rather than line by line. The texts are hashed one by one, never serialised whole."""
+    if len(doc_ids) != len(doc_texts):
+        raise ValueError(f"{len(doc_ids)} document ids but {len(doc_texts)} texts")
+    digest = hashlib.sha256(b"pytest-embeval control v1 corpus\n")
+    sha = hashlib.sha256
+    for start in range(0, len(doc_ids), _DIGEST_BLOCK):
+        ids = doc_ids[start : start + _DIGEST_BLOCK]
+        texts = doc_texts[start : start + _DIGEST_BLOCK]
+        if _JSON_ESCAPED.search("".join(ids)) is None:  # each id is its own JSON string body
+            block = "".join(
+                [f'["{i}","{sha(t.encode("utf-8")).hexdigest()}"]\n' for i, t in zip(ids, texts, strict=True)]
+            )
+        else:
+            block = "".join(
+                _line([i, sha(t.encode("utf-8")).hexdigest()]) for i, t in zip(ids, texts, strict=True)
+            )
+        digest.update(block.encode("utf-8"))
     return "sha256:" + digest.hexdigest()
 
 
@@ -218,17 +249,12 @@ def _control(
     depth: int,
     plan: str,
 ) -> Control:
-    # Texts are hashed one by one so a large corpus is never serialised whole.
-    documents = (
-        [doc_id, hashlib.sha256(text.encode("utf-8")).hexdigest()]
-        for doc_id, text in zip(doc_ids, doc_texts, strict=True)
-    )
     query_rows = (
         [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
     )
     judgments = sorted([qid, did, grade] for qid, docs in qrels.items() for did, grade in docs.items())
     return Control(
-        corpus=_digest("corpus", documents),
+        corpus=_corpus_digest(doc_ids, doc_texts),
         queries=_digest("queries", query_rows),
         qrels=_digest("qrels", judgments),
         index=_digest("index", [index]),
