@@ -344,7 +344,7 @@ def _sign_p(wins: int, losses: int) -> float:
     for i in range(min(wins, losses)):
         term = term * (n - i) // (i + 1)
         tail += term
-    return min(1.0, 2 * tail / 2**n)
+    return min(1.0, float(2 * tail / 2**n))
 
 
 def _compare(
