@@ -255,11 +255,23 @@ class EmbeddingCache:
         """The cached vectors of those ``texts`` that have an intact entry, by text."""
         unique = list(dict.fromkeys(texts))
         vectors, found, _ = self._find(
-            self._shelf(arm, kind), [text_key(text) for text in unique], who=f"encoder {arm.spec!r}", kind=kind
+            self._shelf(arm, kind),
+            [text_key(text) for text in unique],
+            who=f"encoder {arm.spec!r}",
+            kind=kind,
         )
         if vectors is None:
             return {}
         return {unique[row]: vectors[row] for row in np.flatnonzero(found).tolist()}
+
+    def contains(self, arm: Arm, kind: Kind, texts: Sequence[str]) -> np.ndarray:
+        """Which ``texts`` have an entry, from the packs' indexes alone: no vector is read (so a damaged row
+        counts until a lookup finds it damaged and embeds it again)."""
+        validate_texts(texts, kind)
+        shelf = self._shelf(arm, kind)
+        self._scan(shelf)
+        where = shelf.where
+        return np.fromiter((text_key(text) in where for text in texts), dtype=bool, count=len(texts))
 
     def store(
         self,

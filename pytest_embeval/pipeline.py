@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity
-from pytest_embeval.encoders import Arm, embed
+from pytest_embeval.encoders import Arm, Kind, embed
 from pytest_embeval.golden import GoldenSet, Query
 from pytest_embeval.index import (
     HnswIndex,
@@ -43,7 +43,7 @@ from pytest_embeval.index import (
 )
 from pytest_embeval.measure import TimedEncoder, measure_capacity
 from pytest_embeval.scoring import ArmTies, score_arm
-from pytest_embeval.slices import corpus_slices, restrict
+from pytest_embeval.slices import CorpusSlice, corpus_slices, restrict
 from pytest_embeval.stats import stable_seed
 from pytest_embeval.usage import UsageCount
 
@@ -369,6 +369,23 @@ def _consumed_index(stats: IndexStats) -> dict[str, str | int | float]:
     return consumed
 
 
+def searched_corpus(golden: GoldenSet, drawn: Sequence[CorpusSlice] | None = None) -> GoldenSet:
+    """The golden set whose documents an arm embeds and searches: with ``corpus_sample`` its largest slice
+    (``drawn``: its `slices.corpus_slices`, if at hand), else the golden set itself."""
+    drawn = corpus_slices(golden) if drawn is None else drawn
+    return restrict(golden, drawn[-1].rows) if drawn else golden
+
+
+def embedded_texts(golden: GoldenSet, searched: GoldenSet | None = None) -> dict[Kind, list[str]]:
+    """Exactly the texts each arm embeds, by kind, in the order it embeds them: the documents of the
+    `searched_corpus` and the golden set's queries (what `embeval embed` fills the cache with)."""
+    searched = searched_corpus(golden) if searched is None else searched
+    return {
+        "document": [doc.embed_text for doc in searched.documents],
+        "query": [query.text for query in golden.queries],
+    }
+
+
 def run_arm(
     golden: GoldenSet,
     arm: Arm,
@@ -386,15 +403,14 @@ def run_arm(
         return lambda done, total: progress(role, kind, done, total)
 
     drawn = corpus_slices(golden)
-    searched = restrict(golden, drawn[-1].rows) if drawn else golden
+    searched = searched_corpus(golden, drawn)
     # Encoding is timed only when a capacity is to be projected; the timer changes nothing else.
     timer = TimedEncoder(arm.encoder) if golden.production is not None else None
     encoding = arm if timer is None else dataclasses.replace(arm, encoder=timer)
-    doc_texts = [doc.embed_text for doc in searched.documents]
+    texts = embedded_texts(golden, searched)
     before = arm.usage.snapshot() if arm.usage is not None else None
-    doc_vectors = embedder(encoding, doc_texts, "document", progress=report("document"), role=role)
-    query_texts = [query.text for query in golden.queries]
-    query_vectors = embedder(encoding, query_texts, "query", progress=report("query"), role=role)
+    doc_vectors = embedder(encoding, texts["document"], "document", progress=report("document"), role=role)
+    query_vectors = embedder(encoding, texts["query"], "query", progress=report("query"), role=role)
     usage = arm.usage.snapshot() - before if arm.usage is not None and before is not None else None
     result = dataclasses.replace(
         _search_arm(searched, arm, role, doc_vectors, query_vectors, timer), usage=usage
