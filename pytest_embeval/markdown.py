@@ -1,0 +1,126 @@
+"""The Markdown report for a pull-request comment or a GitHub step summary, as a pure function of the merged
+JSON report: per golden set its headline, the strata (failing first), the guards, the queries that moved most
+and the settings and fingerprints, the last two collapsed in ``<details>`` blocks.
+
+It is GitHub-flavoured Markdown that also reads as plain text: pipe tables with a header separator, no HTML
+but ``<details>``/``<summary>``. Text from the golden set (names, ids, query text) is escaped: ids and query
+text go in code spans (no emphasis, link, mention or HTML can start inside one), other text is
+backslash-escaped, and a ``|`` never ends a table cell early.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_embeval.coverage import CoverageRow, coverage_warnings
+from pytest_embeval.readout import (
+    Table,
+    fingerprints_table,
+    guards_table,
+    headline,
+    moved_most,
+    moved_table,
+    settings_table,
+    sign_note,
+    strata_table,
+)
+
+#: Characters that start inline Markdown (emphasis, code, links, HTML, strikethrough, headings, entities)
+#: or end a table cell; each shows as itself when backslash-escaped. An underscore inside a word never
+#: starts emphasis, so it is left alone: ``q_en_01`` stays readable.
+_SPECIAL = re.compile(r"[\\`*\[\]<>|~#]|&(?=#?\w+;)|(?<![^\W_])_|_(?![^\W_])")
+#: Line breaks and other control characters would end a table row or a heading: shown as a space.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+
+
+def md_text(text: object) -> str:
+    """``text`` as Markdown that renders as exactly ``text`` on one line, inside a table cell too."""
+    return _SPECIAL.sub(lambda m: "\\" + m.group(), _CONTROL.sub(" ", str(text)))
+
+
+def md_code(text: object, *, table: bool = True) -> str:
+    """``text`` as a code span: nothing inside it is Markdown, HTML, a link or a mention. With ``table`` (it
+    goes in a table cell) its ``|`` is escaped the way GFM tables unescape it; elsewhere it must not be."""
+    value = _CONTROL.sub(" ", str(text))
+    if not value.strip():
+        return md_text(value) or "—"
+    if table and re.search(r"\\+\|", value):
+        # Renderers split table cells differently after backslashes; escaped text renders the same on all.
+        return md_text(value)
+    fence = "`" * (max(map(len, re.findall(r"`+", value)), default=0) + 1)
+    pad = " " if value[0] in "` " or value[-1] in "` " else ""
+    if table:
+        value = value.replace("|", "\\|")
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def _cell(kind: str, text: str) -> str:
+    if kind in ("id", "quote"):
+        return md_code(text)
+    if kind == "verdict":
+        verdict, star = text.rstrip("*"), text.endswith("*")
+        return f"**{verdict}**" + ("\\*" if star else "")
+    return md_text(text)
+
+
+def md_table(table: Table) -> list[str]:
+    """A pipe table: numbers right-aligned, the rest left-aligned."""
+    separator = ["--:" if kind == "number" else ":--" for kind in table.kinds]
+    rows = [[_cell(kind, text) for kind, text in zip(table.kinds, row, strict=True)] for row in table.rows]
+    header = [md_text(h) for h in table.header]
+    return [f"| {' | '.join(cells)} |" for cells in (header, separator, *rows)]
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    """A collapsed block; ``summary`` is HTML. The blank lines make GitHub render the body as Markdown
+    rather than as part of the HTML block."""
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def _warnings(golden: Mapping[str, Any]) -> list[str]:
+    rows = [CoverageRow(**row) for row in golden.get("coverage", [])]
+    found = coverage_warnings(rows, golden_path=golden["path"], report_path=None)
+    return [line for warning in found for line in (f"> **Warning:** {md_text(warning)}", "")]
+
+
+def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
+    """One golden set's section."""
+
+    def code(text: str) -> str:
+        return md_code(text, table=False)
+
+    arms = f"incumbent {code(golden['incumbent']['spec'])} vs candidate {code(golden['candidate']['spec'])}"
+    lines = [
+        f"### {headline(golden).text(stratum=code, name=md_text)}",
+        "",
+        f"{code(golden['path'])}: {md_text(golden['metric'])}, margin {golden['tie_margin']:g}, "
+        f"{golden['confidence']:.0%} CI; {arms}",
+        "",
+        *md_table(strata_table(golden)),
+        "",
+    ]
+    note = sign_note(golden)
+    if note is not None:
+        lines += [md_text(note), ""]
+    lines += _warnings(golden)
+    guards = guards_table(golden)
+    if guards is not None:
+        lines += ["Guards:", "", *md_table(guards), ""]
+    moved, total = moved_most(golden)
+    if moved:
+        metric = html.escape(str(golden["metric"]))
+        summary = f"Queries that moved most on {metric}: {len(moved)} of {total} that moved"
+        lines += _details(summary, md_table(moved_table(moved)))
+    settings = [*md_table(settings_table(golden)), "", *md_table(fingerprints_table(golden))]
+    return [*lines, *_details("Settings and fingerprints", settings)]
+
+
+def report_markdown(report: Mapping[str, Any]) -> str:
+    """The whole Markdown report: a heading, then one section per golden set."""
+    lines = ["## embeval", ""]
+    for golden in report["golden_sets"]:
+        lines += golden_markdown(golden)
+    return "\n".join(lines).rstrip("\n") + "\n"

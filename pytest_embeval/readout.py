@@ -1,0 +1,306 @@
+"""What a person reads off a golden set's report, whatever it is rendered as: the headline, the strata in
+reading order, the queries that moved most, the settings and the fingerprints, and the numbers as text.
+
+Pure functions of one golden set of the merged JSON report (`report.build_report`); `markdown.py` and
+`htmlpage.py` render them, each escaping the text for its own format.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pytest_embeval.report import ROLES
+
+#: Reading order of the verdicts: what fails the build first, then what the candidate wins, then ties.
+VERDICT_ORDER = ("WORSE", "BETTER", "TIE")
+
+#: Queries listed as "moved most" per golden set when a renderer does not say otherwise.
+MOVED_SHOWN = 10
+
+
+def fmt_number(value: float | None, signed: bool = False) -> str:
+    """Three decimals (``+`` on differences with ``signed``), an em dash for a missing value."""
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def fmt_interval(ci: Sequence[float | None]) -> str:
+    return f"[{fmt_number(ci[0], True)}, {fmt_number(ci[1], True)}]"
+
+
+def fmt_sign(record: Mapping[str, Any]) -> str:
+    """The sign test as wins/losses and its exact two-sided p: ``27/59 p=0.00073``."""
+    p = record["sign_p"]
+    return f"{record['wins']}/{record['losses']} p={p:.2g}" if p is not None else "—"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Table:
+    """A table as text, for a format to mark up by each column's kind: ``id`` (a name or id from the golden
+    set, shown as code), ``quote`` (free text from the golden set: a query), ``number``, ``verdict``
+    (``WORSE``, or ``WORSE*`` when the sign test disagrees) or ``text`` (ours)."""
+
+    header: tuple[str, ...]
+    kinds: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _numbers(record: Mapping[str, Any]) -> tuple[str, ...]:
+    return (
+        fmt_number(record["incumbent"]),
+        fmt_number(record["candidate"]),
+        fmt_number(record["delta"], True),
+        fmt_interval(record["ci"]),
+        fmt_sign(record),
+    )
+
+
+def _verdict(record: Mapping[str, Any]) -> str:
+    return str(record["verdict"]) + ("*" if record.get("sign_disagrees") else "")
+
+
+NUMBERS = ("number",) * 5
+
+
+def strata_table(golden: Mapping[str, Any]) -> Table:
+    """One row per stratum, failing first: n, both means, Δ, CI, sign test, verdict and its reason."""
+    return Table(
+        header=(
+            "stratum",
+            "n",
+            "incumbent",
+            "candidate",
+            "Δ",
+            f"{golden['confidence']:.0%} CI",
+            "W/L sign",
+            "verdict",
+            "reason",
+        ),
+        kinds=("id", "number", *NUMBERS, "verdict", "text"),
+        rows=tuple(
+            (
+                str(s["stratum"]),
+                str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
+                *_numbers(s),
+                _verdict(s),
+                str(s["reason"]),
+            )
+            for s in failing_first(golden["strata"])
+        ),
+    )
+
+
+SIGN_NOTE = "* the sign test disagrees with the mean: a few queries drive the difference."
+
+
+def sign_note(golden: Mapping[str, Any]) -> str | None:
+    """The footnote of a ``*`` verdict, when some stratum has one."""
+    return SIGN_NOTE if any(s.get("sign_disagrees") for s in golden["strata"]) else None
+
+
+def guards_table(golden: Mapping[str, Any]) -> Table | None:
+    """Each stratum's guards (strata failing first), or None without guards."""
+    rows = tuple(
+        (
+            str(s["stratum"]),
+            str(g["metric"]),
+            f"{g['margin']:g}",
+            *_numbers(g),
+            _verdict(g),
+            "fails the stratum" if g["failed"] else "no",
+        )
+        for s in failing_first(golden["strata"])
+        for g in s["guards"]
+    )
+    if not rows:
+        return None
+    return Table(
+        header=(
+            "stratum",
+            "guard",
+            "margin",
+            "incumbent",
+            "candidate",
+            "Δ",
+            "CI",
+            "W/L sign",
+            "verdict",
+            "fails",
+        ),
+        kinds=("id", "text", "number", *NUMBERS, "verdict", "text"),
+        rows=rows,
+    )
+
+
+def failing_first(strata: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The strata in reading order (`VERDICT_ORDER`), each verdict's in the golden file's order."""
+    return sorted(strata, key=lambda s: VERDICT_ORDER.index(s["verdict"]))
+
+
+def join_words(words: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Headline:
+    """One golden set at a glance: ``support-search: 3 WORSE, 3 TIE — candidate loses overall and on
+    shape=question and language=en``. Stratum names are kept apart so each format can mark them up."""
+
+    name: str
+    #: verdict counts in reading order, e.g. "3 WORSE, 3 TIE"
+    counts: str
+    #: the strata the candidate loses and wins (golden-file order), and why the rest tie when none resolved
+    loses: tuple[str, ...]
+    wins: tuple[str, ...]
+    ties: str | None
+
+    def text(self, stratum: Callable[[str], str] = str, name: Callable[[str], str] = str) -> str:
+        """The headline, with each stratum name passed through ``stratum`` and the golden set's name through
+        ``name`` (a format's escaping or markup)."""
+
+        def where(strata: tuple[str, ...]) -> str:
+            named = [stratum(s) for s in strata if s != "overall"]
+            if len(named) < len(strata):
+                return "overall" + (f" and on {join_words(named)}" if named else "")
+            return f"on {join_words(named)}"
+
+        said = []
+        if self.loses:
+            said.append(f"loses {where(self.loses)}")
+        if self.wins:
+            said.append(f"wins {where(self.wins)}")
+        verdicts = f"candidate {'; '.join(said)}" if said else f"no difference resolved ({self.ties})"
+        return f"{name(self.name)}: {self.counts} — {verdicts}"
+
+
+def headline(golden: Mapping[str, Any]) -> Headline:
+    strata = golden["strata"]
+    counts = {verdict: sum(s["verdict"] == verdict for s in strata) for verdict in VERDICT_ORDER}
+    # Ties say why only when nothing resolved: then the reason is the whole story.
+    reasons: dict[str, int] = {}
+    for s in strata:
+        if s["verdict"] == "TIE":
+            # A reason is "<label>: <detail>" (verdict.MetricDecision.reason); a tie's label is its kind.
+            reason = str(s["reason"]).split(":", 1)[0]
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return Headline(
+        name=str(golden["name"]),
+        counts=", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count) or "no strata",
+        loses=tuple(s["stratum"] for s in strata if s["verdict"] == "WORSE"),
+        wins=tuple(s["stratum"] for s in strata if s["verdict"] == "BETTER"),
+        ties=", ".join(f"{count} {reason}" for reason, count in reasons.items()) or None,
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Moved:
+    """A query whose primary metric differs between the arms."""
+
+    id: str
+    text: str
+    strata: str  # "language=en, shape=question"
+    incumbent: float
+    candidate: float
+
+    @property
+    def delta(self) -> float:
+        return self.candidate - self.incumbent
+
+
+def moved_most(golden: Mapping[str, Any], limit: int | None = MOVED_SHOWN) -> tuple[list[Moved], int]:
+    """The queries whose primary metric moved most (largest |Δ| first, golden-file order among equals; at most
+    ``limit``, all with None), and how many moved at all. Queries without a score under an arm (no relevant
+    judgment) are left out, as the verdicts leave them out."""
+    metric = golden["metric"]
+    moved = []
+    for query in golden["queries"]:
+        scores = [query["scores"][role].get(metric) for role in ROLES]
+        if None in scores or scores[0] == scores[1] or not all(map(math.isfinite, scores)):
+            continue
+        moved.append(
+            Moved(
+                id=str(query["id"]),
+                text=str(query.get("text", "")),
+                strata=", ".join(f"{field}={value}" for field, value in query["strata"].items()),
+                incumbent=float(scores[0]),
+                candidate=float(scores[1]),
+            )
+        )
+    ranked = sorted(moved, key=lambda m: -abs(m.delta))
+    return (ranked if limit is None else ranked[:limit]), len(moved)
+
+
+def moved_table(moved: Sequence[Moved]) -> Table:
+    return Table(
+        header=("query", "strata", "incumbent", "candidate", "Δ", "text"),
+        kinds=("id", "id", "number", "number", "number", "quote"),
+        rows=tuple(
+            (
+                m.id,
+                m.strata,
+                fmt_number(m.incumbent),
+                fmt_number(m.candidate),
+                fmt_number(m.delta, True),
+                m.text,
+            )
+            for m in moved
+        ),
+    )
+
+
+def arm_title(arm: Mapping[str, Any]) -> str:
+    """The arm's spec, and the prompts its model applies when it has any."""
+    prompts = {kind: text for kind, text in arm.get("prompts", {}).items() if text}
+    if not prompts:
+        return str(arm["spec"])
+    return f"{arm['spec']} (prompts: " + ", ".join(f"{kind} {text!r}" for kind, text in prompts.items()) + ")"
+
+
+def _index_setting(golden: Mapping[str, Any], role: str) -> str:
+    index = golden[role].get("index")
+    if index is None or index["kind"] != "hnsw":
+        return "exact" if index is None else f"{index['kind']}, dimension {index['dimension']}"
+    return (
+        f"hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, dimension "
+        f"{index['dimension']}, ANN recall@{golden['depth']} {index['ann_recall']:.3f} "
+        f"({index['sample']} queries), {index['memory_bytes']:,} bytes"
+    )
+
+
+def settings_table(golden: Mapping[str, Any]) -> Table:
+    """The pre-declared plan and how the run searched."""
+    guards = ", ".join(f"{metric} (margin {margin:g})" for metric, margin in golden["guards"].items())
+    rows = [
+        ("golden file", str(golden["path"])),
+        ("metric", str(golden["metric"])),
+        ("guards", guards or "none"),
+        ("also reported", ", ".join(golden["report"]) or "none"),
+        ("tie margin", f"{golden['tie_margin']:g}"),
+        ("confidence", f"{golden['confidence']:g}"),
+        ("min queries", str(golden["min_queries"])),
+        ("bootstrap resamples", f"{golden['bootstrap']:,}"),
+        ("seed", str(golden["seed"])),
+        ("relevance level", str(golden["relevance_level"])),
+        ("documents searched", f"{golden['documents']:,}"),
+        ("ranked depth", str(golden["depth"])),
+    ]
+    for role in ROLES:
+        rows.append((role, arm_title(golden[role])))
+        rows.append((f"{role} index", _index_setting(golden, role)))
+    return Table(header=("setting", "value"), kinds=("text", "text"), rows=tuple(rows))
+
+
+def fingerprints_table(golden: Mapping[str, Any]) -> Table:
+    """What identifies this comparison: the golden file, its plan, everything held constant (and each of its
+    components), and both models."""
+    rows = [("golden set", str(golden["fingerprint"])), ("plan", str(golden["plan_fingerprint"]))]
+    control = golden["control"]
+    rows.append(("held constant", str(control["fingerprint"])))
+    rows += [(f"held constant: {name}", str(digest)) for name, digest in control["components"].items()]
+    rows += [(f"{role} model", str(golden[role]["fingerprint"])) for role in ROLES]
+    return Table(header=("fingerprint", "value"), kinds=("text", "id"), rows=tuple(rows))

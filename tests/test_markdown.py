@@ -1,0 +1,196 @@
+"""The Markdown report: byte for byte against a checked-in file, parsed by a GFM renderer, and escaping."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from pytest_embeval.markdown import md_code, md_text, report_markdown
+from pytest_embeval.readout import headline
+
+DATA = Path(__file__).with_name("data")
+#: A real two-golden-set report of the fake models (tests/data/README.md says how it was made), with
+#: hostile text put into query text, ids, a stratum value, a golden-set name and a model spec.
+REPORT = DATA / "report.json"
+HOSTILE = (
+    'say <script>alert("x")</script> & &amp; | pipe | `tick` ``two`` *bold* _em_ @someone #12 '
+    "[link](http://evil.example) ~strike~ a\\|b \\ end"
+)
+
+
+def load(path: Path = REPORT) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return report
+
+
+def gfm() -> MarkdownIt:
+    return MarkdownIt("gfm-like")
+
+
+def test_markdown_matches_the_checked_in_file_byte_for_byte() -> None:
+    expected = (DATA / "report.md").read_bytes()
+    assert report_markdown(load()).encode("utf-8") == expected
+
+
+class Tables(HTMLParser):
+    """Each rendered table as rows of cell texts (header row first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self.cell is not None:
+            self.tables[-1][-1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def rendered_tables(markdown: str) -> list[list[list[str]]]:
+    parser = Tables()
+    parser.feed(gfm().render(markdown))
+    return parser.tables
+
+
+def test_every_table_renders_as_a_table_with_its_rows_and_columns() -> None:
+    report = load()
+    tables = rendered_tables(report_markdown(report))
+    # Per golden set: strata, guards (the first set only), queries moved, settings, fingerprints.
+    assert len(tables) == 5 + 4
+    strata = [tables[0], tables[5]]
+    for table, golden in zip(strata, report["golden_sets"], strict=True):
+        assert table[0] == ["stratum", "n", "incumbent", "candidate", "Δ", "95% CI", "W/L sign", "verdict", "reason"]
+        assert all(len(row) == 9 for row in table)
+        # Failing strata first; the stratum names render exactly, hostile characters included.
+        names = [row[0] for row in table[1:]]
+        order = {"WORSE": 0, "BETTER": 1, "TIE": 2}
+        expected = sorted(golden["strata"], key=lambda s: order[s["verdict"]])
+        assert names == [s["stratum"] for s in expected]
+        assert [row[7] for row in table[1:]] == [s["verdict"] for s in expected]
+        assert [row[8] for row in table[1:]] == [s["reason"] for s in expected]
+    assert "shape=odd|<em>x</em>" in [row[0] for row in tables[0]]
+
+
+def test_query_text_and_ids_render_exactly_whatever_they_contain() -> None:
+    moved = rendered_tables(report_markdown(load()))[2]
+    assert moved[0] == ["query", "strata", "incumbent", "candidate", "Δ", "text"]
+    by_id = {row[0]: row for row in moved[1:]}
+    assert by_id["q01"][5] == HOSTILE + " second line"  # the line break is a space: one table row
+    assert by_id["q05"][5] == "<img src=x onerror=alert(1)> 'single' \"double\""
+    assert by_id["q|03<i>&"][1] == "language=en, shape=even"
+
+
+def test_no_html_but_details_and_summary() -> None:
+    tokens = gfm().parse(report_markdown(load()))
+    raw = [t.content for t in tokens if t.type == "html_block"]
+    raw += [c.content for t in tokens if t.children for c in t.children if c.type == "html_inline"]
+    assert raw, "the <details> blocks are there"
+    for html in raw:
+        assert re.fullmatch(r"(\s*</?(details|summary)>[^<>]*)+\s*", html), html
+
+
+def test_headings_are_the_headlines() -> None:
+    markdown = report_markdown(load())
+    headings = [line for line in markdown.splitlines() if line.startswith("###")]
+    assert headings == [
+        "### support: 4 WORSE, 1 TIE — candidate loses overall and on `language=en`, `shape=even` and "
+        "`shape=odd|<em>x</em>`",
+        "### wins & \\<b\\>\"bold\"\\</b\\> \\| 'q': 1 BETTER, 2 TIE — candidate wins overall",
+    ]
+    html = gfm().render(markdown)
+    assert "<code>shape=odd|&lt;em&gt;x&lt;/em&gt;</code>" in html
+    assert "wins &amp; &lt;b&gt;&quot;bold&quot;&lt;/b&gt; | 'q'" in html
+
+
+def stratum(name: str, verdict: str, reason: str = "x: y") -> dict[str, Any]:
+    return {"stratum": name, "verdict": verdict, "reason": reason}
+
+
+@pytest.mark.parametrize(
+    ("strata", "expected"),
+    [
+        (
+            [stratum("overall", "WORSE"), stratum("language=en", "WORSE"), stratum("language=es", "TIE")],
+            "s: 2 WORSE, 1 TIE — candidate loses overall and on language=en",
+        ),
+        (
+            [stratum("overall", "TIE"), stratum("a=1", "WORSE"), stratum("a=2", "BETTER"), stratum("a=3", "WORSE")],
+            "s: 2 WORSE, 1 BETTER, 1 TIE — candidate loses on a=1 and a=3; wins on a=2",
+        ),
+        ([stratum("overall", "BETTER")], "s: 1 BETTER — candidate wins overall"),
+        (
+            [
+                stratum("overall", "TIE", "within margin: |Δ| 0.001 < 0.03"),
+                stratum("a=1", "TIE", "unresolved: CI covers 0"),
+                stratum("a=2", "TIE", "below floor: n=3 < min_queries=20"),
+                stratum("a=3", "TIE", "unresolved: CI covers 0"),
+            ],
+            "s: 4 TIE — no difference resolved (1 within margin, 2 unresolved, 1 below floor)",
+        ),
+    ],
+)
+def test_headline(strata: list[dict[str, Any]], expected: str) -> None:
+    assert headline({"name": "s", "strata": strata}).text() == expected
+
+
+def cell(markdown: str) -> str:
+    """What a one-cell table renders its cell as (text only)."""
+    tables = rendered_tables(f"| h |\n| :-- |\n| {markdown} |\n")
+    assert len(tables) == 1 and len(tables[0]) == 2 and len(tables[0][1]) == 1, markdown
+    return tables[0][1][0]
+
+
+# Printable text and the characters that matter to Markdown and HTML, without the control characters
+# (shown as spaces) and without surrounding spaces (a table cell trims them).
+TEXT = (
+    st.lists(st.sampled_from([*"ab _*`|\\<>&#;[]()!~@:/.x=-'\"éΔ", "&amp;", "&#1;", "&#x41;"]), max_size=20)
+    .map("".join)
+    .map(str.strip)
+)
+
+
+@given(TEXT)
+def test_md_text_renders_as_itself_in_a_table_cell(text: str) -> None:
+    assert cell(md_text(text)) == text
+
+
+@given(TEXT.filter(bool))
+def test_md_code_renders_as_itself_in_a_table_cell(text: str) -> None:
+    assert cell(md_code(text)) == text
+
+
+def test_md_code_keeps_mentions_and_links_inert() -> None:
+    html = gfm().render(f"| h |\n| :-- |\n| {md_code('@team see www.example.com <b>x</b>')} |\n")
+    assert "<code>@team see www.example.com &lt;b&gt;x&lt;/b&gt;</code>" in html
+    assert "<a " not in html
+
+
+def test_a_report_without_guards_or_moved_queries_has_neither_block() -> None:
+    report = load()
+    golden = copy.deepcopy(report["golden_sets"][1])
+    for query in golden["queries"]:
+        query["scores"]["candidate"] = query["scores"]["incumbent"]
+    markdown = report_markdown({"schema_version": 1, "golden_sets": [golden]})
+    assert "Guards:" not in markdown and "moved most" not in markdown
+    assert markdown.count("<details>") == 1  # settings and fingerprints
