@@ -80,7 +80,17 @@ def test_every_table_renders_as_a_table_with_its_rows_and_columns() -> None:
     assert len(tables) == 5 + 4
     strata = [tables[0], tables[5]]
     for table, golden in zip(strata, report["golden_sets"], strict=True):
-        assert table[0] == ["stratum", "n", "incumbent", "candidate", "Δ", "95% CI", "W/L sign", "verdict", "reason"]
+        assert table[0] == [
+            "stratum",
+            "n",
+            "incumbent",
+            "candidate",
+            "Δ",
+            "95% CI",
+            "W/L sign",
+            "verdict",
+            "reason",
+        ]
         assert all(len(row) == 9 for row in table)
         # Failing strata first; the stratum names render exactly, hostile characters included.
         names = [row[0] for row in table[1:]]
@@ -135,7 +145,12 @@ def stratum(name: str, verdict: str, reason: str = "x: y") -> dict[str, Any]:
             "s: 2 WORSE, 1 TIE — candidate loses overall and on language=en",
         ),
         (
-            [stratum("overall", "TIE"), stratum("a=1", "WORSE"), stratum("a=2", "BETTER"), stratum("a=3", "WORSE")],
+            [
+                stratum("overall", "TIE"),
+                stratum("a=1", "WORSE"),
+                stratum("a=2", "BETTER"),
+                stratum("a=3", "WORSE"),
+            ],
             "s: 2 WORSE, 1 BETTER, 1 TIE — candidate loses on a=1 and a=3; wins on a=2",
         ),
         ([stratum("overall", "BETTER")], "s: 1 BETTER — candidate wins overall"),

@@ -50,6 +50,8 @@ def test_without_matplotlib_the_error_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     with pytest.raises(RuntimeError) as raised:
         forest_png(load())
-    assert str(raised.value) == PLOT_MISSING == (
-        "--embeval-plot needs matplotlib: pip install 'pytest-embeval[plot]'"
+    assert (
+        str(raised.value)
+        == PLOT_MISSING
+        == ("--embeval-plot needs matplotlib: pip install 'pytest-embeval[plot]'")
     )
