@@ -124,3 +124,21 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     for golden in report["golden_sets"]:
         lines += golden_markdown(golden)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+#: What GitHub takes: a comment's body in characters, a job step's summary in bytes.
+COMMENT_LIMIT = 65_536
+STEP_SUMMARY_LIMIT = 1024 * 1024
+
+
+def size_warning(markdown: str, *, step_summary: bool) -> str | None:
+    """A warning when the Markdown is too long for where it goes on GitHub, else None."""
+    if step_summary and len(markdown.encode("utf-8")) > STEP_SUMMARY_LIMIT:
+        size = len(markdown.encode("utf-8")) / 1024
+        return f"the Markdown report is {size:,.0f} KiB; GitHub shows a step summary of at most 1,024 KiB"
+    if not step_summary and len(markdown) > COMMENT_LIMIT:
+        return (
+            f"the Markdown report has {len(markdown):,} characters; a GitHub comment holds at most "
+            f"{COMMENT_LIMIT:,} (the step summary takes 1 MiB)"
+        )
+    return None

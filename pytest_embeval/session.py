@@ -192,22 +192,27 @@ def _write_readable(report: Record, settings: Settings, reporter: pytest.Termina
     """The reports people read, each when asked for: Markdown (to a file, appended to the GitHub step
     summary, or both), the HTML page and the forest plot's PNG; every one made from the merged report."""
     from pytest_embeval.htmlpage import report_html
-    from pytest_embeval.markdown import report_markdown
+    from pytest_embeval.markdown import report_markdown, size_warning
     from pytest_embeval.plot import forest_png
 
-    made: dict[str, tuple[Path | None, Callable[[Record], str | bytes]]] = {
-        "Markdown report": (settings.markdown_path, report_markdown),
-        "HTML report": (settings.html_path, report_html),
-        "forest plot": (settings.plot_path, forest_png),
+    markdown = report_markdown(report) if settings.markdown_path or settings.step_summary else ""
+    made: dict[str, tuple[Path | None, Callable[[], str | bytes]]] = {
+        "Markdown report": (settings.markdown_path, lambda: markdown),
+        "HTML report": (settings.html_path, lambda: report_html(report)),
+        "forest plot": (settings.plot_path, lambda: forest_png(report)),
     }
     for what, (path, render) in made.items():
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, render(report))
+            write_atomic(path, render())
             reporter.write_line(f"embeval: {what} written to {path}")
     if settings.step_summary is not None:
-        append_text(settings.step_summary, report_markdown(report))
+        append_text(settings.step_summary, markdown)
         reporter.write_line(f"embeval: Markdown report appended to the step summary {settings.step_summary}")
+    for where, path in ((False, settings.markdown_path), (True, settings.step_summary)):
+        warning = size_warning(markdown, step_summary=where) if path is not None else None
+        if warning is not None:
+            reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
 
 
 def _pool(

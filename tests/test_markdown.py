@@ -14,7 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from pytest_embeval.markdown import md_code, md_text, report_markdown
+from pytest_embeval.markdown import (
+    COMMENT_LIMIT,
+    STEP_SUMMARY_LIMIT,
+    md_code,
+    md_text,
+    report_markdown,
+    size_warning,
+)
 from pytest_embeval.readout import headline
 
 DATA = Path(__file__).with_name("data")
@@ -209,3 +216,15 @@ def test_a_report_without_guards_or_moved_queries_has_neither_block() -> None:
     markdown = report_markdown({"schema_version": 1, "golden_sets": [golden]})
     assert "Guards:" not in markdown and "moved most" not in markdown
     assert markdown.count("<details>") == 1  # settings and fingerprints
+
+
+def test_size_warning_names_githubs_limit_for_where_the_markdown_goes() -> None:
+    assert size_warning("x" * COMMENT_LIMIT, step_summary=False) is None
+    assert size_warning("x" * (COMMENT_LIMIT + 1), step_summary=False) == (
+        "the Markdown report has 65,537 characters; a GitHub comment holds at most 65,536 (the step summary "
+        "takes 1 MiB)"
+    )
+    assert size_warning("Δ" * (COMMENT_LIMIT + 1), step_summary=True) is None  # 128 KiB
+    assert size_warning("Δ" * (STEP_SUMMARY_LIMIT // 2 + 1), step_summary=True) == (
+        "the Markdown report is 1,024 KiB; GitHub shows a step summary of at most 1,024 KiB"
+    )

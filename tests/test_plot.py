@@ -10,7 +10,7 @@ from test_markdown import load
 
 from pytest_embeval.charts import VERDICT_COLOURS
 from pytest_embeval.options import PLOT_MISSING
-from pytest_embeval.plot import forest_png
+from pytest_embeval.plot import PICTURE_ROWS, forest_png, picture_rows
 
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
@@ -55,3 +55,23 @@ def test_without_matplotlib_the_error_names_the_extra(monkeypatch: pytest.Monkey
         == PLOT_MISSING
         == ("--embeval-plot needs matplotlib: pip install 'pytest-embeval[plot]'")
     )
+
+
+def test_a_large_golden_set_shows_overall_and_the_resolved_strata_first() -> None:
+    golden = load()["golden_sets"][0]
+    template = golden["strata"][0]
+    verdicts = ["TIE"] * 100
+    for i in range(5, 100, 10):
+        verdicts[i] = "WORSE"
+    for i in range(7, 100, 10):
+        verdicts[i] = "BETTER"
+    golden["strata"] = [{**template, "stratum": "overall", "verdict": "TIE"}] + [
+        {**template, "stratum": f"s={i}", "verdict": verdict} for i, verdict in enumerate(verdicts)
+    ]
+    rows, left_out = picture_rows(golden)
+    assert len(rows) == PICTURE_ROWS and left_out == 101 - PICTURE_ROWS
+    names = [row.stratum for row in rows]
+    resolved = [f"s={i}" for i, verdict in enumerate(verdicts) if verdict != "TIE"]
+    ties = [f"s={i}" for i, verdict in enumerate(verdicts) if verdict == "TIE"]
+    kept = {"overall", *resolved, *ties[: PICTURE_ROWS - 1 - len(resolved)]}
+    assert names == [s["stratum"] for s in golden["strata"] if s["stratum"] in kept]  # golden-file order
