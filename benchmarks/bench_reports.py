@@ -14,8 +14,6 @@ page, best of 3: what a reader waits for beyond starting the browser.
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +23,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from chromium import CHROMIUM, screenshot  # noqa: E402
 
 from pytest_embeval.htmlpage import report_html  # noqa: E402
 from pytest_embeval.markdown import report_markdown  # noqa: E402
@@ -160,29 +161,9 @@ def best(work: Callable[[], object], repeat: int) -> tuple[float, object]:
     return min(times), result
 
 
-def chromium_seconds(chromium: str, page: Path, folder: Path) -> float:
-    profile = tempfile.mkdtemp(dir=folder)
+def chromium_seconds(page: Path, folder: Path) -> float:
     start = time.perf_counter()
-    subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            f"--screenshot={folder / 'shot.png'}",
-            "--window-size=1200,1600",
-            page.as_uri(),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    screenshot(page, folder / "shot.png", 1200, 1600)
     return time.perf_counter() - start
 
 
@@ -211,16 +192,15 @@ def main() -> None:
     for name, (seconds, value) in outputs.items():
         size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)  # type: ignore[arg-type]
         print(f"{name:<28}{size / 1e6:>9.2f} MB{seconds:>10.3f}{seconds / floor:>8.2f}")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if args.no_chromium or chromium is None:
+    if args.no_chromium or CHROMIUM is None:
         return
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         empty, page = root / "empty.html", root / "page.html"
         empty.write_text("<!DOCTYPE html><title>empty</title>", encoding="utf-8")
         page.write_text(str(outputs["HTML page"][1]), encoding="utf-8")
-        bare = min(chromium_seconds(chromium, empty, root) for _ in range(3))
-        full = min(chromium_seconds(chromium, page, root) for _ in range(3))
+        bare = min(chromium_seconds(empty, root) for _ in range(3))
+        full = min(chromium_seconds(page, root) for _ in range(3))
     print(f"chromium screenshot: empty page {bare:.2f} s, HTML page {full:.2f} s ({full / bare:.2f}x)")
 
 

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import copy
 import itertools
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import CHROMIUM, screenshot
 from test_markdown import HOSTILE, load
 
 from pytest_embeval.charts import VERDICT_COLOURS, forest_axis, forest_rows, forest_svg
@@ -170,37 +167,10 @@ def test_hundreds_of_strata_and_thousands_of_queries_stay_readable() -> None:
     assert parsed.tags["details"] >= 3 and "script" not in parsed.tags
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def screenshot(page: str, folder: Path, width: int, height: int) -> Path:
-    """What headless Chromium shows of ``page`` in a ``width`` x ``height`` window, as a PNG file."""
-    assert CHROMIUM is not None
+def screenshot_of(page: str, folder: Path, width: int, height: int) -> Path:
     html, png = folder / "page.html", folder / "page.png"
     html.write_text(page, encoding="utf-8")
-    profile = tempfile.mkdtemp(dir=folder)
-    subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            f"--user-data-dir={profile}",
-            f"--screenshot={png}",
-            f"--window-size={width},{height}",
-            html.as_uri(),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, "HOME": str(folder)},
-    )
+    screenshot(html, png, width, height)
     return png
 
 
@@ -237,7 +207,7 @@ def test_chromium_shows_one_forest_row_per_stratum(tmp_path: Path) -> None:
         for i in range(12)
     ]
     report["golden_sets"] = [golden]
-    bands = marker_bands(screenshot(report_html(report), tmp_path, 1100, 1600))
+    bands = marker_bands(screenshot_of(report_html(report), tmp_path, 1100, 1600))
     assert len(bands) == 12, bands
     centres = [(first + last) / 2 for first, last in bands]
     gaps = {round(b - a) for a, b in itertools.pairwise(centres)}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from test_htmlpage import parse
+from test_plugin import run as run_embeval
 
 from pytest_embeval.htmlpage import report_html
 from pytest_embeval.markdown import report_markdown
@@ -22,7 +23,7 @@ Golden = Callable[..., Path]
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--embeval", "-p", "no:cacheprovider", *MODELS, *args)
+    return run_embeval(pytester, *MODELS, *args)
 
 
 def usage_error(result: pytest.RunResult) -> str:
