@@ -16,7 +16,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_embeval.charts import forest_svg
+from pytest_embeval.charts import forest_svg, slices_svg
 from pytest_embeval.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.readout import (
     Table,
@@ -28,6 +28,12 @@ from pytest_embeval.readout import (
     settings_table,
     sign_note,
     strata_table,
+)
+from pytest_embeval.readout_capacity import (
+    capacity_assumptions,
+    capacity_blocks,
+    recall_target_note,
+    slices_block,
 )
 
 #: Rows of a table shown before the rest is folded away.
@@ -98,6 +104,38 @@ def _warnings(golden: Mapping[str, Any]) -> str:
     return "".join(f'<p class="warning">Warning: {_e(warning)}</p>\n' for warning in found)
 
 
+def _capacity(golden: Mapping[str, Any]) -> list[str]:
+    """The recall target, Δ against corpus size and the capacity figures, when the golden set has them."""
+    parts = []
+    note = recall_target_note(golden)
+    if note is not None:
+        parts.append(f"<p>{_e(note)}</p>")
+    slices = slices_block(golden, golden["strata"])
+    chart = slices_svg(golden)
+    if slices is not None and chart is not None:
+        parts += [
+            "<h3>Δ by corpus size</h3>",
+            f'<figure class="scroll">{chart}<figcaption>{_e(slices.caption)}</figcaption></figure>',
+            html_table(slices.table),
+            *(f'<p class="warning">{_e(n)}</p>' for n in slices.notes),
+        ]
+    blocks = capacity_blocks(golden)
+    if blocks:
+        parts.append("<h3>Capacity</h3>")
+    for block in blocks:
+        parts += [
+            f"<p>{_e(block.caption)}</p>",
+            html_table(block.table),
+            *(f"<p>{_e(n)}</p>" for n in block.notes),
+        ]
+    if blocks:
+        assumed = "".join(f"<li>{_e(line)}</li>" for line in capacity_assumptions(golden))
+        parts.append(
+            f"<details><summary>What the capacity figures assume</summary><ul>{assumed}</ul></details>"
+        )
+    return parts
+
+
 def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
     """One golden set's section (element id ``anchor``), styled by `STYLE` under an ``.embeval`` element."""
     arms = (
@@ -125,6 +163,7 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
     guards = guards_table(golden)
     if guards is not None:
         parts += ["<h3>Guards</h3>", html_table(guards)]
+    parts += _capacity(golden)
     moved, total = moved_most(golden, limit=None)
     if moved:
         parts += [

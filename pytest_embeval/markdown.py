@@ -27,11 +27,18 @@ from pytest_embeval.readout import (
     sign_note,
     strata_table,
 )
+from pytest_embeval.readout_capacity import (
+    capacity_assumptions,
+    capacity_blocks,
+    recall_target_note,
+    slices_block,
+)
 
-#: Characters that start inline Markdown (emphasis, code, links, HTML, strikethrough, headings, entities)
-#: or end a table cell; each shows as itself when backslash-escaped. An underscore inside a word never
-#: starts emphasis, so it is left alone: ``q_en_01`` stays readable.
-_SPECIAL = re.compile(r"[\\`*\[\]<>|~#]|&(?=#?\w+;)|(?<![^\W_])_|_(?![^\W_])")
+#: Characters that start inline Markdown (emphasis, code, HTML, strikethrough, headings, entities) or end
+#: a table cell; each shows as itself when backslash-escaped. Left alone where they cannot start anything,
+#: for plain-text readers: an underscore inside a word (``q_en_01``), and brackets not followed by a link
+#: target (``CI [-0.1, +0.2]``; no link definition can be written where the report puts text).
+_SPECIAL = re.compile(r"[\\`*<>|~#]|\](?=[(\[])|&(?=#?\w+;)|(?<![^\W_])_|_(?![^\W_])")
 #: Line breaks and other control characters would end a table row or a heading: shown as a space.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
 
@@ -63,6 +70,8 @@ def _cell(kind: str, text: str) -> str:
     if kind == "verdict":
         verdict, star = text.rstrip("*"), text.endswith("*")
         return f"**{verdict}**" + ("\\*" if star else "")
+    if kind == "number":  # ours, digits and signs: nothing in it is Markdown
+        return text.replace("|", "\\|")
     return md_text(text)
 
 
@@ -84,6 +93,26 @@ def _warnings(golden: Mapping[str, Any]) -> list[str]:
     rows = [CoverageRow(**row) for row in golden.get("coverage", [])]
     found = coverage_warnings(rows, golden_path=golden["path"], report_path=None)
     return [line for warning in found for line in (f"> **Warning:** {md_text(warning)}", "")]
+
+
+def _capacity(golden: Mapping[str, Any]) -> list[str]:
+    """The recall target, the corpus slices and the capacity figures, when the golden set has them."""
+    lines = []
+    note = recall_target_note(golden)
+    if note is not None:
+        lines += [md_text(note), ""]
+    slices = slices_block(golden, golden["strata"])
+    if slices is not None:
+        lines += [line for n in slices.notes for line in (md_text(n), "")]
+        lines += _details("Δ by corpus size", [md_text(slices.caption), "", *md_table(slices.table)])
+    blocks = capacity_blocks(golden)
+    for block in blocks:
+        lines += [md_text(block.caption), "", *md_table(block.table), ""]
+        lines += [line for n in block.notes for line in (md_text(n), "")]
+    if blocks:
+        assumed = [f"- {md_text(line)}" for line in capacity_assumptions(golden)]
+        lines += _details("What the capacity figures assume", assumed)
+    return lines
 
 
 def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
@@ -109,6 +138,7 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
     guards = guards_table(golden)
     if guards is not None:
         lines += ["Guards:", "", *md_table(guards), ""]
+    lines += _capacity(golden)
     moved, total = moved_most(golden)
     if moved:
         metric = html.escape(str(golden["metric"]))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from chromium import CHROMIUM, screenshot
-from test_markdown import HOSTILE, load
+from test_markdown import CAPACITY, DATA, HOSTILE, load
 
 from pytest_embeval.charts import VERDICT_COLOURS, forest_axis, forest_rows, forest_svg
 from pytest_embeval.htmlpage import MOVED_SHOWN, ROWS_SHOWN, report_html
@@ -82,8 +82,9 @@ def parse(page: str) -> Page:
     return parser
 
 
-def test_the_page_refers_to_nothing_outside_it() -> None:
-    page = parse(report_html(load()))
+@pytest.mark.parametrize("name", ["report", "report-capacity"])
+def test_the_page_refers_to_nothing_outside_it(name: str) -> None:
+    page = parse(report_html(load(DATA / f"{name}.json")))
     assert not FETCHING & set(page.tags)
     assert not page.handlers
     # The only links go to the page's own sections.
@@ -132,6 +133,21 @@ def test_a_stratum_without_an_estimate_is_a_row_without_a_point() -> None:
     assert svg.count('<g class="row"') == len(golden["strata"])
     assert svg.count("<circle") == len(golden["strata"]) - 1
     assert "no estimate: WORSE" in svg
+
+
+def test_delta_against_corpus_size_has_one_line_per_stratum_and_the_capacity_tables() -> None:
+    report = load(CAPACITY)
+    golden = report["golden_sets"][0]
+    page = report_html(report)
+    lines = re.findall(r'<g class="slice-line" data-verdict="(\w+)">', page)
+    assert lines == [s["verdict"] for s in golden["strata"]]
+    assert page.count("<polyline") == len(golden["strata"])
+    # every point of every line, and the sizes on the x axis
+    assert page.count('r="3.5"') == sum(len(s["slices"]) for s in golden["strata"])
+    assert "documents searched (log scale)" in page
+    assert "<h3>Capacity</h3>" in page and "0.34 GB" in page
+    assert "gap still moving: the models cannot be ranked at this size yet" in page
+    assert "recall target 0.95: both arms reach it at ef 100" in page
 
 
 def big_report(strata: int, queries: int) -> dict[str, Any]:

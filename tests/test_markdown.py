@@ -43,9 +43,14 @@ def gfm() -> MarkdownIt:
     return MarkdownIt("gfm-like")
 
 
-def test_markdown_matches_the_checked_in_file_byte_for_byte() -> None:
-    expected = (DATA / "report.md").read_bytes()
-    assert report_markdown(load()).encode("utf-8") == expected
+#: A real report of branch capacity's code (tests/data/README.md): production, corpus_sample, recall_target.
+CAPACITY = DATA / "report-capacity.json"
+
+
+@pytest.mark.parametrize("name", ["report", "report-capacity"])
+def test_markdown_matches_the_checked_in_file_byte_for_byte(name: str) -> None:
+    expected = (DATA / f"{name}.md").read_bytes()
+    assert report_markdown(load(DATA / f"{name}.json")).encode("utf-8") == expected
 
 
 class Tables(HTMLParser):
@@ -228,3 +233,34 @@ def test_size_warning_names_githubs_limit_for_where_the_markdown_goes() -> None:
     assert size_warning("Δ" * (STEP_SUMMARY_LIMIT // 2 + 1), step_summary=True) == (
         "the Markdown report is 1,024 KiB; GitHub shows a step summary of at most 1,024 KiB"
     )
+
+
+def test_capacity_slices_and_recall_target_render_when_the_report_has_them() -> None:
+    report = load(CAPACITY)
+    golden = report["golden_sets"][0]
+    markdown = report_markdown(report)
+    tables = rendered_tables(markdown)
+    # strata, guards, Δ by corpus size, capacity, per month, moved, settings, fingerprints
+    assert len(tables) == 8
+    slices, capacity, monthly = tables[2], tables[3], tables[4]
+    assert slices[0] == ["stratum", "10% (300 documents)", "30% (900 documents)", "100% (3,000 documents)"]
+    assert [row[0] for row in slices[1:]] == [s["stratum"] for s in golden["strata"]]
+    overall = golden["strata"][0]["slices"]
+    assert slices[1][1:] == [
+        f"{one['delta']:+.3f} [{one['ci'][0]:+.3f}, {one['ci'][1]:+.3f}] {one['verdict']}" for one in overall
+    ]
+    assert [row[0] for row in capacity] == ["arm", "incumbent", "candidate"]
+    assert capacity[1][1] == "48 x float32 (192 B)" and capacity[1][7] == "0.08"  # embedding cost
+    assert monthly[0] == ["arm", "query tokens", "query embedding cost", "search core-hours"]
+    assert "recall target 0.95: both arms reach it at ef 100;" in markdown
+    moving = [s["stratum"] for s in golden["strata"] if s["gap_moving"]]
+    assert moving and all(
+        f"{name}: gap still moving: the models cannot be ranked at this size yet" in markdown for name in moving
+    )
+    assert "<details><summary>What the capacity figures assume</summary>" in markdown
+    assert "- embedding cost, candidate: embedding every document once at 0.002 per million tokens" in markdown
+
+
+def test_a_report_without_capacity_has_no_capacity_block() -> None:
+    markdown = report_markdown(load())
+    assert "capacity at" not in markdown and "corpus size" not in markdown and "recall target" not in markdown
