@@ -8,38 +8,23 @@ from typing import Any
 
 from pytest_embeval.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.output import table
+from pytest_embeval.readout import arm_title, fmt_interval, fmt_number, fmt_sign
+from pytest_embeval.readout_capacity import (
+    Block,
+    capacity_assumptions,
+    capacity_blocks,
+    recall_target_note,
+    slices_block,
+)
 from pytest_embeval.report import ROLES
-
-
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _fmt_ci(ci: Sequence[float | None]) -> str:
-    return f"[{_fmt(ci[0], True)}, {_fmt(ci[1], True)}]"
-
-
-def _fmt_sign(record: Mapping[str, Any]) -> str:
-    p = record["sign_p"]
-    return f"{record['wins']}/{record['losses']} p={p:.2g}" if p is not None else "—"
-
-
-def _arm_title(arm: Mapping[str, Any]) -> str:
-    """The arm's spec, and the prompts its model applies when it has any (the JSON report always has them)."""
-    prompts = {kind: text for kind, text in arm.get("prompts", {}).items() if text}
-    if not prompts:
-        return str(arm["spec"])
-    return f"{arm['spec']} (prompts: " + ", ".join(f"{kind} {text!r}" for kind, text in prompts.items()) + ")"
 
 
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
     """The per-golden-set table of DESIGN.md: one row per stratum that ran."""
     title = (
         f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{golden['confidence']:.0%} CI; incumbent {_arm_title(golden['incumbent'])} vs candidate "
-        f"{_arm_title(golden['candidate'])}"
+        f"{golden['confidence']:.0%} CI; incumbent {arm_title(golden['incumbent'])} vs candidate "
+        f"{arm_title(golden['candidate'])}"
     )
     header = [
         "stratum",
@@ -58,12 +43,12 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
             [
                 s["stratum"],
                 str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
-                _fmt(s["incumbent"]),
-                _fmt(s["candidate"]),
-                _fmt(s["delta"], True),
-                _fmt_ci(s["ci"]),
-                _fmt_sign(s),
-                _fmt(s["mde"]),
+                fmt_number(s["incumbent"]),
+                fmt_number(s["candidate"]),
+                fmt_number(s["delta"], True),
+                fmt_interval(s["ci"]),
+                fmt_sign(s),
+                fmt_number(s["mde"]),
                 s["verdict"] + ("*" if s["sign_disagrees"] else ""),
             ]
         )
@@ -76,7 +61,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         if index is not None and index["kind"] == "hnsw":
             lines.append(_hnsw_line(role, index, golden["depth"]))
     if "recall_target" in golden:
-        lines.append(_recall_target_line(golden))
+        lines.append(str(recall_target_note(golden)))
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
 
 
@@ -90,18 +75,6 @@ def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
         f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
     )
-
-
-def _recall_target_line(golden: Mapping[str, Any]) -> str:
-    target = golden["recall_target"]
-    ef = target["ef"]
-    more = target["needs_more"]
-    if more is None:
-        needs = f"both arms reach it at ef {ef['incumbent']}"
-    else:
-        other = "incumbent" if more == "candidate" else "candidate"
-        needs = f"the {more} needs more: ef {ef[more]} against the {other}'s {ef[other]}"
-    return f"recall target {target['target']:g}: {needs}; {target['held_constant']}"
 
 
 def _fmt_ms(value: float) -> str:
@@ -123,9 +96,9 @@ def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -
     rows = [
         [
             m["id"],
-            _fmt(m["incumbent"]),
-            _fmt(m["candidate"]),
-            _fmt(m["candidate"] - m["incumbent"], True),
+            fmt_number(m["incumbent"]),
+            fmt_number(m["candidate"]),
+            fmt_number(m["candidate"] - m["incumbent"], True),
             m["text"],
         ]
         for m in movers
@@ -143,12 +116,12 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
     rows = [
         [
             name + (" (primary)" if name == metric else ""),
-            _fmt(m["incumbent"]),
-            _fmt(m["candidate"]),
-            _fmt(m["delta"], True),
-            _fmt_ci(m["ci"]),
+            fmt_number(m["incumbent"]),
+            fmt_number(m["candidate"]),
+            fmt_number(m["delta"], True),
+            fmt_interval(m["ci"]),
             str(m["n"]),
-            _fmt_sign(m),
+            fmt_sign(m),
         ]
         for name, m in record["metrics"].items()
     ]
@@ -159,7 +132,8 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
         *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
     ]
     if record.get("gap_moving"):
-        moved = ", ".join(f"{one['fraction']:.0%} {_fmt(one['delta'], True)}" for one in record["slices"])
+        sizes = record["slices"]
+        moved = ", ".join(f"{one['fraction']:.0%} {fmt_number(one['delta'], True)}" for one in sizes)
         lines += ["", f"Δ by corpus size: {moved}; {record['slices_note']}"]
     lines += _mover_lines("queries that moved most:", record["movers"], metric)
     if record["sign_disagrees"]:
@@ -196,144 +170,22 @@ def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None,
 # ---------------------------------------------------------------- capacity and corpus slices
 
 
+def _block_lines(block: Block) -> list[str]:
+    return ["", block.caption, *table(block.table.header, block.table.rows), *block.notes]
+
+
 def slice_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per stratum, the primary Δ, CI and verdict at each corpus size, and the strata whose gap still
     moved between the two largest sizes; nothing without ``corpus_sample``."""
-    ran = [s for s in strata if s.get("slices")]
-    if not ran:
-        return []
-    sample = golden["corpus_sample"]
-    sizes = ran[0]["slices"]
-    header = ["stratum", *(f"{one['fraction']:.0%} ({one['documents']:,} documents)" for one in sizes)]
-    rows = [
-        [
-            s["stratum"],
-            *(f"{_fmt(one['delta'], True)} {_fmt_ci(one['ci'])} {one['verdict']}" for one in s["slices"]),
-        ]
-        for s in ran
-    ]
-    lines = [
-        "",
-        f"{golden['metric']} Δ by corpus size, of {sample['corpus_documents']:,} documents (every judged one "
-        f"in each slice, the rest a draw seeded {sample['seed']}); the verdicts are the largest slice's:",
-        *table(header, rows),
-    ]
-    for s in ran:
-        if s["gap_moving"]:
-            lines.append(f"{s['stratum']}: {s['slices_note']}")
-    return lines
+    block = slices_block(golden, strata)
+    return [] if block is None else _block_lines(block)
 
 
 def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
     """Each arm's capacity, measured here and projected to ``production``, with what every projected figure
     assumes; nothing when the golden set declares no production size."""
-    arms = [(role, golden[role]["capacity"]) for role in ROLES if "capacity" in golden[role]]
-    if not arms:
+    blocks = capacity_blocks(golden)
+    if not blocks:
         return []
-    measured = arms[0][1]["measured"]
-    documents = arms[0][1]["production"]["documents"]
-    header = [
-        "arm",
-        "vector",
-        "tokens/doc",
-        "encoding here",
-        "latency p50/p95",
-        "index memory",
-        "embedding tokens",
-        "embedding cost",
-        "memory/month",
-    ]
-    rows = []
-    for role, capacity in arms:
-        here, there = capacity["measured"], capacity["production"]
-        tokens = here["document_tokens"]
-        latency = here["timings"]["latency_ms"]
-        rows.append(
-            [
-                role,
-                f"{here['dimension']} x {here['dtype']} ({here['bytes_per_vector']:,} B)",
-                "—" if tokens is None else f"{tokens['per_text']:.1f}",
-                _fmt_encoding(here["timings"]["encoding"]),
-                f"{latency['p50']:.3g} / {latency['p95']:.3g} ms",
-                _fmt_estimate(there["index_bytes"], lambda value: f"{value / 1e9:,.2f} GB"),
-                _fmt_estimate(there["embedding_tokens"], _fmt_count),
-                _fmt_estimate(there["embedding_cost"], lambda value: f"{value:,.2f}"),
-                _fmt_estimate(there["memory_cost_per_month"], lambda value: f"{value:,.2f}"),
-            ]
-        )
-    lines = [
-        "",
-        f"capacity at {documents:,} documents (production.documents), measured on the "
-        f"{measured['documents']:,} searched here ({measured['index']} index; latency measured here, not "
-        "projected):",
-        *table(header, rows),
-    ]
-    if any(capacity["measured"]["timings"]["encoding"] is None for _, capacity in arms):
-        lines.append(
-            "encoding not measured: every document vector of that arm came from the embedding cache "
-            "(--embeval-no-cache measures it)"
-        )
-    queries = golden["production"].get("queries_per_month")
-    if queries is not None:
-        rows = [
-            [
-                role,
-                _fmt_estimate(capacity["production"]["query_tokens_per_month"], _fmt_count),
-                _fmt_estimate(capacity["production"]["query_cost_per_month"], lambda value: f"{value:,.2f}"),
-                _fmt_estimate(
-                    capacity["production"]["timings"]["search_core_hours_per_month"],
-                    lambda value: f"{value:,.1f}",
-                ),
-            ]
-            for role, capacity in arms
-        ]
-        header = ["arm", "query tokens", "query embedding cost", "search core-hours"]
-        lines += [
-            "",
-            f"per month at {queries:,} queries (production.queries_per_month):",
-            *table(header, rows),
-        ]
-    lines.append("assumptions:")
-    for name, key in _ASSUMED:
-        said = [(role, _assumption(capacity["production"], key)) for role, capacity in arms]
-        said = [(role, text) for role, text in said if text is not None]
-        if len({text for _, text in said}) == 1:
-            lines.append(f"  {name}: {said[0][1]}")
-        else:
-            lines += [f"  {name}, {role}: {text}" for role, text in said]
-    return lines
-
-
-_ASSUMED = (
-    ("index memory", "index_bytes"),
-    ("embedding tokens", "embedding_tokens"),
-    ("embedding cost", "embedding_cost"),
-    ("memory/month", "memory_cost_per_month"),
-    ("query tokens", "query_tokens_per_month"),
-    ("query embedding cost", "query_cost_per_month"),
-    ("search core-hours", "search_core_hours_per_month"),
-)
-
-
-def _assumption(projected: Mapping[str, Any], key: str) -> str | None:
-    estimate = projected.get(key) or projected.get("timings", {}).get(key)
-    return None if estimate is None else str(estimate["assumes"])
-
-
-def _fmt_estimate(estimate: Mapping[str, Any], shown: Any) -> str:
-    return "—" if estimate["value"] is None else str(shown(estimate["value"]))
-
-
-def _fmt_count(value: float) -> str:
-    for size, word in ((1e9, "billion"), (1e6, "million")):
-        if value >= size:
-            return f"{value / size:.3g} {word}"
-    return f"{value:,.0f}"
-
-
-def _fmt_encoding(encoding: Mapping[str, Any] | None) -> str:
-    if encoding is None:
-        return "not measured (all cached)"
-    tokens = encoding["tokens_per_second"]
-    rate = f"{encoding['texts_per_second']:,.0f} texts/s"
-    return rate if tokens is None else f"{rate}, {tokens:,.0f} tokens/s"
+    lines = [line for block in blocks for line in _block_lines(block)]
+    return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]
