@@ -35,6 +35,7 @@ from pytest_embeval.pooling import (
 )
 from pytest_embeval.rankings import rankings_from_record
 from pytest_embeval.report import ROLES, Record, build_report, file_stem, report_json, run_file_name, trec_run
+from pytest_embeval.strata import StratumOutcome
 from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table
 
 #: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
@@ -69,6 +70,8 @@ class EmbevalState:
     cache: EmbeddingCache | None = dataclasses.field(init=False)
     arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
     runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
+    #: golden path -> stratum name -> its outcome, all strata of a file decided together
+    outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
     sent_golden: set[str] = dataclasses.field(default_factory=set)
     #: what the controller received, from its own items or from xdist workers
