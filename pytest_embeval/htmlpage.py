@@ -17,16 +17,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_embeval.charts import forest_svg, slices_svg
-from pytest_embeval.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.readout import (
     Table,
+    coverage_notes,
     fingerprints_table,
     guards_table,
     headline,
+    interval_words,
     moved_most,
     moved_table,
     settings_table,
-    sign_note,
+    strata_notes,
     strata_table,
 )
 from pytest_embeval.readout_capacity import (
@@ -98,12 +99,6 @@ def html_table(table: Table, *, shown: int = ROWS_SHOWN) -> str:
     )
 
 
-def _warnings(golden: Mapping[str, Any]) -> str:
-    rows = [CoverageRow(**row) for row in golden.get("coverage", [])]
-    found = coverage_warnings(rows, golden_path=golden["path"], report_path=None)
-    return "".join(f'<p class="warning">Warning: {_e(warning)}</p>\n' for warning in found)
-
-
 def _capacity(golden: Mapping[str, Any]) -> list[str]:
     """The recall target, Δ against corpus size and the capacity figures, when the golden set has them."""
     parts = []
@@ -143,23 +138,23 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
         f"<code>{_e(golden['candidate']['spec'])}</code>"
     )
     caption = (
-        f"Dot: Δ of {_e(golden['metric'])} (candidate - incumbent); line: its {golden['confidence']:.0%} "
-        f"confidence interval; shaded: the ±{golden['tie_margin']:g} tie margin. Colour by verdict: "
-        "orange WORSE, blue BETTER, grey TIE."
+        f"Dot: Δ of {_e(golden['metric'])} (candidate - incumbent); line: its interval "
+        f"({_e(interval_words(golden))}); shaded: the ±{golden['tie_margin']:g} tie margin. Colour by "
+        "verdict: orange WORSE, blue BETTER, grey TIE."
     )
     parts = [
         f'<section id="{_e(anchor)}">',
         f"<h2>{_e(headline(golden).text())}</h2>",
         f"<p><code>{_e(golden['path'])}</code>: {_e(golden['metric'])}, margin {golden['tie_margin']:g}, "
-        f"{golden['confidence']:.0%} CI; {arms}</p>",
+        f"{_e(interval_words(golden))}; {arms}</p>",
         f'<figure class="scroll">{forest_svg(golden)}<figcaption>{caption}</figcaption></figure>',
         "<h3>Strata</h3>",
         html_table(strata_table(golden)),
     ]
-    note = sign_note(golden)
-    if note is not None:
-        parts.append(f"<p>{_e(note)}</p>")
-    parts.append(_warnings(golden))
+    for note in [*strata_notes(golden, golden["strata"]), *coverage_notes(golden)]:
+        parts.append(
+            f'<p class="warning">Warning: {_e(note.text)}</p>' if note.warning else f"<p>{_e(note.text)}</p>"
+        )
     guards = guards_table(golden)
     if guards is not None:
         parts += ["<h3>Guards</h3>", html_table(guards)]

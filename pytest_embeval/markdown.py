@@ -15,16 +15,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_embeval.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.readout import (
     Table,
+    coverage_notes,
     fingerprints_table,
     guards_table,
     headline,
+    interval_words,
     moved_most,
     moved_table,
     settings_table,
-    sign_note,
+    strata_notes,
     strata_table,
 )
 from pytest_embeval.readout_capacity import (
@@ -89,12 +90,6 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
-def _warnings(golden: Mapping[str, Any]) -> list[str]:
-    rows = [CoverageRow(**row) for row in golden.get("coverage", [])]
-    found = coverage_warnings(rows, golden_path=golden["path"], report_path=None)
-    return [line for warning in found for line in (f"> **Warning:** {md_text(warning)}", "")]
-
-
 def _capacity(golden: Mapping[str, Any]) -> list[str]:
     """The recall target, the corpus slices and the capacity figures, when the golden set has them."""
     lines = []
@@ -126,15 +121,13 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
         f"### {headline(golden).text(stratum=code, name=md_text)}",
         "",
         f"{code(golden['path'])}: {md_text(golden['metric'])}, margin {golden['tie_margin']:g}, "
-        f"{golden['confidence']:.0%} CI; {arms}",
+        f"{md_text(interval_words(golden))}; {arms}",
         "",
         *md_table(strata_table(golden)),
         "",
     ]
-    note = sign_note(golden)
-    if note is not None:
-        lines += [md_text(note), ""]
-    lines += _warnings(golden)
+    for note in [*strata_notes(golden, golden["strata"]), *coverage_notes(golden)]:
+        lines += [f"> **Warning:** {md_text(note.text)}" if note.warning else md_text(note.text), ""]
     guards = guards_table(golden)
     if guards is not None:
         lines += ["Guards:", "", *md_table(guards), ""]

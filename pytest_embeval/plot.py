@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_embeval.charts import MARGIN_COLOUR, VERDICT_COLOURS, ForestRow, forest_axis, forest_rows
 from pytest_embeval.options import PLOT_MISSING
-from pytest_embeval.readout import fmt_interval, fmt_number
+from pytest_embeval.readout import ci_heading, fmt_interval, fmt_number
 
 ROW_INCHES = 0.28
 PANEL_INCHES = 1.1  # title and axis of each golden set's panel
@@ -101,7 +101,7 @@ def _panel(ax: Any, golden: Mapping[str, Any]) -> None:
             "(the HTML report has every one)"
         )
     ax.set_title(
-        f"{golden['name']}: {golden['metric']}, candidate - incumbent, {golden['confidence']:.0%} CI{shown}",
+        f"{golden['name']}: {golden['metric']}, candidate - incumbent, {ci_heading(golden)}{shown}",
         loc="left",
         fontsize=10,
         parse_math=False,

@@ -12,7 +12,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pytest_embeval.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.report import ROLES
+from pytest_embeval.verdict import ROUGH_BELOW, familywise_error
 
 #: Reading order of the verdicts: what fails the build first, then what the candidate wins, then ties.
 VERDICT_ORDER = ("WORSE", "BETTER", "TIE")
@@ -65,41 +67,202 @@ def _verdict(record: Mapping[str, Any]) -> str:
 
 NUMBERS = ("number",) * 5
 
+#: Every column a strata table can have, and its kind; the CI column is headed by `ci_heading`.
+STRATUM_COLUMNS = {
+    "stratum": "id",
+    "n": "number",
+    "differ": "number",
+    "incumbent": "number",
+    "candidate": "number",
+    "Δ": "number",
+    "CI": "number",
+    "W/L sign": "number",
+    "MDE": "number",
+    "verdict": "verdict",
+    "reason": "text",
+}
+#: The columns a reader's report shows (the terminal has its own, with MDE and without the reason).
+READER_COLUMNS = (
+    "stratum",
+    "n",
+    "differ",
+    "incumbent",
+    "candidate",
+    "Δ",
+    "CI",
+    "W/L sign",
+    "verdict",
+    "reason",
+)
 
-def strata_table(golden: Mapping[str, Any]) -> Table:
-    """One row per stratum, failing first: n, both means, Δ, CI, sign test, verdict and its reason."""
+
+def ci_heading(golden: Mapping[str, Any]) -> str:
+    """``95% CI``, or ``CI (holm)`` when the strata's intervals were adjusted for their number."""
+    adjusted = golden.get("multiple_comparisons", "none")
+    return f"{golden['confidence']:.0%} CI" if adjusted == "none" else f"CI ({adjusted})"
+
+
+def interval_words(golden: Mapping[str, Any]) -> str:
+    """How the intervals were made: ``95% CI (studentized interval), ties docid``, or with an adjustment
+    ``95% family-wise (holm, studentized interval), ties docid``."""
+    # .get: reports written before these settings existed ran percentile intervals on trec_eval's ties.
+    interval, ties = golden.get("interval", "percentile"), golden.get("ties", "docid")
+    adjusted = golden.get("multiple_comparisons", "none")
+    level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
+    return f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}"
+
+
+def _rough(differ: int | None) -> bool:
+    """An interval on some, but fewer than `ROUGH_BELOW`, differing queries (none: all differences zero)."""
+    return differ is not None and 0 < differ < ROUGH_BELOW
+
+
+def _differ(stratum: Mapping[str, Any]) -> str:
+    differ = stratum.get("effective_n")
+    return "—" if differ is None else str(differ) + ("†" if _rough(differ) else "")
+
+
+#: How each strata-table column is written from a stratum record.
+_CELLS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "stratum": lambda s: str(s["stratum"]),
+    "n": lambda s: str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
+    "differ": _differ,
+    "incumbent": lambda s: fmt_number(s["incumbent"]),
+    "candidate": lambda s: fmt_number(s["candidate"]),
+    "Δ": lambda s: fmt_number(s["delta"], True),
+    "CI": lambda s: fmt_interval(s["ci"]),
+    "W/L sign": fmt_sign,
+    "MDE": lambda s: fmt_number(s["mde"]),
+    "verdict": _verdict,
+    "reason": lambda s: str(s["reason"]),
+}
+
+
+def strata_table(
+    golden: Mapping[str, Any],
+    strata: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    reading_order: bool = True,
+) -> Table:
+    """One row per stratum (of ``strata``, default the golden set's), failing first unless not in
+    ``reading_order``: by default (`READER_COLUMNS`) n, the queries that differ, both means, Δ, CI, sign
+    test, verdict and reason."""
+    chosen = golden["strata"] if strata is None else strata
+    rows = failing_first(chosen) if reading_order else list(chosen)
+    if columns is None:  # the queries that differ: in reports since the effective n was recorded
+        differ = any("effective_n" in s for s in chosen)
+        columns = [c for c in READER_COLUMNS if differ or c != "differ"]
     return Table(
-        header=(
-            "stratum",
-            "n",
-            "incumbent",
-            "candidate",
-            "Δ",
-            f"{golden['confidence']:.0%} CI",
-            "W/L sign",
-            "verdict",
-            "reason",
-        ),
-        kinds=("id", "number", *NUMBERS, "verdict", "text"),
-        rows=tuple(
-            (
-                str(s["stratum"]),
-                str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
-                *_numbers(s),
-                _verdict(s),
-                str(s["reason"]),
-            )
-            for s in failing_first(golden["strata"])
-        ),
+        header=tuple(ci_heading(golden) if c == "CI" else c for c in columns),
+        kinds=tuple(STRATUM_COLUMNS[c] for c in columns),
+        rows=tuple(tuple(_CELLS[c](s) for c in columns) for s in rows),
     )
 
 
-SIGN_NOTE = "* the sign test disagrees with the mean: a few queries drive the difference."
+@dataclasses.dataclass(frozen=True, slots=True)
+class Note:
+    """A sentence under the strata table; a warning asks for action."""
+
+    text: str
+    warning: bool = False
 
 
-def sign_note(golden: Mapping[str, Any]) -> str | None:
-    """The footnote of a ``*`` verdict, when some stratum has one."""
-    return SIGN_NOTE if any(s.get("sign_disagrees") for s in golden["strata"]) else None
+def strata_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[Note]:
+    """What the verdicts rest on: the footnotes of ``*`` and ``†``, the family of strata, ties across the
+    cutoff, and queries neither arm finds a relevant document for."""
+    notes = []
+    if any(s.get("sign_disagrees") for s in strata):
+        notes.append(Note("* the sign test disagrees with the mean: a few queries drive the difference."))
+    if any(_rough(s.get("effective_n")) for s in strata):
+        notes.append(
+            Note(
+                f"† fewer than {ROUGH_BELOW} queries differ between the arms: the interval rests on few "
+                "queries."
+            )
+        )
+    return [*notes, *_family_notes(golden, strata), *_tie_notes(strata), *_consensus_notes(golden, strata)]
+
+
+def coverage_notes(golden: Mapping[str, Any], report_path: str | None = None) -> list[Note]:
+    """A warning for each arm whose top k was judged much less than another's (`coverage.coverage_warnings`,
+    from the report's ``coverage`` records; the fix names ``report_path`` when there is one)."""
+    rows = [CoverageRow(**row) for row in golden.get("coverage", [])]
+    found = coverage_warnings(rows, golden_path=golden["path"], report_path=report_path)
+    return [Note(warning, warning=True) for warning in found]
+
+
+def _family_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[Note]:
+    """How the strata were decided together: with ``none``, the family size and the chance of a false
+    verdict somewhere if nothing changed; with an adjustment, the level each stratum was decided at."""
+    families = [s["family"] for s in strata if s.get("family") is not None]
+    if not families or families[0]["size"] < 2:
+        return []
+    method, size = families[0]["method"], families[0]["size"]
+    alpha = 1.0 - golden["confidence"]
+    if method == "none":
+        chance = familywise_error(alpha, size)
+        return [
+            Note(
+                f"{size} strata tested at {golden['confidence']:.0%} each: if nothing changed, the chance of "
+                f"at least one false BETTER or WORSE among them is up to {chance:.0%} "
+                f"(multiple_comparisons: holm keeps it within {alpha:.0%})."
+            )
+        ]
+    levels = ", ".join(
+        f"{s['stratum']} {s['family']['level']:.3g}"
+        for s in strata
+        if s.get("family") is not None and s["family"]["level"] is not None
+    )
+    return [
+        Note(
+            f"multiple comparisons: {method} over {size} strata, family-wise level {alpha:g}; "
+            f"levels: {levels}."
+        )
+    ]
+
+
+def _tie_notes(strata: Sequence[Mapping[str, Any]]) -> list[Note]:
+    """Per stratum with ties across the primary cutoff: how many queries tie in each arm, and a warning when
+    some order of the tied documents gives another verdict."""
+    notes = []
+    for s in strata:
+        tied = s.get("tied")
+        if tied is None or not (tied["incumbent"] or tied["candidate"] or tied["could_change"]):
+            continue
+        counts = (
+            f"{s['stratum']}: tied scores across {tied['metric']} in {tied['incumbent']} incumbent and "
+            f"{tied['candidate']} candidate queries of {s['n']}"
+        )
+        if tied["could_change"]:
+            others = ", ".join(f"{verdict} ({order})" for order, verdict in tied["verdicts"].items())
+            text = (
+                f"{counts}: the tie order changes the verdict: {others}; ties: expected scores every order "
+                "alike"
+            )
+            notes.append(Note(text, warning=True))
+        else:
+            notes.append(Note(f"ties: {counts}; no order of them changes the verdict"))
+    return notes
+
+
+def _consensus_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[Note]:
+    """Queries where neither arm finds a relevant document within the cutoff: counted per stratum, with the
+    command that writes a sheet to re-judge them."""
+    counted = [(s["stratum"], len(s.get("consensus_failures", ()))) for s in strata]
+    counted = [(name, count) for name, count in counted if count]
+    if not counted:
+        return []
+    k = str(golden["metric"]).split("@")[-1]
+    per_stratum = ", ".join(f"{name} {count}" for name, count in counted)
+    return [
+        Note(
+            f"check the labels: queries where neither arm finds a relevant document in the top {k}: "
+            f"{per_stratum} (listed under consensus_failures in the JSON report; `embeval pool "
+            f"{golden['path']} --from-report REPORT.json --consensus-failures` writes a sheet to re-judge "
+            "them)"
+        )
+    ]
 
 
 def guards_table(golden: Mapping[str, Any]) -> Table | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from chromium import CHROMIUM, screenshot
-from test_markdown import CAPACITY, DATA, HOSTILE, load
+from test_markdown import CAPACITY, DATA, HOSTILE, STATS, load
 
 from pytest_embeval.charts import VERDICT_COLOURS, forest_axis, forest_rows, forest_svg
 from pytest_embeval.htmlpage import MOVED_SHOWN, ROWS_SHOWN, report_html
@@ -82,7 +82,7 @@ def parse(page: str) -> Page:
     return parser
 
 
-@pytest.mark.parametrize("name", ["report", "report-capacity"])
+@pytest.mark.parametrize("name", ["report", "report-capacity", "report-stats"])
 def test_the_page_refers_to_nothing_outside_it(name: str) -> None:
     page = parse(report_html(load(DATA / f"{name}.json")))
     assert not FETCHING & set(page.tags)
@@ -148,6 +148,14 @@ def test_delta_against_corpus_size_has_one_line_per_stratum_and_the_capacity_tab
     assert "<h3>Capacity</h3>" in page and "0.34 GB" in page
     assert "gap still moving: the models cannot be ranked at this size yet" in page
     assert "recall target 0.95: both arms reach it at ef 100" in page
+
+
+def test_what_the_verdicts_rest_on_is_under_the_strata_table() -> None:
+    report = load(STATS)
+    page = report_html(report)
+    changed = sum(s["tied"]["could_change"] for s in report["golden_sets"][0]["strata"])
+    assert page.count('<p class="warning">Warning: ') == changed + 1  # and the coverage warning
+    assert "<p>multiple comparisons: holm over 5 strata" in page and "<th>CI (holm)</th>" in page
 
 
 def big_report(strata: int, queries: int) -> dict[str, Any]:

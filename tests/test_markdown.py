@@ -47,7 +47,11 @@ def gfm() -> MarkdownIt:
 CAPACITY = DATA / "report-capacity.json"
 
 
-@pytest.mark.parametrize("name", ["report", "report-capacity"])
+#: A real report of the stats code: holm, ties that change verdicts, consensus failures (see tests/data).
+STATS = DATA / "report-stats.json"
+
+
+@pytest.mark.parametrize("name", ["report", "report-capacity", "report-stats"])
 def test_markdown_matches_the_checked_in_file_byte_for_byte(name: str) -> None:
     expected = (DATA / f"{name}.md").read_bytes()
     assert report_markdown(load(DATA / f"{name}.json")).encode("utf-8") == expected
@@ -255,12 +259,40 @@ def test_capacity_slices_and_recall_target_render_when_the_report_has_them() -> 
     assert "recall target 0.95: both arms reach it at ef 100;" in markdown
     moving = [s["stratum"] for s in golden["strata"] if s["gap_moving"]]
     assert moving and all(
-        f"{name}: gap still moving: the models cannot be ranked at this size yet" in markdown for name in moving
+        f"{name}: gap still moving: the models cannot be ranked at this size yet" in markdown
+        for name in moving
     )
     assert "<details><summary>What the capacity figures assume</summary>" in markdown
-    assert "- embedding cost, candidate: embedding every document once at 0.002 per million tokens" in markdown
+    assert (
+        "- embedding cost, candidate: embedding every document once at 0.002 per million tokens" in markdown
+    )
 
 
 def test_a_report_without_capacity_has_no_capacity_block() -> None:
     markdown = report_markdown(load())
     assert "capacity at" not in markdown and "corpus size" not in markdown and "recall target" not in markdown
+
+
+def test_the_family_ties_and_consensus_failures_render_when_the_report_has_them() -> None:
+    report = load(STATS)
+    golden = report["golden_sets"][0]
+    markdown = report_markdown(report)
+    strata = rendered_tables(markdown)[0]
+    assert strata[0][2] == "differ" and strata[0][6] == "CI (holm)"
+    assert {row[0]: row[2] for row in strata[1:]} == {
+        s["stratum"]: str(s["effective_n"]) + ("†" if 0 < s["effective_n"] < 10 else "")
+        for s in golden["strata"]
+    }
+    assert "95% family-wise (holm, studentized interval), ties docid" in markdown
+    html = gfm().render(markdown)
+    # the footnote, the family, the ties (a warning where the order changes the verdict), the labels
+    assert "† fewer than 10 queries differ between the arms" in html
+    assert "multiple comparisons: holm over 5 strata, family-wise level 0.05" in html
+    changed = [s["stratum"] for s in golden["strata"] if s["tied"]["could_change"]]
+    assert changed and html.count("the tie order changes the verdict") == len(changed)
+    assert html.count("<blockquote>") == len(changed) + 1  # and the coverage warning
+    assert "check the labels: queries where neither arm finds a relevant document in the top 1" in html
+
+
+def test_a_report_from_before_the_effective_n_has_no_differ_column() -> None:
+    assert "differ" not in rendered_tables(report_markdown(load()))[0][0]
