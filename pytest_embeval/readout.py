@@ -1,8 +1,10 @@
 """What a person reads off a golden set's report, whatever it is rendered as: the headline, the strata in
-reading order, the queries that moved most, the settings and the fingerprints, and the numbers as text.
+reading order and what their verdicts rest on (intervals, the family of strata, ties, labels to check), the
+guards, the queries that moved most, the settings and the fingerprints, and the numbers as text.
 
-Pure functions of one golden set of the merged JSON report (`report.build_report`); `markdown.py` and
-`htmlpage.py` render them, each escaping the text for its own format.
+Pure functions of one golden set of the merged JSON report (`report.build_report`), keyed on presence where a
+key came later (reports written before it still render); `terminal.py`, `markdown.py` and `htmlpage.py`
+render them, each escaping the text for its own format.
 """
 
 from __future__ import annotations
@@ -51,16 +53,6 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
-def _numbers(record: Mapping[str, Any]) -> tuple[str, ...]:
-    return (
-        fmt_number(record["incumbent"]),
-        fmt_number(record["candidate"]),
-        fmt_number(record["delta"], True),
-        fmt_interval(record["ci"]),
-        fmt_sign(record),
-    )
-
-
 def _verdict(record: Mapping[str, Any]) -> str:
     return str(record["verdict"]) + ("*" if record.get("sign_disagrees") else "")
 
@@ -81,19 +73,10 @@ STRATUM_COLUMNS = {
     "verdict": "verdict",
     "reason": "text",
 }
+#: Both arms' means, Δ, its interval and the sign test: the numbers of every comparison, in this order.
+COMPARISON = ("incumbent", "candidate", "Δ", "CI", "W/L sign")
 #: The columns a reader's report shows (the terminal has its own, with MDE and without the reason).
-READER_COLUMNS = (
-    "stratum",
-    "n",
-    "differ",
-    "incumbent",
-    "candidate",
-    "Δ",
-    "CI",
-    "W/L sign",
-    "verdict",
-    "reason",
-)
+READER_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "verdict", "reason")
 
 
 def ci_heading(golden: Mapping[str, Any]) -> str:
@@ -136,6 +119,11 @@ _CELLS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "verdict": _verdict,
     "reason": lambda s: str(s["reason"]),
 }
+
+
+def _numbers(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The `COMPARISON` cells of a stratum's or a guard's record."""
+    return tuple(_CELLS[column](record) for column in COMPARISON)
 
 
 def strata_table(
@@ -282,18 +270,7 @@ def guards_table(golden: Mapping[str, Any]) -> Table | None:
     if not rows:
         return None
     return Table(
-        header=(
-            "stratum",
-            "guard",
-            "margin",
-            "incumbent",
-            "candidate",
-            "Δ",
-            "CI",
-            "W/L sign",
-            "verdict",
-            "fails",
-        ),
+        header=("stratum", "guard", "margin", *COMPARISON, "verdict", "fails"),
         kinds=("id", "text", "number", *NUMBERS, "verdict", "text"),
         rows=rows,
     )
@@ -447,6 +424,7 @@ def settings_table(golden: Mapping[str, Any]) -> Table:
         ("confidence", f"{golden['confidence']:g}"),
         ("min queries", str(golden["min_queries"])),
         ("bootstrap resamples", f"{golden['bootstrap']:,}"),
+        ("interval", interval_words(golden)),
         ("seed", str(golden["seed"])),
         ("relevance level", str(golden["relevance_level"])),
         ("documents searched", f"{golden['documents']:,}"),

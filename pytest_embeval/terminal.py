@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_embeval.output import table
 from pytest_embeval.readout import (
+    COMPARISON,
     arm_title,
     coverage_notes,
     fmt_interval,
@@ -27,18 +28,7 @@ from pytest_embeval.readout_capacity import (
 from pytest_embeval.report import ROLES
 
 #: The terminal's strata table: golden-file order, with the MDE, the reasons left to the failures.
-TERMINAL_COLUMNS = (
-    "stratum",
-    "n",
-    "differ",
-    "incumbent",
-    "candidate",
-    "Δ",
-    "CI",
-    "W/L sign",
-    "MDE",
-    "verdict",
-)
+TERMINAL_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "MDE", "verdict")
 
 
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
