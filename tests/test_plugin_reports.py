@@ -44,8 +44,13 @@ def test_markdown_html_and_plot_are_made_from_the_json_report(
     pytester: pytest.Pytester, golden: Golden, xdist: list[str]
 ) -> None:
     golden()
-    result = run(
-        pytester,
+    # In a subprocess: matplotlib's extension modules cannot load twice in one process, and an in-process
+    # pytester run unloads every module it imported.
+    result = pytester.runpytest_subprocess(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        *MODELS,
         "--embeval-json=report.json",
         "--embeval-md=out/report.md",
         "--embeval-html=out/report.html",
