@@ -35,6 +35,7 @@ from pytest_embeval.readout_capacity import (
     capacity_blocks,
     recall_target_note,
     slices_block,
+    usage_lines,
 )
 
 #: Rows of a table shown before the rest is folded away.
@@ -103,8 +104,8 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     """The recall target, Δ against corpus size and the capacity figures, when the golden set has them."""
     parts = []
     note = recall_target_note(golden)
-    if note is not None:
-        parts.append(f"<p>{_e(note)}</p>")
+    said = [*([note] if note is not None else []), *usage_lines(golden)]
+    parts += [f"<p>{_e(line)}</p>" for line in said]
     slices = slices_block(golden, golden["strata"])
     chart = slices_svg(golden)
     if slices is not None and chart is not None:

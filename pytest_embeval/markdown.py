@@ -33,6 +33,7 @@ from pytest_embeval.readout_capacity import (
     capacity_blocks,
     recall_target_note,
     slices_block,
+    usage_lines,
 )
 
 #: Characters that start inline Markdown (emphasis, code, HTML, strikethrough, headings, entities) or end
@@ -94,8 +95,8 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     """The recall target, the corpus slices and the capacity figures, when the golden set has them."""
     lines = []
     note = recall_target_note(golden)
-    if note is not None:
-        lines += [md_text(note), ""]
+    for line in [*([note] if note is not None else []), *usage_lines(golden)]:
+        lines += [md_text(line), ""]
     slices = slices_block(golden, golden["strata"])
     if slices is not None:
         lines += [line for n in slices.notes for line in (md_text(n), "")]

@@ -1,6 +1,7 @@
 """What a person reads of a golden set's capacity figures and corpus slices, as captioned text tables: each
 arm's capacity measured here and projected to ``production`` (with what every projection assumes), the
-primary metric's Δ at each corpus size, and the ef each arm needed at a recall target.
+primary metric's Δ at each corpus size, the ef each arm needed at a recall target, and what an endpoint arm
+spent.
 
 Pure functions of one golden set of the merged JSON report, keyed on presence: a golden set without
 ``production``, ``corpus_sample`` or ``recall_target`` gets nothing from here. The terminal, the Markdown
@@ -176,6 +177,24 @@ def recall_target_note(golden: Mapping[str, Any]) -> str | None:
         other = "incumbent" if more == "candidate" else "candidate"
         needs = f"the {more} needs more: ef {ef[more]} against the {other}'s {ef[other]}"
     return f"recall target {target['target']:g}: {needs}; {target['held_constant']}"
+
+
+def usage_lines(golden: Mapping[str, Any]) -> list[str]:
+    """What each endpoint arm spent on the golden set (`usage_line`); nothing for local models."""
+    return [usage_line(role, golden[role]["usage"]) for role in ROLES if golden[role].get("usage")]
+
+
+def usage_line(role: str, usage: Mapping[str, Any]) -> str:
+    """What an endpoint arm spent on a golden set, e.g. ``candidate usage: 12,480 tokens in 42 requests
+    ($0.0002 at $0.02 per million); 1,200 tokens ($2.4e-05) not spent: served from the embedding cache``."""
+    requests = usage["requests"]
+    line = f"{role} usage: {usage['tokens']:,} tokens in {requests:,} request{'' if requests == 1 else 's'}"
+    if usage["cost"] is not None and requests:
+        line += f" (${usage['cost']:.4g} at ${usage['price_per_million_tokens']:g} per million)"
+    if usage["cached_tokens"]:
+        saved = "" if usage["cached_cost"] is None else f" (${usage['cached_cost']:.4g})"
+        line += f"; {usage['cached_tokens']:,} tokens{saved} not spent: served from the embedding cache"
+    return line
 
 
 def _assumption(projected: Mapping[str, Any], key: str) -> str | None:

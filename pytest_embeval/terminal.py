@@ -24,6 +24,7 @@ from pytest_embeval.readout_capacity import (
     capacity_blocks,
     recall_target_note,
     slices_block,
+    usage_lines,
 )
 from pytest_embeval.report import ROLES
 
@@ -49,6 +50,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
             lines.append(_hnsw_line(role, index, golden["depth"]))
     if "recall_target" in golden:
         lines.append(str(recall_target_note(golden)))
+    lines += usage_lines(golden)
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
 
 

@@ -296,3 +296,19 @@ def test_the_family_ties_and_consensus_failures_render_when_the_report_has_them(
 
 def test_a_report_from_before_the_effective_n_has_no_differ_column() -> None:
     assert "differ" not in rendered_tables(report_markdown(load()))[0][0]
+
+
+def test_an_endpoint_arms_usage_is_said_under_the_guards() -> None:
+    report = load()
+    golden = report["golden_sets"][0]
+    golden["candidate"]["usage"] = {
+        **{"tokens": 12_480, "requests": 42, "cached_tokens": 1_200, "price_per_million_tokens": 0.02},
+        **{"cost": 0.0002496, "cached_cost": 0.000024},
+    }
+    golden["incumbent"]["usage"] = None  # an in-process model
+    expected = (
+        "candidate usage: 12,480 tokens in 42 requests ($0.0002496 at $0.02 per million); 1,200 tokens "
+        "($2.4e-05) not spent: served from the embedding cache"
+    )
+    assert expected in gfm().render(report_markdown(report))
+    assert "incumbent usage" not in report_markdown(report)
