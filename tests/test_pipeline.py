@@ -346,3 +346,18 @@ def test_the_corpus_digest_spans_its_blocks(monkeypatch: pytest.MonkeyPatch) -> 
     assert pipeline._corpus_digest(ids, texts) == reference
     with pytest.raises(ValueError, match="7 document ids but 6 texts"):
         pipeline._corpus_digest(ids, texts[:6])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.dictionaries(st.text(min_size=1, max_size=8), st.integers(-3, 1_000_000), min_size=1, max_size=4),
+        max_size=8,
+    )
+)
+def test_the_qrels_digest_is_one_json_line_per_judgment(qrels: dict[str, dict[str, int]]) -> None:
+    reference = pipeline._digest(
+        "qrels", sorted([qid, did, grade] for qid, docs in qrels.items() for did, grade in docs.items())
+    )
+    assert pipeline._qrels_digest(qrels) == reference
