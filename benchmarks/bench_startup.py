@@ -4,9 +4,10 @@ against the same pytest command without `--embeval`, pair by pair.
     python benchmarks/bench_startup.py [--pairs 10] [--repo DIR] [--importtime]
 
 The embedding cache is filled first by one ``pytest --embeval golden/`` (the demo's two models, into a
-fresh cache folder outside the repository; the distilled model is reused from ``$EMBEVAL_DEMO_CACHE`` or
-the repository's ``.embeval_cache/models``). Then ``--pairs`` times, in alternating order (bare first in
-odd pairs, embeval first in even ones, so that a drift in the machine's load favours neither):
+fresh cache folder outside the repository, and Python's bytecode caches; the distilled model is reused
+from ``$EMBEVAL_DEMO_CACHE`` or the repository's ``.embeval_cache/models``). Then ``--pairs`` times, in
+alternating order (bare first in odd pairs, embeval first in even ones, so that a drift in the machine's
+load favours neither):
 
 * bare: ``python -m pytest golden/ -p no:cacheprovider -q`` (collects nothing: exit 5);
 * embeval: the same with ``--embeval --embeval-cache-dir=CACHE --embeval-json=FILE`` (every text read from
@@ -70,6 +71,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="embeval-startup-"))
     env = {**os.environ, "PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1"}
     env.pop("PYTEST_ADDOPTS", None)
+    # Python caches compiled modules (pytest its assertion-rewritten ones too) unless told not to; this
+    # machine's environment tells it not to, which makes every run compile every module it imports (about
+    # a second here): measure what a user's runs cost, with the caches that the first run below writes.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if "EMBEVAL_DEMO_CACHE" not in env:
         built = REPO / ".embeval_cache" / "models" / "static-minilm-pca256"
         if built.is_dir():  # a copy, so that the measured checkout never writes into this one
