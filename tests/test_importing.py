@@ -7,7 +7,6 @@ report the plugin gives when it embeds with the same models itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,27 +16,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_sharding import RUN_TIMEOUT, packs, without_timings
+from test_sharding import MODELS, packs, plugin_report
 
-from conftest import golden_files
-from pytest_embeval import cli
+from conftest import CliResult, golden_files
 from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.encoders import resolve_model
 from pytest_embeval.golden import load_golden
 from pytest_embeval.importing import ImportProblem, check_vectors, read_vectors
 
-INCUMBENT, CANDIDATE = "fake_models:counted_good", "fake_models:counted_bad"
-Result = tuple[int, str, str]
-
-
-@pytest.fixture
-def embeval(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    def run(*args: str | Path) -> Result:
-        status = cli.main([str(arg) for arg in args])
-        captured = capsys.readouterr()
-        return status, captured.out, captured.err
-
-    return run
+INCUMBENT, CANDIDATE = MODELS
+Result = CliResult
 
 
 def write_parquet(path: Path, columns: dict[str, Any]) -> Path:
@@ -99,24 +87,9 @@ def test_imported_vectors_give_the_report_of_vectors_the_plugin_embeds(
     )
     assert (status, err) == (0, "")
 
-    def compare(folder: Path, name: str) -> tuple[pytest.RunResult, Any]:
-        report = tmp_path / f"{name}.json"
-        result = pytester.runpytest_subprocess(
-            "--embeval",
-            "-p",
-            "no:cacheprovider",
-            f"--embeval-incumbent={INCUMBENT}",
-            f"--embeval-candidate={CANDIDATE}",
-            f"--embeval-cache-dir={folder}",
-            f"--embeval-json={report}",
-            timeout=RUN_TIMEOUT,
-        )
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-        return result, without_timings(json.loads(report.read_text(encoding="utf-8")))
-
-    imported, imported_report = compare(cache, "imported")
+    imported, imported_report = plugin_report(pytester, cache, tmp_path / "imported.json")
     imported.stdout.fnmatch_lines(["*embedding cache*: 216 texts read, 0 embedded"])
-    embedded, embedded_report = compare(tmp_path / "embedded", "embedded")
+    embedded, embedded_report = plugin_report(pytester, tmp_path / "embedded", tmp_path / "embedded.json")
     embedded.stdout.fnmatch_lines(["*embedding cache*: 0 texts read, 216 embedded"])
     assert imported_report == embedded_report
 

@@ -21,6 +21,8 @@ from typing import Any
 import execnet
 import pytest
 
+from conftest import without_timings
+
 Golden = Callable[..., Path]
 
 SOCKET_SERVER = Path(execnet.__file__).parent / "script" / "socketserver.py"
@@ -29,14 +31,6 @@ LISTENING = re.compile(r"Entering Accept loop \('127\.0\.0\.1', (\d+)\)")
 START_TIMEOUT = 30
 RUN_TIMEOUT = 240
 MODELS = ("--embeval-incumbent=fake_models:counted_good", "--embeval-candidate=fake_models:counted_bad")
-
-
-def without_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
-    if isinstance(value, list):
-        return [without_timings(item) for item in value]
-    return value
 
 
 @pytest.fixture

@@ -10,14 +10,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import golden_files
-from pytest_embeval import cli
+from conftest import CliResult, golden_files, without_timings
 from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.encoders import resolve_model
 from pytest_embeval.golden import load_golden
@@ -27,7 +26,7 @@ TESTS = Path(__file__).parent
 MODELS = ("fake_models:counted_good", "fake_models:counted_bad")
 #: Seconds an `embeval embed` process or a pytest run may take here.
 RUN_TIMEOUT = 240
-Result = tuple[int, str, str]
+Result = CliResult
 
 
 def packs(cache: Path) -> dict[str, bytes]:
@@ -38,22 +37,23 @@ def packs(cache: Path) -> dict[str, bytes]:
     }
 
 
-def without_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
-    if isinstance(value, list):
-        return [without_timings(item) for item in value]
-    return value
-
-
-@pytest.fixture
-def embeval(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    def run(*args: str | Path) -> Result:
-        status = cli.main([str(arg) for arg in args])
-        captured = capsys.readouterr()
-        return status, captured.out, captured.err
-
-    return run
+def plugin_report(
+    pytester: pytest.Pytester, cache: Path, report: Path, models: Sequence[str] = MODELS
+) -> Any:
+    """``pytest --embeval`` of pytester's golden files with ``models`` on ``cache``: its run and its JSON
+    report without timings (the fakes' verdicts: some strata WORSE)."""
+    result = pytester.runpytest_subprocess(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        f"--embeval-incumbent={models[0]}",
+        f"--embeval-candidate={models[1]}",
+        f"--embeval-cache-dir={cache}",
+        f"--embeval-json={report}",
+        timeout=RUN_TIMEOUT,
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    return result, without_timings(json.loads(report.read_text(encoding="utf-8")))
 
 
 @pytest.fixture
@@ -166,26 +166,11 @@ def test_three_shard_processes_write_the_packs_of_one_and_the_plugin_reads_them(
     assert packs(sharded) == packs(single)  # byte-identical, file by file
     assert len([name for name in packs(single) if name.endswith(".pack")]) == 2 * 7
 
-    def compare(cache: Path, name: str) -> tuple[pytest.RunResult, Any]:
-        report = tmp_path / f"{name}.json"
-        result = pytester.runpytest_subprocess(
-            "--embeval",
-            "-p",
-            "no:cacheprovider",
-            f"--embeval-incumbent={MODELS[0]}",
-            f"--embeval-candidate={MODELS[1]}",
-            f"--embeval-cache-dir={cache}",
-            f"--embeval-json={report}",
-            timeout=RUN_TIMEOUT,
-        )
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-        return result, without_timings(json.loads(report.read_text(encoding="utf-8")))
-
     log.unlink()
-    read, read_report = compare(sharded, "sharded")
+    read, read_report = plugin_report(pytester, sharded, tmp_path / "sharded.json")
     read.stdout.fnmatch_lines(["*embedding cache*: 216 texts read, 0 embedded"])
     assert not log.exists()  # no model encoded anything
-    embedded, embedded_report = compare(tmp_path / "fresh", "fresh")
+    embedded, embedded_report = plugin_report(pytester, tmp_path / "fresh", tmp_path / "fresh.json")
     embedded.stdout.fnmatch_lines(["*embedding cache*: 0 texts read, 216 embedded"])
     assert read_report == embedded_report
 
