@@ -13,14 +13,23 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_embeval.cache import PACK_ROWS, EmbeddingCache
 from pytest_embeval.cli import EXIT_FAILED, EXIT_OK, CliError, _golden
-from pytest_embeval.encoders import KINDS, Arm, EncoderError, resolve_model
+from pytest_embeval.encoders import KINDS, Arm, EncoderError, Kind, resolve_model
 from pytest_embeval.pipeline import searched_corpus, short_digest
-from pytest_embeval.sharding import BlockFilled, golden_blocks, parse_shard, shard_blocks
+from pytest_embeval.sharding import (
+    Block,
+    BlockFilled,
+    Shard,
+    fill_block,
+    golden_blocks,
+    parse_shard,
+    shard_blocks,
+)
 
 DEFAULT_CACHE = ".embeval_cache"
 _CACHE_HELP = (
@@ -29,7 +38,7 @@ _CACHE_HELP = (
 )
 
 
-def _shard(text: str) -> Any:
+def _shard(text: str) -> Shard:
     try:
         return parse_shard(text)
     except ValueError as error:
@@ -99,10 +108,8 @@ def _embed(args: argparse.Namespace) -> int:
     return status
 
 
-def _fill_here(arm: Arm, blocks: list[Any], cache_dir: Path) -> list[BlockFilled] | None:
+def _fill_here(arm: Arm, blocks: Sequence[Block], cache_dir: Path) -> list[BlockFilled] | None:
     """Fill the blocks in this process; None (after one line on stderr) if the model fails."""
-    from pytest_embeval.sharding import fill_block
-
     cache = EmbeddingCache(cache_dir)
     done = _block_line(len(blocks))
     filled = []
@@ -117,7 +124,7 @@ def _fill_here(arm: Arm, blocks: list[Any], cache_dir: Path) -> list[BlockFilled
     return filled
 
 
-def _block_line(total: int) -> Any:
+def _block_line(total: int) -> Callable[[BlockFilled], None]:
     count = 0
 
     def done(filled: BlockFilled) -> None:
@@ -191,7 +198,7 @@ def _import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_cached_dimension(cache: EmbeddingCache, arm: Arm, kind: Any, texts: list[str], dim: int) -> None:
+def _check_cached_dimension(cache: EmbeddingCache, arm: Arm, kind: Kind, texts: list[str], dim: int) -> None:
     """Refuse vectors of another dimension than the ones the cache holds for this model already."""
     held = cache.contains(arm, kind, texts)
     if not held.any():
