@@ -223,7 +223,7 @@ def _pool(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     try:
-        target = qrels_file(args.golden)
+        target = qrels_file(golden)
     except ValueError as error:
         raise CliError(str(error)) from None
     sheets = _sheets(args.sheets)
@@ -241,7 +241,7 @@ def _merge(args: argparse.Namespace) -> int:
     elif args.dry_run:
         print(f"would append {len(result.new)} judgments to {target} (--dry-run: nothing written)")
     else:
-        append_qrels(target, result.new)
+        append_qrels(target, result.new, qrels_format=golden.qrels_format or "beir")
         print(f"appended {len(result.new)} judgments to {target}")
     return EXIT_OK
 
