@@ -121,6 +121,9 @@ def read_text(path: Path) -> str:
         raise GoldenError(path, None, None, f"file not found: {path.resolve()}") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise GoldenError(path, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        problem = "is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8"
+        raise GoldenError(path, None, 1, problem)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,20 @@ def resolve_settings(config: pytest.Config) -> Settings:
     # The report ranks 100 documents per query (more only for deeper metrics): pooling reads from it.
     if not 1 <= pool_depth <= 100:
         raise pytest.UsageError(f"--embeval-pool-depth must be between 1 and 100, got {pool_depth}")
+    enabled = bool(config.getoption("--embeval"))
+    outputs = {
+        "--embeval-json": (json_path, "file"),
+        "--embeval-runs": (runs_dir, "folder"),
+        "--embeval-pool": (pool_dir, "folder"),
+    }
+    if enabled:
+        for option, (value, kind) in outputs.items():
+            if value:
+                problem = output_problem(Path(value), kind)
+                if problem is not None:
+                    raise pytest.UsageError(f"{option} {value}: {problem}")
     return Settings(
-        enabled=bool(config.getoption("--embeval")),
+        enabled=enabled,
         incumbent=spec("incumbent"),
         candidate=spec("candidate"),
         json_path=Path(json_path) if json_path else None,
@@ -138,6 +151,31 @@ def resolve_settings(config: pytest.Config) -> Settings:
         pool_dir=Path(pool_dir) if pool_dir else None,
         pool_depth=pool_depth,
     )
+
+
+def output_problem(path: Path, kind: str) -> str | None:
+    """Why ``path`` cannot be written as a ``kind`` ("file" or "folder") at the end of the run, or None.
+
+    Checked when the session starts, so a bad output path costs nothing: an existing path of the other kind,
+    a path under a file, and a folder this process cannot create files in (tried with a temporary file in
+    the deepest folder that exists, which is where the missing ones would be created).
+    """
+    existing = path.parent
+    try:
+        if kind == "file" and path.is_dir():
+            return "is a folder; name the report file, e.g. " + str(path / "embeval.json")
+        if kind == "folder" and path.exists() and not path.is_dir():
+            return "is a file, not a folder"
+        existing = path if kind == "folder" and path.is_dir() else path.parent
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            return f"{existing} is a file, not a folder"
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        return f"cannot write in {existing}: {error.strerror or error}"
+    return None
 
 
 def _cache_dir(config: pytest.Config) -> Path | None:

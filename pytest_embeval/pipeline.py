@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from pytest_embeval.encoders import Arm, embed
+from pytest_embeval.encoders import Arm, EncoderError, embed
 from pytest_embeval.golden import GoldenSet, Query, Stratum
 from pytest_embeval.index import (
     HnswIndex,
@@ -65,6 +66,21 @@ class ControlMismatch(Exception):
     def __reduce__(self) -> tuple[type[ControlMismatch], tuple[tuple[str, ...]]]:
         # Exception pickles its args, which here are the formatted message, not the differences.
         return ControlMismatch, (self.differences,)
+
+
+class ArmFault(EncoderError):
+    """One arm's model failed: it could not be resolved, or its encoder raised or returned vectors that cannot
+    be used. ``role`` and ``spec`` say which (``spec`` is None when there is no model at all); the message,
+    one line, says what was wrong."""
+
+    def __init__(self, role: Role, spec: str | None, problem: str) -> None:
+        self.role = role
+        self.spec = spec
+        self.problem = problem
+        super().__init__(problem)
+
+    def __reduce__(self) -> tuple[type[ArmFault], tuple[Role, str | None, str]]:
+        return ArmFault, (self.role, self.spec, self.problem)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -195,12 +211,15 @@ def _control(
     index: Mapping[str, str | int],
     depth: int,
     plan: str,
+    textless: Sequence[str] = (),
 ) -> Control:
     # Texts are hashed one by one so a large corpus is never serialised whole.
-    documents = (
+    documents: Iterable[object] = (
         [doc_id, hashlib.sha256(text.encode("utf-8")).hexdigest()]
         for doc_id, text in zip(doc_ids, doc_texts, strict=True)
     )
+    if textless:  # documents without text, never embedded; only then, so other digests do not change
+        documents = itertools.chain(documents, [["textless", list(textless)]])
     query_rows = (
         [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
     )
@@ -237,6 +256,7 @@ def golden_control(golden: GoldenSet) -> Control:
         index=index,
         depth=depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
     )
 
 
@@ -298,7 +318,8 @@ def run_arm(
     embedder: Embedder = embed,
     progress: Progress | None = None,
 ) -> ArmResult:
-    """Embed, search and score one arm; identical for both arms but for `arm`."""
+    """Embed, search and score one arm; identical for both arms but for `arm`. Raises `ArmFault` when the
+    arm's encoder fails or returns vectors that cannot be searched."""
 
     def report(kind: str) -> Callable[[int, int], None] | None:
         if progress is None:
@@ -307,9 +328,18 @@ def run_arm(
 
     doc_ids = [doc.id for doc in golden.documents]
     doc_texts = [doc.embed_text for doc in golden.documents]
-    doc_vectors = embedder(arm, doc_texts, "document", progress=report("document"), role=role)
     query_texts = [query.text for query in golden.queries]
-    query_vectors = embedder(arm, query_texts, "query", progress=report("query"), role=role)
+    try:
+        doc_vectors = embedder(arm, doc_texts, "document", progress=report("document"), role=role)
+        query_vectors = embedder(arm, query_texts, "query", progress=report("query"), role=role)
+    except EncoderError as error:
+        raise ArmFault(role, arm.spec, str(error)) from error
+    if query_vectors.shape[1] != doc_vectors.shape[1]:
+        problem = (
+            f"{role} encoder {arm.spec!r} returned {query_vectors.shape[1]}-dimensional query vectors but "
+            f"{doc_vectors.shape[1]}-dimensional document vectors: they cannot be compared"
+        )
+        raise ArmFault(role, arm.spec, problem)
     depth = ranked_depth(golden)
     if golden.index.kind == "hnsw":
         positions, scores, stats = _search_hnsw(golden, query_vectors, doc_vectors, doc_ids, depth)
@@ -337,6 +367,7 @@ def run_arm(
         index={"kind": stats.kind, **(stats.hnsw.parameters if stats.hnsw else {})},
         depth=depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
     )
     return ArmResult(
         role=role,
