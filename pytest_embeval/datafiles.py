@@ -141,7 +141,16 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _first_line(text: str) -> tuple[int, str] | None:
-    return next(_lines(text), None)
+    """The first non-blank line and its number, found without splitting the whole text."""
+    start, number = 0, 1
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        line = text[start:end]
+        if line and not line.isspace():
+            return number, line.removesuffix("\r")
+        start, number = end + 1, number + 1
+    return None
 
 
 def id_problem(value: str) -> str | None:
@@ -290,11 +299,31 @@ def read_documents(path: Path, declared: str | None = None) -> list[Document]:
     documents: list[Document] = []
     first_line: dict[str, int] = {}
     if _text_format(path, text, declared, "id<TAB>text[<TAB>title]") == "jsonl":
-        for line, record in _json_lines(path, text):
-            doc_id = _json_id(path, line, record)
-            _duplicate(path, "document", doc_id, line, first_line)
-            body = _json_string(path, line, record, "text")
-            title = "" if record.get("title") is None else _json_string(path, line, record, "title")
+        # The common case is checked inline (this loop runs once per document of corpora of millions); the
+        # helpers, called otherwise, raise the error or accept the rarer forms (an integer id).
+        for line, raw in enumerate(text.split("\n"), start=1):
+            if not raw or raw.isspace():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise GoldenError(path, None, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            if type(record) is not dict:
+                raise GoldenError(path, None, line, f"expected a JSON object, got {_json_text(record)}")
+            doc_id = record.get("_id")
+            if type(doc_id) is not str or not doc_id or _WHITESPACE.search(doc_id):
+                doc_id = _json_id(path, line, record)
+            if doc_id in first_line:
+                _duplicate(path, "document", doc_id, line, first_line)
+            first_line[doc_id] = line
+            body = record.get("text")
+            if type(body) is not str:
+                body = _json_string(path, line, record, "text")
+            title = record.get("title")
+            if title is None:
+                title = ""
+            elif type(title) is not str:
+                title = _json_string(path, line, record, "title")
             documents.append(Document(doc_id, body, title))
         return documents
     for line, row, columns in _tsv_rows(path, text, documents=True):
