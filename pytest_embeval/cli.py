@@ -137,6 +137,11 @@ def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict
             queries = embed(arm, query_texts, "query")
         except EncoderError as error:
             raise CliError(str(error)) from None
+        if queries.shape[1] != documents.shape[1]:
+            raise CliError(
+                f"encoder {spec!r} returned {queries.shape[1]}-dimensional query vectors but "
+                f"{documents.shape[1]}-dimensional document vectors: they cannot be compared"
+            )
         positions, _ = exact_search(queries, documents, min(depth, len(doc_ids)), doc_ids=doc_ids)
         rankings[spec] = {
             query.id: [doc_ids[p] for p in row]
