@@ -206,15 +206,18 @@ def _text_format(path: Path, text: str, declared: str | None, columns: str) -> s
 
 def _json_lines(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(text.split("\n"), start=1):
-        if not line or line.isspace():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
-        yield number, record
+        if line and not line.isspace():
+            yield number, _json_record(path, number, line)
+
+
+def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if type(record) is not dict:
+        raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+    return record
 
 
 def _json_text(value: object) -> str:
@@ -304,12 +307,7 @@ def read_documents(path: Path, declared: str | None = None) -> list[Document]:
         for line, raw in enumerate(text.split("\n"), start=1):
             if not raw or raw.isspace():
                 continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise GoldenError(path, None, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-            if type(record) is not dict:
-                raise GoldenError(path, None, line, f"expected a JSON object, got {_json_text(record)}")
+            record = _json_record(path, line, raw)
             doc_id = record.get("_id")
             if type(doc_id) is not str or not doc_id or _WHITESPACE.search(doc_id):
                 doc_id = _json_id(path, line, record)
