@@ -15,7 +15,8 @@ a query, so "the k largest keys" is exactly trec_eval's top k, even when equal s
 
 What an approximate index costs is measured here too: :meth:`HnswIndex.memory_bytes`, per-query latency
 (:meth:`HnswIndex.query_seconds` against :func:`flat_query_seconds`, hnswlib's brute-force index, both
-single-threaded in the same library) and :func:`ann_recall` against exact search.
+single-threaded in the same library), :func:`ann_recall` against exact search, and the smallest ef that
+reaches a recall target (:meth:`HnswIndex.ef_for_recall`).
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ import numpy as np
 __all__ = [
     "HnswIndex",
     "Latency",
+    "TargetNotReached",
     "ann_recall",
     "effective_ef",
     "exact_search",
     "flat_query_seconds",
     "hnsw_search",
+    "smallest_ef",
     "tie_ranks",
 ]
 
@@ -146,21 +149,9 @@ class HnswIndex:
         n_queries = q.shape[0]
         if n_queries == 0 or k_eff == 0:
             return _empty_result(n_queries, k_eff)
-        ef = effective_ef(ef_search, k_eff)
-        self._index.set_ef(ef)
-        try:
-            labels, _ = self._index.knn_query(
-                np.ascontiguousarray(q, dtype=np.float32), k=k_eff, num_threads=1
-            )
-        except RuntimeError as error:
-            # hnswlib fails the whole batch when its graph search reaches fewer than k documents for any
-            # query, which happens when the graph is disconnected (degenerate data: many equal similarities).
-            raise ValueError(
-                f"hnswlib reached fewer than k={k_eff} documents for some queries (M={self.M}, "
-                f"ef_construction={self.ef_construction}, ef={ef}): the graph is too sparse for these "
-                "vectors; raise M or ef_construction, or use exact search"
-            ) from error
-        positions = labels.astype(np.int64)
+        positions = self._labels(
+            np.ascontiguousarray(q, dtype=np.float32), k_eff, effective_ef(ef_search, k_eff)
+        )
         # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
         scores = np.empty(positions.shape, dtype=np.float32)
         step = max(1, _SCRATCH_BYTES // (8 * k_eff * d.shape[1]))
@@ -190,6 +181,37 @@ class HnswIndex:
         the upper-level links. It leaves out hnswlib's label hash map and visited-list scratch, and the float
         copy of the documents this class keeps for exact rescoring."""
         return 0 if self._index is None else int(self._index.index_file_size())
+
+    def ef_for_recall(self, queries: np.ndarray, exact: np.ndarray, target: float) -> tuple[int, float]:
+        """The smallest ef (and the recall it reaches) at which the top k of ``queries`` finds at least
+        ``target`` of ``exact``, their exact top k (``(n_queries, k)`` positions, from `exact_search`), by
+        `smallest_ef` between k (hnswlib's least) and the corpus size (a search that large visits every
+        document it can reach). Raises `TargetNotReached` if even that falls short."""
+        q, k = _validate_queries(queries, self._documents, np.asarray(exact).shape[1])
+        if self._index is None or k == 0 or q.shape[0] == 0:
+            raise ValueError("a recall target needs documents, queries and k >= 1")
+        rows = np.ascontiguousarray(q, dtype=np.float32)
+
+        def recall_at(ef: int) -> float:
+            return ann_recall(self._labels(rows, k, ef), exact)
+
+        return smallest_ef(recall_at, target, low=k, high=max(k, self._documents.shape[0]))
+
+    def _labels(self, rows: np.ndarray, k: int, ef: int) -> np.ndarray:
+        """hnswlib's top k of float32 ``rows`` at ``ef``, as int64 positions."""
+        self._index.set_ef(ef)
+        try:
+            labels, _ = self._index.knn_query(rows, k=k, num_threads=1)
+        except RuntimeError as error:
+            # hnswlib fails the whole batch when its graph search reaches fewer than k documents for any
+            # query, which happens when the graph is disconnected (degenerate data: many equal similarities).
+            raise ValueError(
+                f"hnswlib reached fewer than k={k} documents for some queries (M={self.M}, "
+                f"ef_construction={self.ef_construction}, ef={ef}): the graph is too sparse for these "
+                "vectors; raise M or ef_construction, or use exact search"
+            ) from error
+        positions: np.ndarray = labels.astype(np.int64)
+        return positions
 
     def query_seconds(self, queries: np.ndarray, k: int, *, ef_search: int = 128) -> np.ndarray:
         """Wall-clock seconds of one single-threaded hnswlib query per row of ``queries`` (the graph search
@@ -221,6 +243,53 @@ def flat_query_seconds(queries: np.ndarray, documents: np.ndarray, k: int) -> np
     flat.add_items(np.ascontiguousarray(d, dtype=np.float32), np.arange(d.shape[0]))
     rows = np.ascontiguousarray(q, dtype=np.float32)
     return _time_each(lambda row: flat.knn_query(row, k=k_eff, num_threads=1), rows)
+
+
+class TargetNotReached(Exception):
+    """No ef up to the largest tried reaches the recall target; ``recall`` is what the largest reached."""
+
+    def __init__(self, target: float, recall: float, ef: int) -> None:
+        self.target, self.recall, self.ef = target, recall, ef
+        super().__init__(f"ANN recall {recall:.4f} at the largest ef {ef} is below the target {target:g}")
+
+    def __reduce__(self) -> tuple[type[TargetNotReached], tuple[float, float, int]]:
+        return TargetNotReached, (self.target, self.recall, self.ef)
+
+
+def smallest_ef(
+    recall_at: Callable[[int], float], target: float, *, low: int, high: int
+) -> tuple[int, float]:
+    """The smallest ef in ``[low, high]`` with ``recall_at(ef) >= target``, and that recall.
+
+    Recall does not fall as ef grows (a longer candidate list explores a superset of the graph, in
+    practice), so ef is doubled from ``low`` until the target is reached, then the last doubling is bisected:
+    about 2·log2(ef / low) evaluations. The ef returned was measured to reach the target. Raises
+    `TargetNotReached` when ``recall_at(high)`` does not.
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"target must be in (0, 1], got {target!r}")
+    if isinstance(low, bool) or not isinstance(low, int) or low < 1 or high < low:
+        raise ValueError(f"need 1 <= low <= high, got low={low!r}, high={high!r}")
+    measured: dict[int, float] = {}
+
+    def reaches(ef: int) -> bool:
+        if ef not in measured:
+            measured[ef] = recall_at(ef)
+        return measured[ef] >= target
+
+    below, ef = low - 1, low
+    while not reaches(ef):
+        if ef == high:
+            raise TargetNotReached(target, measured[ef], ef)
+        below, ef = ef, min(2 * ef, high)
+    # The target is reached at ef and not at `below` (or below is under low): bisect between them.
+    while ef - below > 1:
+        middle = (below + ef) // 2
+        if reaches(middle):
+            ef = middle
+        else:
+            below = middle
+    return ef, measured[ef]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from pytest_embeval.pipeline import (
     ControlMismatch,
     Embedder,
     GoldenRun,
+    RecallTargetError,
     Role,
     evaluate_stratum,
     run_golden,
@@ -134,7 +135,7 @@ class StratumItem(pytest.Function):
         before = state.cache.stats() if state.cache is not None else CacheStats()
         try:
             return self._run_golden(state)
-        except (ArmFault, ControlMismatch) as error:
+        except (ArmFault, ControlMismatch, RecallTargetError) as error:
             record = error_record(self.golden, self.golden_path, error)
             self.stash[ITEM_ERROR] = record
             return FailedRun(self.nodeid, f"{self.golden.name}: {record['message']}")

@@ -8,6 +8,12 @@ Control: only the encoder may differ between the arms. Each arm records a `Contr
 actually consumed (the documents and queries it embedded, the index it searched, the depth, the judgments
 and plan it was scored with); `run_golden` checks both against the golden set's own and raises
 `ControlMismatch` naming every component that differs, rather than compare arms that saw different inputs.
+With ``index.hnsw.recall_target``, held constant is the recall each arm's ef reaches, not the ef: each arm
+searches at the smallest ef that reaches the target on the sampled queries (`RecallTargetError` if none).
+
+With ``corpus_sample``, each arm embeds the largest slice once and searches every slice (`slices`); the
+verdicts are decided on the largest, and each stratum also gets its primary comparison per slice. With
+``production``, each arm's capacity is measured (`measure`) for the projection (`capacity`).
 """
 
 from __future__ import annotations
@@ -22,17 +28,21 @@ from typing import Literal
 
 import numpy as np
 
+from pytest_embeval.capacity import ArmCapacity
 from pytest_embeval.encoders import Arm, EncoderError, embed
 from pytest_embeval.golden import GoldenSet, Query, Stratum
 from pytest_embeval.index import (
     HnswIndex,
     Latency,
+    TargetNotReached,
     ann_recall,
     effective_ef,
     exact_search,
     flat_query_seconds,
 )
+from pytest_embeval.measure import TimedEncoder, measure_capacity
 from pytest_embeval.metrics import evaluate
+from pytest_embeval.slices import SliceOutcome, corpus_slices, gap_still_moving, restrict
 from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
 from pytest_embeval.verdict import Decision, decide
 
@@ -83,6 +93,10 @@ class ArmFault(EncoderError):
         return ArmFault, (self.role, self.spec, self.problem)
 
 
+class RecallTargetError(Exception):
+    """An arm's index does not reach the declared recall target at any ef: one line naming the arm."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Control:
     """``sha256:`` digests of everything held constant between the arms, one per component."""
@@ -93,7 +107,8 @@ class Control:
     queries: str
     #: every (query, document, grade) judgment
     qrels: str
-    #: index kind and, for hnsw, M, ef_construction, the ef searched with and the build seed
+    #: index kind and, for hnsw, M, ef_construction, the build seed and the ef searched with (or, with a
+    #: recall target, the target: each arm's ef is its own)
     index: str
     #: documents ranked per query
     depth: str
@@ -120,6 +135,8 @@ class HnswStats:
     sample: int
     latency: Latency
     exact_latency: Latency
+    #: the recall target this arm's ef was chosen to reach; None: searched at the declared ef_search
+    recall_target: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -148,6 +165,22 @@ class ArmResult:
     #: digests of what this arm consumed, checked against the golden set's by `run_golden`
     control: Control
     index: IndexStats
+    #: measured for the golden set's ``production`` projection; None when it declares none
+    capacity: ArmCapacity | None = None
+    #: with ``corpus_sample``: this arm on each smaller slice, smallest first (this result is the largest)
+    slices: tuple[ArmResult, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SliceRun:
+    """Both arms on one corpus slice: ``run.golden`` holds the slice's documents."""
+
+    fraction: float
+    run: GoldenRun
+
+    @property
+    def documents(self) -> int:
+        return len(self.run.golden.documents)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -157,6 +190,13 @@ class GoldenRun:
     candidate: ArmResult
     #: what both arms were checked to have consumed
     control: Control
+    #: with ``corpus_sample``: every slice, smallest first; the arms above are the largest slice's
+    slices: tuple[SliceRun, ...] = ()
+
+    @property
+    def documents(self) -> int:
+        """Documents the arms above searched: the largest slice's, or the whole corpus."""
+        return self.slices[-1].documents if self.slices else len(self.golden.documents)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -180,6 +220,10 @@ class StratumOutcome:
     decision: Decision
     movers: tuple[Mover, ...]  # largest |Δ| first
     drivers: tuple[Mover, ...]  # largest contribution in the direction of Δ first
+    #: with ``corpus_sample``: the primary comparison and verdict per slice, smallest first
+    slices: tuple[SliceOutcome, ...] = ()
+    #: Δ moved by more than half the margin between the two largest slices (`slices.gap_still_moving`)
+    gap_moving: bool = False
 
 
 def ranked_depth(golden: GoldenSet) -> int:
@@ -208,7 +252,7 @@ def _control(
     queries: Sequence[Query],
     query_texts: Sequence[str],
     qrels: Mapping[str, Mapping[str, int]],
-    index: Mapping[str, str | int],
+    index: Mapping[str, str | int | float],
     depth: int,
     plan: str,
     textless: Sequence[str] = (),
@@ -236,17 +280,18 @@ def _control(
 
 def golden_control(golden: GoldenSet) -> Control:
     """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
-    the ef a search of the ranked depth runs with), depth and plan."""
+    the ef a search of the ranked depth runs with, or the recall target that chooses each arm's), depth and
+    plan."""
     depth = ranked_depth(golden)
     spec = golden.index
-    index: dict[str, str | int] = {"kind": spec.kind}
+    index: dict[str, str | int | float] = {"kind": spec.kind}
     if spec.kind == "hnsw":
-        index.update(
-            M=spec.M,
-            ef_construction=spec.ef_construction,
-            ef=effective_ef(spec.ef_search, depth),
-            seed=golden.seed,
-        )
+        index.update(M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed)
+        if spec.recall_target is None:
+            index["ef"] = effective_ef(spec.ef_search, depth)
+        else:
+            # Each arm searches at the ef its own vectors need: the recall reached is what both must share.
+            index["recall_target"] = spec.recall_target
     return _control(
         doc_ids=[doc.id for doc in golden.documents],
         doc_texts=[doc.embed_text for doc in golden.documents],
@@ -289,25 +334,55 @@ def ann_sample(n_queries: int, seed: int) -> np.ndarray:
 
 
 def _search_hnsw(
-    golden: GoldenSet, queries: np.ndarray, documents: np.ndarray, doc_ids: Sequence[str], depth: int
+    golden: GoldenSet,
+    queries: np.ndarray,
+    documents: np.ndarray,
+    doc_ids: Sequence[str],
+    depth: int,
+    role: Role,
 ) -> tuple[np.ndarray, np.ndarray, IndexStats]:
     spec = golden.index
     # The golden seed, not the arm, seeds the build: both arms get the same construction randomness.
     index = HnswIndex(
         documents, doc_ids=doc_ids, M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed
     )
-    positions, scores = index.search(queries, depth, ef_search=spec.ef_search)
     sample = ann_sample(queries.shape[0], golden.seed)
     exact_positions, _ = exact_search(queries[sample], documents, depth, doc_ids=doc_ids)
+    ef = spec.ef_search
+    if spec.recall_target is not None:
+        try:
+            ef, _ = index.ef_for_recall(queries[sample], exact_positions, spec.recall_target)
+        except TargetNotReached as missed:
+            raise RecallTargetError(
+                f"{role}: index.hnsw.recall_target {missed.target:g} is out of reach: ANN recall@{depth} "
+                f"{missed.recall:.4f} on {sample.size} sampled queries at the largest ef, {missed.ef} (every "
+                f"document); lower the target, or raise M ({spec.M}) or ef_construction "
+                f"({spec.ef_construction})"
+            ) from None
+    positions, scores = index.search(queries, depth, ef_search=ef)
     hnsw = HnswStats(
         parameters=index.parameters(),
         ann_recall=ann_recall(positions[sample], exact_positions),
         sample=int(sample.size),
-        latency=Latency.of(index.query_seconds(queries[sample], depth, ef_search=spec.ef_search)),
+        latency=Latency.of(index.query_seconds(queries[sample], depth, ef_search=ef)),
         exact_latency=Latency.of(flat_query_seconds(queries[sample], documents, depth)),
+        recall_target=spec.recall_target,
     )
     stats = IndexStats(dimension=int(documents.shape[1]), memory_bytes=index.memory_bytes(), hnsw=hnsw)
     return positions, scores, stats
+
+
+def _consumed_index(stats: IndexStats) -> dict[str, str | int | float]:
+    """What the index reports it was built and searched with, not what was asked of it; with a recall
+    target, the target if this arm's ef reached it (else the recall it reached), instead of its ef."""
+    if stats.hnsw is None:
+        return {"kind": stats.kind}
+    consumed: dict[str, str | int | float] = {"kind": stats.kind, **stats.hnsw.parameters}
+    target = stats.hnsw.recall_target
+    if target is not None:
+        del consumed["ef"]
+        consumed["recall_target"] = target if stats.hnsw.ann_recall >= target else stats.hnsw.ann_recall
+    return consumed
 
 
 def run_arm(
@@ -318,20 +393,25 @@ def run_arm(
     embedder: Embedder = embed,
     progress: Progress | None = None,
 ) -> ArmResult:
-    """Embed, search and score one arm; identical for both arms but for `arm`. Raises `ArmFault` when the
-    arm's encoder fails or returns vectors that cannot be searched."""
+    """Embed, search and score one arm; identical for both arms but for `arm`. With ``corpus_sample``, the
+    largest slice is embedded and searched, and every smaller one searched with its rows of those vectors.
+    Raises `ArmFault` when the arm's encoder fails or returns vectors that cannot be searched."""
 
     def report(kind: str) -> Callable[[int, int], None] | None:
         if progress is None:
             return None
         return lambda done, total: progress(role, kind, done, total)
 
-    doc_ids = [doc.id for doc in golden.documents]
-    doc_texts = [doc.embed_text for doc in golden.documents]
+    drawn = corpus_slices(golden)
+    searched = restrict(golden, drawn[-1].rows) if drawn else golden
+    # Encoding is timed only when a capacity is to be projected; the timer changes nothing else.
+    timer = TimedEncoder(arm.encoder) if golden.production is not None else None
+    encoding = arm if timer is None else dataclasses.replace(arm, encoder=timer)
+    doc_texts = [doc.embed_text for doc in searched.documents]
     query_texts = [query.text for query in golden.queries]
     try:
-        doc_vectors = embedder(arm, doc_texts, "document", progress=report("document"), role=role)
-        query_vectors = embedder(arm, query_texts, "query", progress=report("query"), role=role)
+        doc_vectors = embedder(encoding, doc_texts, "document", progress=report("document"), role=role)
+        query_vectors = embedder(encoding, query_texts, "query", progress=report("query"), role=role)
     except EncoderError as error:
         raise ArmFault(role, arm.spec, str(error)) from error
     if query_vectors.shape[1] != doc_vectors.shape[1]:
@@ -340,9 +420,41 @@ def run_arm(
             f"{doc_vectors.shape[1]}-dimensional document vectors: they cannot be compared"
         )
         raise ArmFault(role, arm.spec, problem)
+    result = _search_arm(searched, arm, role, doc_vectors, query_vectors, timer)
+    if len(drawn) < 2:
+        return result
+    # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.
+    largest = np.asarray(drawn[-1].rows)
+    smaller = tuple(
+        _search_arm(
+            restrict(golden, one.rows),
+            arm,
+            role,
+            doc_vectors[np.searchsorted(largest, one.rows)],
+            query_vectors,
+            timer=None,
+            measure=False,
+        )
+        for one in drawn[:-1]
+    )
+    return dataclasses.replace(result, slices=smaller)
+
+
+def _search_arm(
+    golden: GoldenSet,
+    arm: Arm,
+    role: Role,
+    doc_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    timer: TimedEncoder | None,
+    *,
+    measure: bool = True,
+) -> ArmResult:
+    """Search the golden set's documents (these vectors, in its corpus order) and score every query."""
+    doc_ids = [doc.id for doc in golden.documents]
     depth = ranked_depth(golden)
     if golden.index.kind == "hnsw":
-        positions, scores, stats = _search_hnsw(golden, query_vectors, doc_vectors, doc_ids, depth)
+        positions, scores, stats = _search_hnsw(golden, query_vectors, doc_vectors, doc_ids, depth, role)
     else:
         positions, scores = exact_search(query_vectors, doc_vectors, depth, doc_ids=doc_ids)
         # A flat index holds the float32 vectors and nothing else.
@@ -357,18 +469,38 @@ def run_arm(
         query_ids,
         relevance_level=golden.relevance_level,
     )
+    doc_texts = [doc.embed_text for doc in golden.documents]
+    query_texts = [query.text for query in golden.queries]
     control = _control(
         doc_ids=doc_ids,
         doc_texts=doc_texts,
         queries=golden.queries,
         query_texts=query_texts,
         qrels=golden.qrels,
-        # What the index reports it was built and searched with, not what was asked of it.
-        index={"kind": stats.kind, **(stats.hnsw.parameters if stats.hnsw else {})},
+        index=_consumed_index(stats),
         depth=depth,
         plan=golden.plan_fingerprint(),
         textless=golden.textless,
     )
+    capacity = None
+    if measure and golden.production is not None:
+        if stats.hnsw is not None:
+            latency, ef = stats.hnsw.latency, stats.hnsw.parameters["ef"]
+        else:  # exact search is timed here, on hnswlib's flat index, on the queries hnsw would sample
+            sample = ann_sample(query_vectors.shape[0], golden.seed)
+            latency, ef = Latency.of(flat_query_seconds(query_vectors[sample], doc_vectors, depth)), None
+        capacity = measure_capacity(
+            arm,
+            documents=doc_vectors,
+            document_texts=doc_texts,
+            query_texts=query_texts,
+            timer=timer,
+            index=stats.kind,
+            index_bytes=stats.memory_bytes,
+            M=golden.index.M if stats.hnsw is not None else None,
+            latency=latency,
+            latency_ef=ef,
+        )
     return ArmResult(
         role=role,
         arm=arm,
@@ -377,6 +509,7 @@ def run_arm(
         per_query=per_query,
         control=control,
         index=stats,
+        capacity=capacity,
     )
 
 
@@ -389,12 +522,32 @@ def run_golden(
     progress: Progress | None = None,
 ) -> GoldenRun:
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
-    than the golden set declares."""
+    than the golden set (each corpus slice of it) declares."""
     incumbent_result = run_arm(golden, incumbent, "incumbent", embedder=embedder, progress=progress)
     candidate_result = run_arm(golden, candidate, "candidate", embedder=embedder, progress=progress)
-    control = golden_control(golden)
-    check_control(control, incumbent_result.control, candidate_result.control)
-    return GoldenRun(golden=golden, incumbent=incumbent_result, candidate=candidate_result, control=control)
+    drawn = corpus_slices(golden)
+    if not drawn:
+        control = golden_control(golden)
+        check_control(control, incumbent_result.control, candidate_result.control)
+        return GoldenRun(
+            golden=golden, incumbent=incumbent_result, candidate=candidate_result, control=control
+        )
+    pairs = zip(
+        (*incumbent_result.slices, incumbent_result),
+        (*candidate_result.slices, candidate_result),
+        strict=True,
+    )
+    slices = []
+    for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
+        searched = restrict(golden, one.rows)
+        control = golden_control(searched)
+        check_control(control, incumbent_slice.control, candidate_slice.control)
+        run = GoldenRun(
+            golden=searched, incumbent=incumbent_slice, candidate=candidate_slice, control=control
+        )
+        slices.append(SliceRun(fraction=one.fraction, run=run))
+    largest = slices[-1].run
+    return dataclasses.replace(largest, golden=golden, slices=tuple(slices))
 
 
 def _movers(
@@ -445,10 +598,19 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
     by_size = np.argsort(-np.abs(difference), kind="stable")
     direction = -1.0 if comparisons[primary].delta < 0 else 1.0
     by_contribution = np.argsort(-direction * difference, kind="stable")
-    return StratumOutcome(
+    outcome = StratumOutcome(
         stratum=stratum,
         comparisons=comparisons,
         decision=decision,
         movers=_movers(texts, ids, incumbent, candidate, by_size),
         drivers=_movers(texts, ids, incumbent, candidate, by_contribution),
     )
+    if not run.slices:
+        return outcome
+    # The largest slice is this run: its outcome is the one above.
+    smaller = [(one, evaluate_stratum(one.run, stratum)) for one in run.slices[:-1]]
+    slices = tuple(
+        SliceOutcome(one.fraction, one.documents, result.comparisons[primary], result.decision.verdict)
+        for one, result in [*smaller, (run.slices[-1], outcome)]
+    )
+    return dataclasses.replace(outcome, slices=slices, gap_moving=gap_still_moving(slices, golden.tie_margin))
