@@ -418,8 +418,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Every row needs a known query and document and a grade on the scale; an empty grade, a "
         "pair graded twice differently by one judge, judges who disagree (unless --resolve) and a pair "
         "already judged differently are errors, each with its row number (the header is row 1). On any "
-        "error nothing is written; otherwise the new judgments are appended to the qrels TSV file "
-        "atomically, existing lines untouched. The judge is the 'judge' cell, or the sheet's file name.",
+        "error nothing is written; otherwise the new judgments are appended to the qrels file, in its "
+        "format, atomically, existing lines untouched. The judge is the 'judge' cell, or the sheet's file "
+        "name.",
     )
     merge_parser.add_argument(
         "golden", metavar="GOLDEN.yaml", help="the golden-set file (its qrels must be a TSV)."
