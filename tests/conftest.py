@@ -19,6 +19,15 @@ LANGUAGES = {"en": range(0, 24), "es": range(24, 48)}
 DOCUMENTS = 60
 
 
+def write_file(path: Path, text: str | bytes) -> None:
+    """Write text (UTF-8) or bytes as given, creating the folders on the way."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
 def golden_files(root: Path, name: str = "support", **settings: Any) -> Path:
     """Write a small golden set (YAML + JSONL + TSV) under root; settings override the YAML keys."""
     data = root / name

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_file
 from pytest_embeval.datafiles import Document, detect_qrels_format, read_documents, read_queries
 from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
 from pytest_embeval.merging import qrels_file
@@ -33,12 +34,7 @@ def golden_set(tmp_path: Path, yaml_text: str = GOLDEN, **files: str | bytes) ->
         **files,
     }
     for name, text in contents.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            path.write_bytes(text)
-        else:
-            path.write_text(text, encoding="utf-8")
+        write_file(tmp_path / name, text)
     (tmp_path / "golden.yaml").write_text(yaml_text, encoding="utf-8")
     return load_golden(tmp_path / "golden.yaml")
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_file
+
 Golden = Callable[..., Path]
 Setup = Callable[[Path], None]
 
@@ -54,15 +56,7 @@ class Fault:
 
 
 def write(relative: str, text: str | bytes) -> Setup:
-    def edit(root: Path) -> None:
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            path.write_bytes(text)
-        else:
-            path.write_text(text, encoding="utf-8")
-
-    return edit
+    return lambda root: write_file(root / relative, text)
 
 
 def replace_line(relative: str, number: int, text: str) -> Setup:
