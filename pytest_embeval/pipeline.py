@@ -1,8 +1,9 @@
-"""The one pipeline both arms go through, and the per-stratum comparison built on it.
+"""The one pipeline both arms go through.
 
 `run_golden` embeds the corpus and the queries with each arm, searches the same index type with the same k,
-and scores every query under every declared metric; `evaluate_stratum` pairs the two arms' per-query scores
-of one stratum and applies the verdict rule. Nothing here knows about pytest: the items call these functions.
+and scores every query under every declared metric (`scoring.score_arm`); `strata.evaluate_golden` then
+pairs the two arms' per-query scores stratum by stratum and applies the verdict rule. Nothing here knows
+about pytest: the items call these functions.
 
 Control: only the encoder may differ between the arms. Each arm records a `Control`, digests of what it
 actually consumed (the documents and queries it embedded, the index it searched, the depth, the judgments
@@ -12,8 +13,9 @@ With ``index.hnsw.recall_target``, held constant is the recall each arm's ef rea
 searches at the smallest ef that reaches the target on the sampled queries (`RecallTargetError` if none).
 
 With ``corpus_sample``, each arm embeds the largest slice once and searches every slice (`slices`); the
-verdicts are decided on the largest, and each stratum also gets its primary comparison per slice. With
-``production``, each arm's capacity is measured (`measure`) for the projection (`capacity`).
+verdicts are decided on the largest, and each stratum also gets its primary comparison per slice
+(`strata`). With ``production``, each arm's capacity is measured (`measure`) for the projection
+(`capacity`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity
 from pytest_embeval.encoders import Arm, EncoderError, embed
-from pytest_embeval.golden import GoldenSet, Query, Stratum
+from pytest_embeval.golden import GoldenSet, Query
 from pytest_embeval.index import (
     HnswIndex,
     Latency,
@@ -41,15 +42,12 @@ from pytest_embeval.index import (
     flat_query_seconds,
 )
 from pytest_embeval.measure import TimedEncoder, measure_capacity
-from pytest_embeval.metrics import evaluate
-from pytest_embeval.slices import SliceOutcome, corpus_slices, gap_still_moving, restrict
-from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
-from pytest_embeval.verdict import Decision, decide
+from pytest_embeval.scoring import ArmTies, score_arm
+from pytest_embeval.slices import corpus_slices, restrict
+from pytest_embeval.stats import stable_seed
 
 #: Ranked documents kept per query for the report and the run files (more if a metric looks deeper).
 RANKED_DEPTH = 100
-#: Queries listed under a failing or disputed stratum.
-MOVERS_SHOWN = 5
 #: Queries per arm on which an approximate index's recall against exact search and its latency are measured.
 ANN_SAMPLE = 200
 
@@ -165,6 +163,8 @@ class ArmResult:
     #: digests of what this arm consumed, checked against the golden set's by `run_golden`
     control: Control
     index: IndexStats
+    #: ties across cutoffs and the metrics under the worst and best tie orders (`scoring.score_arm`)
+    ties: ArmTies | None = None
     #: measured for the golden set's ``production`` projection; None when it declares none
     capacity: ArmCapacity | None = None
     #: with ``corpus_sample``: this arm on each smaller slice, smallest first (this result is the largest)
@@ -199,35 +199,9 @@ class GoldenRun:
         return self.slices[-1].documents if self.slices else len(self.golden.documents)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Mover:
-    """A query whose primary-metric score changed between the arms."""
-
-    query_id: str
-    text: str
-    incumbent: float
-    candidate: float
-
-    @property
-    def difference(self) -> float:
-        return self.candidate - self.incumbent
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StratumOutcome:
-    stratum: Stratum
-    comparisons: Mapping[str, PairedComparison]  # every declared metric, primary first
-    decision: Decision
-    movers: tuple[Mover, ...]  # largest |Δ| first
-    drivers: tuple[Mover, ...]  # largest contribution in the direction of Δ first
-    #: with ``corpus_sample``: the primary comparison and verdict per slice, smallest first
-    slices: tuple[SliceOutcome, ...] = ()
-    #: Δ moved by more than half the margin between the two largest slices (`slices.gap_still_moving`)
-    gap_moving: bool = False
-
-
 def ranked_depth(golden: GoldenSet) -> int:
-    return min(max(RANKED_DEPTH, golden.max_k()), len(golden.documents))
+    """`RANKED_DEPTH`, or one past the deepest cutoff (so that a tie across it shows), at most the corpus."""
+    return min(max(RANKED_DEPTH, golden.max_k() + 1), len(golden.documents))
 
 
 def short_digest(digest: str) -> str:
@@ -461,14 +435,7 @@ def _search_arm(
         memory = int(doc_vectors.shape[0] * doc_vectors.shape[1] * 4)
         stats = IndexStats(dimension=int(doc_vectors.shape[1]), memory_bytes=memory)
     ranked = tuple(tuple(doc_ids[p] for p in row) for row in positions.tolist())
-    query_ids = [query.id for query in golden.queries]
-    per_query = evaluate(
-        dict(zip(query_ids, ranked, strict=True)),
-        golden.qrels,
-        golden.all_metrics(),
-        query_ids,
-        relevance_level=golden.relevance_level,
-    )
+    per_query, ties = score_arm(golden, ranked, scores, query_vectors=query_vectors, doc_vectors=doc_vectors)
     doc_texts = [doc.embed_text for doc in golden.documents]
     query_texts = [query.text for query in golden.queries]
     control = _control(
@@ -509,6 +476,7 @@ def _search_arm(
         per_query=per_query,
         control=control,
         index=stats,
+        ties=ties,
         capacity=capacity,
     )
 
@@ -548,69 +516,3 @@ def run_golden(
         slices.append(SliceRun(fraction=one.fraction, run=run))
     largest = slices[-1].run
     return dataclasses.replace(largest, golden=golden, slices=tuple(slices))
-
-
-def _movers(
-    texts: Sequence[str], ids: Sequence[str], incumbent: np.ndarray, candidate: np.ndarray, order: np.ndarray
-) -> tuple[Mover, ...]:
-    return tuple(
-        Mover(query_id=ids[i], text=texts[i], incumbent=float(incumbent[i]), candidate=float(candidate[i]))
-        for i in order[:MOVERS_SHOWN]
-        if np.isfinite(incumbent[i]) and np.isfinite(candidate[i]) and incumbent[i] != candidate[i]
-    )
-
-
-def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
-    """Pair both arms' per-query scores over the stratum's queries and decide its verdict."""
-    golden = run.golden
-    position = {query.id: i for i, query in enumerate(golden.queries)}
-    rows = np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
-
-    comparisons: dict[str, PairedComparison] = {}
-    with warnings.catch_warnings():
-        # A degenerate comparison (an A/A run, a tiny stratum) is stated in its note and the verdict's
-        # reason; as a pytest warning too it would only repeat it.
-        warnings.simplefilter("ignore", DegenerateComparisonWarning)
-        for metric in golden.all_metrics():
-            name = str(metric)
-            comparisons[name] = compare_paired(
-                run.incumbent.per_query[name][rows],
-                run.candidate.per_query[name][rows],
-                confidence=golden.confidence,
-                n_resamples=golden.bootstrap,
-                rng=np.random.default_rng(stable_seed(golden.seed, stratum.name, name)),
-            )
-
-    primary = str(golden.metric)
-    decision = decide(
-        comparisons[primary],
-        tie_margin=golden.tie_margin,
-        min_queries=golden.min_queries,
-        guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
-    )
-
-    incumbent = run.incumbent.per_query[primary][rows]
-    candidate = run.candidate.per_query[primary][rows]
-    difference = np.nan_to_num(candidate - incumbent, nan=0.0)
-    ids = list(stratum.query_ids)
-    texts = [golden.queries[i].text for i in rows]
-    # Stable sorts keep golden-file order among equal differences, so the listing is reproducible.
-    by_size = np.argsort(-np.abs(difference), kind="stable")
-    direction = -1.0 if comparisons[primary].delta < 0 else 1.0
-    by_contribution = np.argsort(-direction * difference, kind="stable")
-    outcome = StratumOutcome(
-        stratum=stratum,
-        comparisons=comparisons,
-        decision=decision,
-        movers=_movers(texts, ids, incumbent, candidate, by_size),
-        drivers=_movers(texts, ids, incumbent, candidate, by_contribution),
-    )
-    if not run.slices:
-        return outcome
-    # The largest slice is this run: its outcome is the one above.
-    smaller = [(one, evaluate_stratum(one.run, stratum)) for one in run.slices[:-1]]
-    slices = tuple(
-        SliceOutcome(one.fraction, one.documents, result.comparisons[primary], result.decision.verdict)
-        for one, result in [*smaller, (run.slices[-1], outcome)]
-    )
-    return dataclasses.replace(outcome, slices=slices, gap_moving=gap_still_moving(slices, golden.tie_margin))

@@ -35,6 +35,7 @@ from pytest_embeval.pooling import (
 )
 from pytest_embeval.rankings import rankings_from_record
 from pytest_embeval.report import ROLES, Record, build_report, file_stem, report_json, run_file_name, trec_run
+from pytest_embeval.strata import StratumOutcome
 from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table, textless_warning_lines
 
 #: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
@@ -89,6 +90,8 @@ class EmbevalState:
     unresolved: dict[str, str] = dataclasses.field(default_factory=dict)
     #: each golden set's run in this process, by resolved path
     runs: dict[str, GoldenRun | FailedRun] = dataclasses.field(default_factory=dict)
+    #: resolved path -> stratum name -> its outcome, all strata of a file decided together
+    outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
     sent_golden: set[str] = dataclasses.field(default_factory=set)
     #: what the controller received, from its own items or from xdist workers

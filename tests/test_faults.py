@@ -605,7 +605,7 @@ FAULTS = [
         "verdict-worse",
         "a candidate that is worse: the gate working",
         FAILED,
-        "overall: WORSE — worse: Δ -0.750 ≤ -0.050 and CI [-0.875, -0.625] excludes 0 (n=48)",
+        "overall: WORSE — worse: Δ -0.750 ≤ -0.050 and CI [-0.878, -0.622] excludes 0 (n=48)",
         candidate="fake_models:bad",
         outcomes={"failed": 3},
     ),
@@ -613,7 +613,7 @@ FAULTS = [
         "verdict-tie",
         "the same model on both arms",
         OK,
-        "overall      48      1.000      1.000  +0.000  [+0.000, +0.000]   0/0 p=1  0.000      TIE",
+        "overall      48       0      1.000      1.000  +0.000  [+0.000, +0.000]   0/0 p=1  0.000      TIE",
         outcomes={"tie": 3},
     ),
     Fault(
