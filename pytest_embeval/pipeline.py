@@ -45,6 +45,7 @@ from pytest_embeval.measure import TimedEncoder, measure_capacity
 from pytest_embeval.scoring import ArmTies, score_arm
 from pytest_embeval.slices import corpus_slices, restrict
 from pytest_embeval.stats import stable_seed
+from pytest_embeval.usage import UsageCount
 
 #: Ranked documents kept per query for the report and the run files (more if a metric looks deeper).
 RANKED_DEPTH = 100
@@ -169,6 +170,9 @@ class ArmResult:
     capacity: ArmCapacity | None = None
     #: with ``corpus_sample``: this arm on each smaller slice, smallest first (this result is the largest)
     slices: tuple[ArmResult, ...] = ()
+    #: the tokens the arm's endpoint counted (and the cache saved) for this golden set; None for arms without
+    #: `Arm.usage` (in-process models)
+    usage: UsageCount | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -383,6 +387,7 @@ def run_arm(
     encoding = arm if timer is None else dataclasses.replace(arm, encoder=timer)
     doc_texts = [doc.embed_text for doc in searched.documents]
     query_texts = [query.text for query in golden.queries]
+    before = arm.usage.snapshot() if arm.usage is not None else None
     try:
         doc_vectors = embedder(encoding, doc_texts, "document", progress=report("document"), role=role)
         query_vectors = embedder(encoding, query_texts, "query", progress=report("query"), role=role)
@@ -394,7 +399,10 @@ def run_arm(
             f"{doc_vectors.shape[1]}-dimensional document vectors: they cannot be compared"
         )
         raise ArmFault(role, arm.spec, problem)
-    result = _search_arm(searched, arm, role, doc_vectors, query_vectors, timer)
+    usage = arm.usage.snapshot() - before if arm.usage is not None and before is not None else None
+    result = dataclasses.replace(
+        _search_arm(searched, arm, role, doc_vectors, query_vectors, timer), usage=usage
+    )
     if len(drawn) < 2:
         return result
     # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.

@@ -189,6 +189,23 @@ FAULTS = [
         subprocess=True,
     ),
     Fault(
+        "spec-endpoint-parameter",
+        "endpoint spec with an unknown parameter (parsed, nothing sent)",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'openai:m': unknown parameter 'bogus'; known: dimensions, "
+        "base_url, api_key_env, query_prompt, document_prompt, price_per_million_tokens, batch_size, "
+        "token_budget, concurrency, max_retries, timeout, encoding_format",
+        candidate="openai:m?bogus=1",
+    ),
+    Fault(
+        "spec-endpoint-no-model",
+        "endpoint spec without a model name",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'openai:': no model name after 'openai:' (e.g. "
+        "'openai:text-embedding-3-small?dimensions=256')",
+        candidate="openai:",
+    ),
+    Fault(
         "json-is-a-folder",
         "--embeval-json naming a folder",
         USAGE,
