@@ -21,6 +21,7 @@ import pytest
 
 from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.encoders import Arm, EncoderError, resolve_model
+from pytest_embeval.endpoint import EndpointEncoder
 from pytest_embeval.golden import TEXTLESS_SHOWN, GoldenSet, load_golden
 from pytest_embeval.options import Settings
 from pytest_embeval.output import write_atomic
@@ -121,7 +122,7 @@ def start(config: pytest.Config, settings: Settings) -> None:
         if spec is None:
             continue
         try:
-            state.arms[spec] = resolve_model(spec)
+            state.arms[spec] = ready_arm(spec)
         except EncoderError as error:
             given = config.getoption(f"--embeval-{role}")
             where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
@@ -133,6 +134,17 @@ def start(config: pytest.Config, settings: Settings) -> None:
                 raise pytest.UsageError(f"{where}: {error}") from None
     config.stash[STATE] = state
     config.pluginmanager.register(SessionHooks(config, state), "embeval-session")
+
+
+def ready_arm(spec: str) -> Arm:
+    """The arm of a command-line or ini spec, with everything it needs to run that can be known now: an
+    endpoint arm's key variable must be set (else `EncoderError`, as for a spec that does not resolve)."""
+    arm = resolve_model(spec)
+    if isinstance(arm.encoder, EndpointEncoder):
+        missing = arm.encoder.missing_key()
+        if missing is not None:
+            raise EncoderError(f"model spec {spec!r}: {missing}")
+    return arm
 
 
 class SessionHooks:
