@@ -131,11 +131,12 @@ class EndpointEncoder:
     def missing_key(self) -> str | None:
         """Why no request could be sent now: the key's variable is not set; None when it is. Asked by the
         plugin before anything runs, so that the command line's arms fail as a usage error, not mid-run."""
-        if os.environ.get(self.settings.api_key_env):
+        settings = self.settings
+        if os.environ.get(settings.api_key_env):
             return None
         return (
-            f"the API key for {self.settings.url} is read from ${self.settings.api_key_env}, which is not set "
-            "(for a server that needs no key, set it to any value)"
+            f"the API key for {settings.url} is read from ${settings.api_key_env}, which is not set (for a "
+            "server that needs no key, set it to any value)"
         )
 
     def __repr__(self) -> str:

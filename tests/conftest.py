@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -24,10 +25,8 @@ def _load_the_http_client() -> None:
     from openai_server import free_port
 
     client = openai.OpenAI(api_key="unused", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
-    try:
+    with contextlib.suppress(openai.APIConnectionError):
         client.embeddings.create(model="unused", input=["unused"])
-    except openai.APIConnectionError:
-        pass
 
 
 _load_the_http_client()
