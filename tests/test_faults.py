@@ -116,6 +116,10 @@ UNSUPPORTED_CORPUS = (
 )
 NOT_RUN = "support: not run; the error is reported under support.yaml::overall"
 BEIR = {"beir": "support", "corpus": None, "queries": None, "qrels": None}
+#: The conftest golden set's judgments as TREC qrels.
+TREC_QRELS = "".join(f"q{i:02d} 0 d{i:02d} 1\n" for i in range(48))
+#: The overall row of the same model on both arms: the data was read and scored in full.
+TIE_ROW = "overall      48       0      1.000      1.000  +0.000  [+0.000, +0.000]   0/0 p=1  0.000      TIE"
 
 FAULTS = [
     # ------------------------------------------------------------------ usage errors: before any work, exit 4
@@ -283,6 +287,14 @@ FAULTS = [
         USAGE,
         "ERROR: --embeval-pool-depth must be between 1 and 100, got 101",
         args=("--embeval-pool-depth=101",),
+    ),
+    Fault(
+        "option-misspelt",
+        "misspelt option name (--embeval-candiate)",
+        USAGE,
+        "pytest.main(): error: unrecognized arguments: --embeval-candiate=fake_models:good",
+        candidate="",
+        args=("--embeval-candiate=fake_models:good",),
     ),
     # ------------------------------------------------------------ collection errors: invalid input, exit 2
     Fault(
@@ -506,6 +518,69 @@ FAULTS = [
         settings={"qrels": "support/qrels.trec"},
         setup=write("support/qrels.trec", "q00 0 d00 1\nq01 0 d01 0.5\n"),
     ),
+    Fault(
+        "qrels-beir-grade",
+        "BEIR qrels score that is not an integer",
+        COLLECTION,
+        "support/qrels.tsv:2: score: 'high' is not an integer grade",
+        setup=replace_line("support/qrels.tsv", 2, "q00\td00\thigh"),
+    ),
+    Fault(
+        "qrels-beir-columns",
+        "BEIR qrels row with two columns",
+        COLLECTION,
+        "support/qrels.tsv:2: expected 3 tab-separated columns (query-id, corpus-id, score), got 2",
+        setup=replace_line("support/qrels.tsv", 2, "q00\td00"),
+    ),
+    Fault(
+        "queries-duplicate-id",
+        "two queries with one id",
+        COLLECTION,
+        "support/queries.jsonl:2: _id: duplicate query id 'q00' (first on line 1)",
+        setup=replace_line("support/queries.jsonl", 2, '{"_id": "q00", "text": "en 1", "language": "en"}'),
+    ),
+    Fault(
+        "queries-missing",
+        "queries file that does not exist",
+        COLLECTION,
+        "support.yaml:2: queries: file not found: {tmp}/missing.jsonl",
+        settings={"queries": "missing.jsonl"},
+    ),
+    Fault(
+        "corpus-empty-file",
+        "corpus file with nothing in it",
+        COLLECTION,
+        "support.yaml:1: corpus: no documents in the file",
+        setup=write("support/corpus.jsonl", ""),
+    ),
+    Fault(
+        "yaml-negative-margin",
+        "negative tie_margin",
+        COLLECTION,
+        "support.yaml:9: tie_margin: must be a number >= 0, got -0.05",
+        settings={"tie_margin": -0.05},
+    ),
+    Fault(
+        "yaml-confidence-percent",
+        "confidence given as a percentage",
+        COLLECTION,
+        "support.yaml:10: confidence: must be a number strictly between 0 and 1, got 95",
+        settings={"confidence": 95},
+    ),
+    Fault(
+        "yaml-bootstrap-zero",
+        "bootstrap of 0 resamples",
+        COLLECTION,
+        "support.yaml:12: bootstrap: must be an integer >= 100, got 0",
+        settings={"bootstrap": 0},
+    ),
+    Fault(
+        "yaml-unknown-stratum-field",
+        "stratum field no query has",
+        COLLECTION,
+        "support/queries.jsonl:1: langauge: query 'q00' has no stratum field 'langauge'",
+        settings={"strata": ["langauge"]},
+    ),
     # ----------------------------------------------- errors of the items: the model is broken, exit 1, E
     Fault(
         "encoder-nan",
@@ -619,6 +694,70 @@ FAULTS = [
     ),
     # ------------------------------------------------------------------------------------ the verdicts
     Fault(
+        "cache-under-a-file",
+        "--embeval-cache-dir under a file: the run completes",
+        OK,
+        "embeval: new embeddings could not be stored in support.yaml/cache/: NotADirectoryError: [Errno 20] "
+        "Not a directory: '{tmp}/support.yaml/cache/embeddings/04dba61ddfb7ec31/document'",
+        args=("--embeval-cache-dir=support.yaml/cache",),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "cache-is-a-file",
+        "--embeval-cache-dir naming a file: the run completes",
+        OK,
+        "embeval: new embeddings could not be stored in support.yaml/: NotADirectoryError: [Errno 20] Not a "
+        "directory: '{tmp}/support.yaml/embeddings/04dba61ddfb7ec31/document'",
+        args=("--embeval-cache-dir=support.yaml",),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "qrels-trec-no-header",
+        "TREC qrels without a header (accepted)",
+        OK,
+        TIE_ROW,
+        settings={"qrels": "support/qrels.trec"},
+        setup=write("support/qrels.trec", TREC_QRELS),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "qrels-trec-header",
+        "TREC qrels with a header row (accepted)",
+        OK,
+        TIE_ROW,
+        settings={"qrels": "support/qrels.trec"},
+        setup=write("support/qrels.trec", "qid iter docid rel\n" + TREC_QRELS),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "queries-msmarco-tsv",
+        "queries as MS MARCO TSV (id<TAB>text, no header; accepted)",
+        OK,
+        "overall  48       0      1.000      1.000  +0.000  [+0.000, +0.000]   0/0 p=1  0.000      TIE",
+        settings={"queries": "support/queries.tsv", "strata": []},
+        setup=write("support/queries.tsv", "".join(f"q{i:02d}\ten {i}\n" for i in range(48))),
+        outcomes={"tie": 1},
+    ),
+    Fault(
+        "corpus-msmarco-tsv",
+        "corpus as MS MARCO collection.tsv (id<TAB>text; accepted)",
+        OK,
+        TIE_ROW,
+        settings={"corpus": "support/corpus.tsv"},
+        setup=write("support/corpus.tsv", "".join(f"d{i:02d}\tdoc {i}\n" for i in range(60))),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "beir-several-splits",
+        "BEIR folder with test and train splits, no split: key (reads test, says so)",
+        OK,
+        "support (support.yaml, split test): hit@1, margin 0.05, 95% CI (studentized interval), ties docid; "
+        "incumbent fake_models:good vs candidate fake_models:good",
+        settings=BEIR,
+        setup=beir_folder(("test", "train")),
+        outcomes={"tie": 3},
+    ),
+    Fault(
         "verdict-worse",
         "a candidate that is worse: the gate working",
         FAILED,
@@ -630,7 +769,7 @@ FAULTS = [
         "verdict-tie",
         "the same model on both arms",
         OK,
-        "overall      48       0      1.000      1.000  +0.000  [+0.000, +0.000]   0/0 p=1  0.000      TIE",
+        TIE_ROW,
         outcomes={"tie": 3},
     ),
     Fault(
@@ -731,10 +870,14 @@ def test_the_catalogue_covers_every_exit_code_and_forty_faults() -> None:
 
 def catalogue_table() -> str:
     """The catalogue as a Markdown table (for the README and release notes): `python tests/test_faults.py`."""
-    rows = ["| # | fault | exit | the line pytest prints |", "|---|---|---|---|"]
+    test = "tests/test_faults.py::test_every_fault_has_its_exit_code_and_one_line"
+    rows = [
+        "| # | input or fault | exit code | the one line (exact) | the test |",
+        "|---|---|---|---|---|",
+    ]
     for number, fault in enumerate(FAULTS, 1):
         line = placed(fault.line, {"{tmp}": "<tmp>", "{unwritable}": UNWRITABLE}).replace("|", "\\|")
-        rows.append(f"| {number} | {fault.what} | {int(fault.exit)} | `{line}` |")
+        rows.append(f"| {number} | {fault.what} | {int(fault.exit)} | `{line}` | `{test}[{fault.id}]` |")
     return "\n".join(rows)
 
 
