@@ -10,10 +10,12 @@ printed.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -905,3 +907,33 @@ def catalogue_table() -> str:
 
 if __name__ == "__main__":
     print(catalogue_table())
+
+
+@pytest.mark.parametrize(
+    ("candidate", "element", "count"),
+    [("fake_models:bad", "failure", "failures"), ("fake_models:broken", "error", "errors")],
+    ids=["worse", "broken"],
+)
+def test_junit_xml_and_the_report_tell_a_regression_from_a_broken_model(
+    pytester: pytest.Pytester, golden: Golden, candidate: str, element: str, count: str
+) -> None:
+    golden()
+    result = pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-incumbent=" + GOOD,
+        "--embeval-candidate=" + candidate,
+        "--junitxml=junit.xml",
+        "--embeval-json=report.json",
+    )
+    assert result.ret == FAILED
+    suite = ElementTree.parse(pytester.path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    other = {"failure": "error", "error": "failure"}[element]
+    assert int(suite.get(count, "0")) == 3
+    cases = suite.findall("testcase")
+    assert [len(case.findall(element)) for case in cases] == [1, 1, 1]
+    assert [len(case.findall(other)) for case in cases] == [0, 0, 0]
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert (len(report["errors"]), len(report["golden_sets"])) == ((0, 1) if element == "failure" else (1, 0))
