@@ -810,7 +810,7 @@ FAULTS = [
     ),
     Fault(
         "nothing-collected",
-        "--embeval on a folder without golden files",
+        "--embeval on a folder without golden files (pattern: `*` is any text)",
         EMPTY,
         "*= no tests ran in *",
         args=("empty",),
