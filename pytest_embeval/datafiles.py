@@ -19,9 +19,10 @@ in CRLF.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from os import PathLike
@@ -159,6 +160,18 @@ def id_problem(value: str) -> str | None:
     if _WHITESPACE.search(value):
         return f"{value!r} contains whitespace (ids must be single tokens, as in TREC run files)"
     return None
+
+
+#: JSON keys of a query record that are not fields.
+_NOT_FIELDS = frozenset({"_id", "id", "text", "title", "metadata"})
+
+
+def missing_stratum_problem(query_id: str, name: str, present: Iterable[str]) -> str:
+    """A query without the stratum field ``name``; a field of that query with a close name is suggested (a
+    misspelt ``strata:`` entry is the usual cause)."""
+    close = difflib.get_close_matches(name, [field for field in present if field not in _NOT_FIELDS], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"query {query_id!r} has no stratum field {name!r}{hint}"
 
 
 def stratum_type_problem(query_id: str, name: str, got: str) -> str:
@@ -345,7 +358,7 @@ def read_queries(path: Path, strata: Sequence[str], declared: str | None = None)
             fields: dict[str, str] = {}
             for name in strata:
                 if name not in record:
-                    raise GoldenError(path, name, line, f"query {query_id!r} has no stratum field {name!r}")
+                    raise GoldenError(path, name, line, missing_stratum_problem(query_id, name, record))
                 value = record[name]
                 if value is None or isinstance(value, (dict, list)):
                     raise GoldenError(
@@ -363,8 +376,10 @@ def read_queries(path: Path, strata: Sequence[str], declared: str | None = None)
         fields = {}
         for name in strata:
             if name not in columns.fields:
-                hint = "" if columns.fields else " (a TSV file needs a header row naming its stratum columns)"
-                raise GoldenError(path, name, line, f"query {query_id!r} has no stratum field {name!r}{hint}")
+                problem = missing_stratum_problem(query_id, name, columns.fields)
+                if not columns.fields:
+                    problem += " (a TSV file needs a header row naming its stratum columns)"
+                raise GoldenError(path, name, line, problem)
             fields[name] = stratum_value(path, name, line, query_id, name, row[columns.fields[name]])
         queries.append(Query(query_id, query_text, fields))
     return queries

@@ -55,6 +55,7 @@ from pytest_embeval.datafiles import (
     GoldenError,
     Query,
     id_problem,
+    missing_stratum_problem,
     read_documents,
     read_qrels,
     read_queries,
@@ -863,7 +864,7 @@ class _GoldenLoader:
             for name in strata:
                 key = f"{prefix}.{name}"
                 if name not in entries:
-                    raise self.error(item, key, f"query {query_id!r} has no stratum field {name!r}")
+                    raise self.error(item, key, missing_stratum_problem(query_id, name, entries))
                 field_node = entries[name][1]
                 if not isinstance(field_node, yaml.ScalarNode) or field_node.tag == _NULL_TAG:
                     raise self.error(

@@ -602,7 +602,8 @@ FAULTS = [
         "yaml-unknown-stratum-field",
         "stratum field no query has",
         COLLECTION,
-        "support/queries.jsonl:1: langauge: query 'q00' has no stratum field 'langauge'",
+        "support/queries.jsonl:1: langauge: query 'q00' has no stratum field 'langauge'; did you "
+        "mean 'language'?",
         settings={"strata": ["langauge"]},
     ),
     # ----------------------------------------------- errors of the items: the model is broken, exit 1, E
