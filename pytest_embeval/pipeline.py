@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity
-from pytest_embeval.encoders import Arm, Kind, embed
+from pytest_embeval.encoders import Arm, EncoderError, Kind, embed
 from pytest_embeval.golden import GoldenSet, Query
 from pytest_embeval.index import (
     HnswIndex,
@@ -79,6 +79,21 @@ class ControlMismatch(Exception):
     def __reduce__(self) -> tuple[type[ControlMismatch], tuple[tuple[str, ...]]]:
         # Exception pickles its args, which here are the formatted message, not the differences.
         return ControlMismatch, (self.differences,)
+
+
+class ArmFault(EncoderError):
+    """One arm's model failed: it could not be resolved, or its encoder raised or returned vectors that cannot
+    be used. ``role`` and ``spec`` say which (``spec`` is None when there is no model at all); the message,
+    one line, says what was wrong."""
+
+    def __init__(self, role: Role, spec: str | None, problem: str) -> None:
+        self.role = role
+        self.spec = spec
+        self.problem = problem
+        super().__init__(problem)
+
+    def __reduce__(self) -> tuple[type[ArmFault], tuple[Role, str | None, str]]:
+        return ArmFault, (self.role, self.spec, self.problem)
 
 
 class RecallTargetError(Exception):
@@ -215,14 +230,16 @@ def _line(part: object) -> str:
     return json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _corpus_digest(doc_ids: Sequence[str], doc_texts: Sequence[str]) -> str:
-    """``_digest("corpus", [[id, sha256 hex of its text], ...])``, written by `_id_rows_digest`. The texts
-    are hashed one by one, never serialised whole."""
+def _corpus_digest(doc_ids: Sequence[str], doc_texts: Sequence[str], textless: Sequence[str] = ()) -> str:
+    """``_digest("corpus", [[id, sha256 hex of its text], ...])``, then ``["textless", [ids]]`` if some
+    documents have no text (never embedded; only then, so that other digests do not change), written by
+    `_id_rows_digest`. The texts are hashed one by one, never serialised whole."""
     if len(doc_ids) != len(doc_texts):
         raise ValueError(f"{len(doc_ids)} document ids but {len(doc_texts)} texts")
     sha = hashlib.sha256
     hexes = [sha(text.encode("utf-8")).hexdigest() for text in doc_texts]
-    return _id_rows_digest("corpus", [(doc_id, hex_) for doc_id, hex_ in zip(doc_ids, hexes, strict=True)])
+    rows = [(doc_id, hex_) for doc_id, hex_ in zip(doc_ids, hexes, strict=True)]
+    return _id_rows_digest("corpus", rows, after=[["textless", list(textless)]] if textless else [])
 
 
 def _qrels_digest(qrels: Mapping[str, Mapping[str, int]]) -> str:
@@ -232,10 +249,12 @@ def _qrels_digest(qrels: Mapping[str, Mapping[str, int]]) -> str:
     )
 
 
-def _id_rows_digest(component: str, rows: Sequence[tuple[str, str] | tuple[str, str, int]]) -> str:
-    """`_digest` of rows of strings and integers, each line written as json.dumps would write it but
-    without calling it per row (a quarter of the time on 200,000 documents, and 6,418 judgments cost 0.1 s
-    a control rather than 0.4), hashed in blocks rather than line by line."""
+def _id_rows_digest(
+    component: str, rows: Sequence[tuple[str, str] | tuple[str, str, int]], after: Iterable[object] = ()
+) -> str:
+    """`_digest` of rows of strings and integers, then of the parts ``after``: each row's line written as
+    json.dumps would write it but without calling it per row (a quarter of the time on 200,000 documents,
+    and 6,418 judgments cost 0.1 s a control rather than 0.4), hashed in blocks rather than line by line."""
     digest = hashlib.sha256(f"pytest-embeval control v1 {component}\n".encode())
     for start in range(0, len(rows), _DIGEST_BLOCK):
         block = rows[start : start + _DIGEST_BLOCK]
@@ -252,6 +271,8 @@ def _id_rows_digest(component: str, rows: Sequence[tuple[str, str] | tuple[str, 
         else:
             lines = "".join(_line(list(row)) for row in block)
         digest.update(lines.encode("utf-8"))
+    for part in after:
+        digest.update(_line(part).encode("utf-8"))
     return "sha256:" + digest.hexdigest()
 
 
@@ -265,12 +286,13 @@ def _control(
     index: Mapping[str, str | int | float],
     depth: int,
     plan: str,
+    textless: Sequence[str] = (),
 ) -> Control:
     query_rows = (
         [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
     )
     return Control(
-        corpus=_corpus_digest(doc_ids, doc_texts),
+        corpus=_corpus_digest(doc_ids, doc_texts, textless),
         queries=_digest("queries", query_rows),
         qrels=_qrels_digest(qrels),
         index=_digest("index", [index]),
@@ -302,6 +324,7 @@ def golden_control(golden: GoldenSet) -> Control:
         index=index,
         depth=depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
     )
 
 
@@ -411,7 +434,8 @@ def run_arm(
     progress: Progress | None = None,
 ) -> ArmResult:
     """Embed, search and score one arm; identical for both arms but for `arm`. With ``corpus_sample``, the
-    largest slice is embedded and searched, and every smaller one searched with its rows of those vectors."""
+    largest slice is embedded and searched, and every smaller one searched with its rows of those vectors.
+    Raises `ArmFault` when the arm's encoder fails or returns vectors that cannot be searched."""
 
     def report(kind: str) -> Callable[[int, int], None] | None:
         if progress is None:
@@ -425,11 +449,22 @@ def run_arm(
     encoding = arm if timer is None else dataclasses.replace(arm, encoder=timer)
     texts = embedded_texts(golden, searched)
     before = _usage(arm)
-    doc_vectors = embedder(encoding, texts["document"], "document", progress=report("document"), role=role)
-    after_documents = _usage(arm)
-    query_vectors = embedder(encoding, texts["query"], "query", progress=report("query"), role=role)
+    try:
+        doc_vectors = embedder(
+            encoding, texts["document"], "document", progress=report("document"), role=role
+        )
+        after_documents = _usage(arm)
+        query_vectors = embedder(encoding, texts["query"], "query", progress=report("query"), role=role)
+    except EncoderError as error:
+        raise ArmFault(role, arm.spec, str(error)) from error
     del texts  # a titled document's text is a string of its own (50 MB at 200,000 chunks): not kept
     after = _usage(arm)
+    if query_vectors.shape[1] != doc_vectors.shape[1]:
+        problem = (
+            f"{role} encoder {arm.spec!r} returned {query_vectors.shape[1]}-dimensional query vectors but "
+            f"{doc_vectors.shape[1]}-dimensional document vectors: they cannot be compared"
+        )
+        raise ArmFault(role, arm.spec, problem)
     usage = None if before is None or after is None else after - before
     result = dataclasses.replace(
         _search_arm(
@@ -503,6 +538,7 @@ def _search_arm(
         index=_consumed_index(stats),
         depth=depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
     )
     capacity = None
     if measure and golden.production is not None:

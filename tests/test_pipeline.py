@@ -344,6 +344,9 @@ def test_the_corpus_digest_spans_its_blocks(monkeypatch: pytest.MonkeyPatch) -> 
         "corpus", ([i, hashlib.sha256(t.encode()).hexdigest()] for i, t in zip(ids, texts, strict=True))
     )
     assert pipeline._corpus_digest(ids, texts) == reference
+    rows = [[i, hashlib.sha256(t.encode()).hexdigest()] for i, t in zip(ids, texts, strict=True)]
+    with_textless = pipeline._digest("corpus", [*rows, ["textless", ["x", 'y"']]])
+    assert pipeline._corpus_digest(ids, texts, ["x", 'y"']) == with_textless != reference
     with pytest.raises(ValueError, match="7 document ids but 6 texts"):
         pipeline._corpus_digest(ids, texts[:6])
 
