@@ -42,13 +42,14 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from pytest_embeval.encoders import KINDS, Arm, EncoderError, Kind, embed, validate_texts
 from pytest_embeval.output import write_atomic
 
-__all__ = ["PACK_ROWS", "CacheStats", "EmbeddingCache", "text_key"]
+__all__ = ["PACK_ROWS", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
 
 #: Texts per pack. A multiple of `embed`'s batch size (64), so embedding the missing texts pack by pack
 #: gives the model exactly the batches one call would.
@@ -62,6 +63,17 @@ _FLOAT = np.dtype("<f4")
 _KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 # Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them.
 _ATTEMPTS = 3
+
+
+class Keyed(Protocol):
+    """What entries are stored under: an `encoders.Arm`, or anything else computed from texts and
+    identified the same way (a reranker's scores are stored as one-value rows under its own digest)."""
+
+    @property
+    def digest(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
 
 
 def text_key(text: str) -> bytes:
@@ -191,7 +203,7 @@ class EmbeddingCache:
             )
         return np.stack([vectors[text] for text in texts])
 
-    def lookup(self, arm: Arm, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
+    def lookup(self, arm: Keyed, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``texts`` that have an intact entry, by text."""
         shelf = self._shelf(arm, kind)
         pending = list(dict.fromkeys(texts))
@@ -219,7 +231,7 @@ class EmbeddingCache:
             pending = [text for text in pending if text not in found]
         return found
 
-    def store(self, arm: Arm, kind: Kind, texts: Sequence[str], vectors: np.ndarray) -> None:
+    def store(self, arm: Keyed, kind: Kind, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Store the vectors of ``texts``: one finite float32 row per text, as `encoders.embed` returns them.
 
         This is also how embeddings computed elsewhere (a batch job) are brought in: ``arm`` from
@@ -253,7 +265,7 @@ class EmbeddingCache:
             write_error=stats.write_error or write_error,
         )
 
-    def _shelf(self, arm: Arm, kind: Kind) -> _Shelf:
+    def _shelf(self, arm: Keyed, kind: Kind) -> _Shelf:
         shelf = self._shelves.get((arm.digest, kind))
         if shelf is None:
             model = bytes.fromhex(arm.digest.removeprefix("sha256:"))

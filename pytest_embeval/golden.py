@@ -42,7 +42,10 @@ from typing import Any, TypeVar
 
 import yaml
 
+from pytest_embeval.filters import FieldReader, Filter, filter_value
+from pytest_embeval.folding import FoldSpec
 from pytest_embeval.metrics import MetricSpec, parse_metric
+from pytest_embeval.rerank import RerankSpec
 
 SCHEMA_VERSION = 1
 OVERALL = "overall"
@@ -75,11 +78,13 @@ KNOWN_KEYS = (
     "seed",
     "index",
     "relevance_level",
+    "fold",
+    "rerank",
 )
 _DATA_KEYS = ("corpus", "queries", "qrels")
-_INLINE_QUERY_KEYS = ("id", "text", "relevant")
-#: Query keys that cannot name a stratum field (they are the query's id, text and judgments).
-_RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant"})
+_INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters")
+#: Query keys that cannot name a stratum field (they are the query's id, text, judgments and filters).
+_RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters"})
 _NULL_TAG = "tag:yaml.org,2002:null"
 _WHITESPACE = re.compile(r"\s")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -114,6 +119,8 @@ class Document:
     id: str
     text: str
     title: str = ""
+    #: the record's other fields, as filters and folding read them (see `filters.FieldReader`)
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def embed_text(self) -> str:
@@ -127,6 +134,8 @@ class Query:
     text: str
     #: stratum field -> value (always strings), for the fields named in the golden set's ``strata``
     fields: Mapping[str, str] = field(default_factory=dict)
+    #: the query's own filters (see `filters`): field -> values a document's field must hold one of
+    filters: Filter = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +185,10 @@ class GoldenSet:
     relevance_level: int
     #: stratum field -> values whose queries form only their own stratum (sorted); see ``strata()``
     separate: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the corpus holds chunks, folded to the documents named by a field before scoring
+    fold: FoldSpec | None = None
+    #: a reranker reorders each arm's top documents; its comparison is reported beside the first stage's
+    rerank: RerankSpec | None = None
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -225,7 +238,18 @@ class GoldenSet:
             "relevance_level": self.relevance_level,
             "strata": list(self.strata_fields),
             "separate": {name: list(values) for name, values in self.separate.items()},
+            # Only when declared, so that the plans of golden sets without them keep their fingerprints.
+            **({"fold": self.fold.as_dict()} if self.fold is not None else {}),
+            **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
         }
+
+    def judged_ids(self) -> frozenset[str]:
+        """What judgments and rankings name: the corpus records, or with folding the documents."""
+        return _judged_ids(self.documents, self.fold)
+
+    def uses_document_fields(self) -> bool:
+        """Whether documents' own fields change what is retrieved or scored (filters or folding)."""
+        return self.fold is not None or any(query.filters for query in self.queries)
 
     def plan_fingerprint(self) -> str:
         return "sha256:" + hashlib.sha256(_canonical(self.plan())).hexdigest()
@@ -234,11 +258,19 @@ class GoldenSet:
         """Plan + corpus (ids, sha256 of each embedded text) + queries + sorted qrels; stable everywhere."""
         digest = hashlib.sha256(b"pytest-embeval golden set v1\n")
         digest.update(b"plan " + _canonical(self.plan()) + b"\n")
+        # Fields and filters are hashed only where they matter, so other golden sets keep their fingerprints.
+        with_fields = self.uses_document_fields()
         for doc in self.documents:
             text_hash = hashlib.sha256(doc.embed_text.encode("utf-8")).hexdigest()
-            digest.update(b"document " + _canonical([doc.id, text_hash]) + b"\n")
+            row: list[object] = [doc.id, text_hash]
+            if with_fields:
+                row.append({name: list(values) for name, values in doc.fields.items()})
+            digest.update(b"document " + _canonical(row) + b"\n")
         for query in self.queries:
-            digest.update(b"query " + _canonical([query.id, query.text, dict(query.fields)]) + b"\n")
+            row = [query.id, query.text, dict(query.fields)]
+            if query.filters:
+                row.append({name: list(values) for name, values in query.filters.items()})
+            digest.update(b"query " + _canonical(row) + b"\n")
         judgments = sorted(
             (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()
         )
@@ -327,9 +359,11 @@ def _json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> 
     return value
 
 
-def _read_documents(path: Path) -> list[Document]:
+def _read_documents(path: Path, required: Sequence[str] = ()) -> list[Document]:
+    """The corpus records; each must have the ``required`` fields (the fold field)."""
     documents: list[Document] = []
     first_line: dict[str, int] = {}
+    fields = FieldReader()
     for line, record in _json_lines(path):
         doc_id = _json_id(path, line, record)
         if doc_id in first_line:
@@ -340,11 +374,16 @@ def _read_documents(path: Path) -> list[Document]:
         title = "" if record.get("title") is None else _json_string(path, line, record, "title")
         if not text.strip() and not title.strip():
             raise GoldenError(path, "text", line, f"document {doc_id!r} has neither text nor title")
-        documents.append(Document(doc_id, text, title))
+        kept = fields.read(record)
+        for name in required:
+            if len(kept.get(name, ())) != 1:
+                problem = f"document {doc_id!r} needs one string or number in field {name!r} (fold.field)"
+                raise GoldenError(path, name, line, problem)
+        documents.append(Document(doc_id, text, title, kept))
     return documents
 
 
-def _read_queries(path: Path, strata: Sequence[str]) -> list[Query]:
+def _read_queries(path: Path, strata: Sequence[str], document_fields: AbstractSet[str]) -> list[Query]:
     queries: list[Query] = []
     first_line: dict[str, int] = {}
     for line, record in _json_lines(path):
@@ -365,8 +404,65 @@ def _read_queries(path: Path, strata: Sequence[str]) -> list[Query]:
                 raise GoldenError(path, name, line, _stratum_type(query_id, name, _json_text(value)))
             text_value = value if isinstance(value, str) else json.dumps(value)
             fields[name] = _stratum_value(path, name, line, query_id, name, text_value)
-        queries.append(Query(query_id, text, fields))
+        filters: Filter = {}
+        if "filters" in record:
+            filters = _json_filter(path, line, record["filters"], query_id, document_fields)
+        queries.append(Query(query_id, text, fields, filters))
     return queries
+
+
+def _json_filter(
+    path: Path, line: int, raw: object, query_id: str, document_fields: AbstractSet[str]
+) -> Filter:
+    if not isinstance(raw, dict) or not raw:
+        raise GoldenError(
+            path, "filters", line, f"must be a non-empty object {{field: value}}, got {_json_text(raw)}"
+        )
+    result: dict[str, tuple[str, ...]] = {}
+    for name, value in raw.items():
+        key = f"filters.{name}"
+        items = value if isinstance(value, list) else [value]
+        values = [filter_value(item) for item in items]
+        if not items or any(item is None for item in values):
+            problem = (
+                f"must be a string, number or boolean, or a non-empty list of them, got {_json_text(value)}"
+            )
+            raise GoldenError(path, key, line, problem)
+        unknown = _filter_field_problem(name, document_fields)
+        if unknown is not None:
+            raise GoldenError(path, key, line, f"query {query_id!r}: {unknown}")
+        result[name] = tuple(dict.fromkeys(item for item in values if item is not None))
+    return result
+
+
+def _filter_field_problem(name: str, document_fields: AbstractSet[str]) -> str | None:
+    """Why a filter cannot name this field, if it cannot: no corpus record has it."""
+    if name in document_fields:
+        return None
+    listed = ", ".join(sorted(document_fields)) if document_fields else "none"
+    return f"no document has a field {name!r} to filter on (document fields: {listed})"
+
+
+def _field_names(documents: Sequence[Document]) -> frozenset[str]:
+    # Records share their field mappings (FieldReader): look at each distinct one once.
+    distinct = {id(doc.fields): doc.fields for doc in documents}
+    return frozenset(name for fields in distinct.values() for name in fields)
+
+
+def _judged_ids(documents: Sequence[Document], fold: FoldSpec | None) -> frozenset[str]:
+    """What judgments may name: the corpus records, or with folding the documents their chunks fold to."""
+    if fold is None:
+        return frozenset(doc.id for doc in documents)
+    return frozenset(doc.fields[fold.field][0] for doc in documents)
+
+
+def _looks_like_attr(spec: str) -> bool:
+    """``module:attr`` rather than a folder: dotted identifiers around one colon (a Windows drive letter's
+    colon is followed by a path separator, not an identifier)."""
+    module, colon, attr = spec.partition(":")
+    return bool(colon) and all(
+        bool(part) and all(piece.isidentifier() for piece in part.split(".")) for part in (module, attr)
+    )
 
 
 def _stratum_type(query_id: str, name: str, got: str) -> str:
@@ -587,7 +683,9 @@ class _GoldenLoader:
         relevance_level = setting(
             "relevance_level", lambda node: self.integer(node, "relevance_level", 1), DEFAULT_RELEVANCE_LEVEL
         )
-        documents, queries, qrels = self.data(top, strata)
+        fold: FoldSpec | None = setting("fold", self.fold, None)
+        rerank: RerankSpec | None = setting("rerank", self.rerank, None)
+        documents, queries, qrels = self.data(top, strata, fold)
         excludes: dict[str, tuple[str, ...]] = setting(
             "separate", lambda node: self.separate(node, strata, queries), {}
         )
@@ -609,6 +707,8 @@ class _GoldenLoader:
             index=index,
             relevance_level=relevance_level,
             separate=excludes,
+            fold=fold,
+            rerank=rerank,
         )
 
     def check_structure(self, top: Mapping[str, _Entry]) -> None:
@@ -713,25 +813,28 @@ class _GoldenLoader:
     # --- data: corpus, queries, qrels
 
     def data(
-        self, top: Mapping[str, _Entry], strata: tuple[str, ...]
+        self, top: Mapping[str, _Entry], strata: tuple[str, ...], fold: FoldSpec | None
     ) -> tuple[list[Document], list[Query], dict[str, dict[str, int]]]:
+        required = () if fold is None else (fold.field,)
         if "beir" in top:
-            return self.beir(top["beir"][1], strata)
+            return self.beir(top["beir"][1], strata, fold)
         corpus_node = top["corpus"][1]
-        documents = _read_documents(self.data_file(corpus_node, "corpus"))
+        documents = _read_documents(self.data_file(corpus_node, "corpus"), required)
         if not documents:
             raise self.error(corpus_node, "corpus", "no documents in the file")
+        judged_ids = _judged_ids(documents, fold)
         queries_node = top["queries"][1]
         qrels_entry = top.get("qrels")
         if isinstance(queries_node, yaml.SequenceNode):
-            document_ids = {doc.id for doc in documents}
-            queries, qrels = self.inline_queries(queries_node, strata, document_ids, qrels_entry)
+            queries, qrels = self.inline_queries(
+                queries_node, strata, judged_ids, _field_names(documents), qrels_entry
+            )
             if qrels_entry is None and not any(qrels.values()):
                 problem = "missing required key (no inline query carries 'relevant' judgments)"
                 raise GoldenError(self.path, "qrels", None, problem)
         elif isinstance(queries_node, yaml.ScalarNode) and queries_node.tag != _NULL_TAG:
             queries_file = self.data_file(queries_node, "queries")
-            queries = _read_queries(queries_file, strata)
+            queries = _read_queries(queries_file, strata, _field_names(documents))
             if not queries:
                 raise self.error(queries_node, "queries", "no queries in the file")
             if qrels_entry is None:
@@ -746,11 +849,11 @@ class _GoldenLoader:
             qrels_file = self.data_file(qrels_node, "qrels")
             # A header-only file is a golden set before its first judging session (`embeval pool` starts
             # there); its queries score NaN and every stratum is below the floor.
-            _read_qrels(qrels_file, qrels, {doc.id for doc in documents})
+            _read_qrels(qrels_file, qrels, judged_ids)
         return documents, queries, qrels
 
     def beir(
-        self, node: yaml.Node, strata: tuple[str, ...]
+        self, node: yaml.Node, strata: tuple[str, ...], fold: FoldSpec | None
     ) -> tuple[list[Document], list[Query], dict[str, dict[str, int]]]:
         folder = self.require(node, "beir", self.location(node, "beir"), folder=True)
         corpus = self.require(node, "beir", folder / "corpus.jsonl")
@@ -760,14 +863,14 @@ class _GoldenLoader:
         if qrels_file is None:
             problem = f"no qrels file in {folder.resolve()} (looked for qrels/test.tsv and qrels.tsv)"
             raise self.error(node, "beir", problem)
-        documents = _read_documents(corpus)
+        documents = _read_documents(corpus, () if fold is None else (fold.field,))
         if not documents:
             raise self.error(node, "beir", f"no documents in {corpus.resolve()}")
-        queries = _read_queries(queries_file, strata)
+        queries = _read_queries(queries_file, strata, _field_names(documents))
         if not queries:
             raise self.error(node, "beir", f"no queries in {queries_file.resolve()}")
         qrels: dict[str, dict[str, int]] = {query.id: {} for query in queries}
-        _read_qrels(qrels_file, qrels, {doc.id for doc in documents})
+        _read_qrels(qrels_file, qrels, _judged_ids(documents, fold))
         return documents, queries, qrels
 
     def inline_queries(
@@ -775,6 +878,7 @@ class _GoldenLoader:
         node: yaml.SequenceNode,
         strata: tuple[str, ...],
         document_ids: AbstractSet[str],
+        document_fields: AbstractSet[str],
         qrels_entry: _Entry | None,
     ) -> tuple[list[Query], dict[str, dict[str, int]]]:
         if not node.value:
@@ -817,8 +921,72 @@ class _GoldenLoader:
                     )
                     raise self.error(key_node, f"{prefix}.relevant", problem)
                 qrels[query_id] = self.relevant(relevant_node, f"{prefix}.relevant", document_ids)
-            queries.append(Query(query_id, text, fields))
+            filters: Filter = {}
+            if "filters" in entries:
+                filters = self.filters(entries["filters"][1], f"{prefix}.filters", query_id, document_fields)
+            queries.append(Query(query_id, text, fields, filters))
         return queries, qrels
+
+    def filters(self, node: yaml.Node, key: str, query_id: str, document_fields: AbstractSet[str]) -> Filter:
+        """An inline query's filters, values taken as written (as stratum values are)."""
+        entries = self.entries(node, key)
+        if not entries:
+            raise self.error(node, key, "must be a non-empty mapping {field: value}, got an empty mapping")
+        result: dict[str, tuple[str, ...]] = {}
+        for name, (key_node, value_node) in entries.items():
+            field_key = f"{key}.{name}"
+            what = "a value or a non-empty list of values"
+            items = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            if not items:
+                raise self.error(value_node, field_key, f"must be {what}, got an empty list")
+            values = [self.word(item, field_key, what) for item in items]
+            problem = _filter_field_problem(name, document_fields)
+            if problem is not None:
+                raise self.error(key_node, field_key, f"query {query_id!r}: {problem}")
+            result[name] = tuple(dict.fromkeys(values))
+        return result
+
+    def fold(self, node: yaml.Node) -> FoldSpec:
+        entries = self.entries(node, "fold")
+        self.check_keys(entries, ("field", "score"), "fold")
+        if "field" not in entries:
+            raise self.error(
+                node, "fold.field", "missing required key (the record field naming the document)"
+            )
+        name = self.word(entries["field"][1], "fold.field", "a corpus field name")
+        score = "max"
+        if "score" in entries:
+            score_node = entries["score"][1]
+            score = self.word(score_node, "fold.score", "'max'")
+            if score != "max":
+                problem = f"must be 'max' (a document ranks by its best chunk), got {score}"
+                raise self.error(score_node, "fold.score", problem)
+        return FoldSpec(field=name, score=score)
+
+    def rerank(self, node: yaml.Node) -> RerankSpec:
+        entries = self.entries(node, "rerank")
+        self.check_keys(entries, ("model", "depth", "sample", "decides"), "rerank")
+        if "model" not in entries:
+            problem = "missing required key (a CrossEncoder folder or module:attr)"
+            raise self.error(node, "rerank.model", problem)
+        model_node = entries["model"][1]
+        model = self.word(model_node, "rerank.model", "a CrossEncoder folder or module:attr")
+        values: dict[str, Any] = {"model": model}
+        if not _looks_like_attr(model):
+            path = Path(model)
+            folder = path if path.is_absolute() else self.path.parent / path
+            values["location"] = str(self.require(model_node, "rerank.model", folder, folder=True))
+        for name in ("depth", "sample"):
+            if name in entries:
+                values[name] = self.integer(entries[name][1], f"rerank.{name}", 1)
+        if "decides" in entries:
+            decides_node = entries["decides"][1]
+            decides = self.construct(decides_node, "rerank.decides")
+            if not isinstance(decides, bool):
+                problem = f"must be true or false, got {_describe(decides_node)}"
+                raise self.error(decides_node, "rerank.decides", problem)
+            values["decides"] = decides
+        return RerankSpec(**values)
 
     def relevant(self, node: yaml.Node, key: str, document_ids: AbstractSet[str]) -> dict[str, int]:
         judged: dict[str, int] = {}

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from pytest_embeval.cache import CacheStats
-from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
+from pytest_embeval.encoders import EncoderError, embed
 from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
 from pytest_embeval.pipeline import ControlMismatch, Embedder, GoldenRun, Role, evaluate_stratum, run_golden
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.report import golden_record, stratum_record
+from pytest_embeval.retrievers import Retriever, resolve_arm
 from pytest_embeval.session import CACHE_PROPERTIES, ITEM_RECORDS, STATE, EmbevalState, ItemRecords
 from pytest_embeval.terminal import stratum_failure
 from pytest_embeval.verdict import Verdict
@@ -100,7 +101,12 @@ class StratumItem(pytest.Function):
         candidate = _arm(request, state, "candidate")
         embedder: Embedder = state.cache.embed if state.cache is not None else embed
         return run_golden(
-            self.golden, incumbent, candidate, embedder=embedder, progress=self._progress(state)
+            self.golden,
+            incumbent,
+            candidate,
+            embedder=embedder,
+            progress=self._progress(state),
+            cache=state.cache,
         )
 
     def _note_cache_use(self, used: CacheStats) -> None:
@@ -128,12 +134,12 @@ class StratumItem(pytest.Function):
         return self.path, None, f"{self.golden.name}::{self.stratum.name}"
 
 
-def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Arm:
+def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Retriever:
     """The arm's model: command line or ini spec if given, else the session fixture of that name."""
     spec: object = getattr(state.settings, role) or request.getfixturevalue(f"embeval_{role}")
     if spec is None:
         raise EmbevalFailure(MISSING_MODEL.format(role=role))
     key = spec if isinstance(spec, str) else id(spec)
     if key not in state.arms:
-        state.arms[key] = resolve_model(spec)
+        state.arms[key] = resolve_arm(spec)
     return state.arms[key]

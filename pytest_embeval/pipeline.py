@@ -1,13 +1,19 @@
 """The one pipeline both arms go through, and the per-stratum comparison built on it.
 
-`run_golden` embeds the corpus and the queries with each arm, searches the same index type with the same k,
-and scores every query under every declared metric; `evaluate_stratum` pairs the two arms' per-query scores
-of one stratum and applies the verdict rule. Nothing here knows about pytest: the items call these functions.
+`run_golden` runs each arm (`retrievers`: an embedding model searched with the declared index, a BM25 arm,
+or a fusion of arms) over the same records and queries, each query restricted to what its filters allow
+(`filters`); folds chunks to documents when the golden set says so (`folding`); reranks each arm's top
+documents with the declared reranker (`rerank`); and scores every query under every declared metric, with
+the judgments its filters allow. `evaluate_stratum` pairs the two arms' per-query scores of one stratum and
+applies the verdict rule, to the first stage or, with ``rerank.decides``, to the after-rerank ranking (the
+other comparison is reported beside it). Nothing here knows about pytest: the items call these functions.
 
-Control: only the encoder may differ between the arms. Each arm records a `Control`, digests of what it
-actually consumed (the documents and queries it embedded, the index it searched, the depth, the judgments
-and plan it was scored with); `run_golden` checks both against the golden set's own and raises
-`ControlMismatch` naming every component that differs, rather than compare arms that saw different inputs.
+Control: only the arm may differ. Each arm records a `Control`, digests of what it actually consumed (the
+documents and queries it ranked, the index it searched, the depth, the judgments and plan it was scored
+with, and when declared the filters, the chunk folding and the reranked queries); `run_golden` checks both
+against the golden set's own and raises `ControlMismatch` naming every component that differs, rather
+than compare arms that saw different inputs. An arm that embeds nothing (BM25) searches no vector index:
+its index component is the declared one, as it has nothing of its own that could differ.
 """
 
 from __future__ import annotations
@@ -16,37 +22,69 @@ import dataclasses
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from pytest_embeval.encoders import Arm, embed
+from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
+from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
 from pytest_embeval.golden import GoldenSet, Query, Stratum
-from pytest_embeval.index import (
-    HnswIndex,
-    Latency,
-    ann_recall,
-    effective_ef,
-    exact_search,
-    flat_query_seconds,
-)
+from pytest_embeval.index import effective_ef, tie_ranks, top_k
 from pytest_embeval.metrics import evaluate
+from pytest_embeval.rerank import RerankScorer, rerank_sample, resolve_reranker
+from pytest_embeval.retrievers import (
+    ANN_SAMPLE,
+    Component,
+    Embedder,
+    HnswStats,
+    IndexStats,
+    Progress,
+    RetrievalTask,
+    Retriever,
+    ann_sample,
+    components,
+    resolve_arm,
+)
 from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
-from pytest_embeval.verdict import Decision, decide
+from pytest_embeval.verdict import Decision, Verdict, decide
+
+__all__ = [
+    "ANN_SAMPLE",
+    "RANKED_DEPTH",
+    "ArmResult",
+    "Control",
+    "ControlMismatch",
+    "Embedder",
+    "GoldenRun",
+    "HnswStats",
+    "IndexStats",
+    "Mover",
+    "Progress",
+    "RerankOutcome",
+    "Reranked",
+    "Role",
+    "Shared",
+    "StratumOutcome",
+    "ann_sample",
+    "check_control",
+    "control_differences",
+    "evaluate_stratum",
+    "golden_control",
+    "prepare",
+    "ranked_depth",
+    "run_arm",
+    "run_golden",
+    "short_digest",
+]
 
 #: Ranked documents kept per query for the report and the run files (more if a metric looks deeper).
 RANKED_DEPTH = 100
 #: Queries listed under a failing or disputed stratum.
 MOVERS_SHOWN = 5
-#: Queries per arm on which an approximate index's recall against exact search and its latency are measured.
-ANN_SAMPLE = 200
 
 Role = Literal["incumbent", "candidate"]
-#: progress(role, kind, done, total) while an arm encodes.
-Progress = Callable[[str, str, int, int], None]
-#: embed(arm, texts, kind, progress) -> unit vectors; injected so the plugin can memoise or cache.
-Embedder = Callable[..., np.ndarray]
 
 
 class ControlMismatch(Exception):
@@ -83,9 +121,17 @@ class Control:
     depth: str
     #: the golden set's plan fingerprint (metric, guards, margins, confidence, bootstrap, seed, ...)
     plan: str
+    #: each query's filter and the records each filter allows; None (left out) without filters
+    filters: str | None = None
+    #: the fold spec and the document of every chunk; None (left out) without folding
+    fold: str | None = None
+    #: the rerank spec and the queries reranked; None (left out) without a reranker
+    rerank: str | None = None
 
     def components(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
+        """The components in order; the optional ones only when declared, so that a golden set without
+        them keeps the fingerprint it always had."""
+        return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
 
     @property
     def fingerprint(self) -> str:
@@ -94,30 +140,13 @@ class Control:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class HnswStats:
-    """How an arm's HNSW index compares with exact search, measured on a sample of its queries."""
+class Reranked:
+    """One arm after the reranker, on the reranked queries (others: an empty ranking and NaN scores)."""
 
-    #: as the built hnswlib index reports them: M, ef_construction, ef (as searched), seed
-    parameters: Mapping[str, int]
-    #: mean share of the exact top-depth documents the index returned
-    ann_recall: float
-    sample: int
-    latency: Latency
-    exact_latency: Latency
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class IndexStats:
-    """What one arm's index held and cost; ``hnsw`` is None for exact search."""
-
-    dimension: int
-    #: exact: the float32 document vectors; hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph)
-    memory_bytes: int
-    hnsw: HnswStats | None = None
-
-    @property
-    def kind(self) -> str:
-        return "exact" if self.hnsw is None else "hnsw"
+    ranked: tuple[tuple[str, ...], ...]
+    #: the reranker's float32 scores of ``ranked``
+    scores: tuple[tuple[float, ...], ...]
+    per_query: Mapping[str, np.ndarray]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -125,13 +154,42 @@ class ArmResult:
     """One arm's retrieval over a golden set: ranked documents and per-query scores, in golden query order."""
 
     role: Role
-    arm: Arm
+    #: the arm: an embedding arm (`retrievers.DenseRetriever`, whose ``arm`` is the `encoders.Arm`), a BM25
+    #: arm or a fused one; each has ``spec``, ``fingerprint`` and ``prompts``
+    arm: Retriever
     ranked: tuple[tuple[str, ...], ...]
+    #: the first-stage scores of ``ranked`` (cosine, BM25, RRF; with folding, each document's best chunk's)
     similarities: tuple[tuple[float, ...], ...]
     per_query: Mapping[str, np.ndarray]
     #: digests of what this arm consumed, checked against the golden set's by `run_golden`
     control: Control
-    index: IndexStats
+    #: the arm's own vector index; None for an arm that embeds nothing itself (BM25, a fusion)
+    index: IndexStats | None
+    #: the arms a fused arm fuses, with their indexes
+    components: tuple[Component, ...] = ()
+    #: after the golden set's reranker; None without one
+    reranked: Reranked | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Shared:
+    """What both arms of a golden set use alike, derived from the golden set once: the filter plan, the
+    chunk folding, the judgments each query's filters allow, the ids the metrics rank, the reranked
+    queries."""
+
+    #: the golden set it was derived from (an arm given another golden set derives its own)
+    golden: GoldenSet
+    filters: FilterPlan | None
+    chunks: ChunkMap | None
+    #: the judgments each query's filters allow (`filters.allowed_qrels`)
+    qrels: Mapping[str, Mapping[str, int]]
+    #: what rankings hold: the corpus record ids, or with folding the document ids
+    result_ids: tuple[str, ...]
+    depth: int
+    #: stratum name -> query rows reranked for it (golden order); {} without a reranker
+    rerank_samples: Mapping[str, np.ndarray]
+    #: every reranked query row, sorted
+    rerank_rows: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,6 +199,10 @@ class GoldenRun:
     candidate: ArmResult
     #: what both arms were checked to have consumed
     control: Control
+    #: None only for runs built by hand; `run_golden` always sets it
+    shared: Shared | None = None
+    #: reranker spec and fingerprint, and the pairs it scored and the cache served
+    reranker: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -158,16 +220,55 @@ class Mover:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RerankOutcome:
+    """One stratum before and after the reranker, on the queries reranked for it."""
+
+    #: the first stage on the reranked queries, every declared metric
+    first_stage: Mapping[str, PairedComparison]
+    first_stage_decision: Decision
+    after: Mapping[str, PairedComparison]
+    after_decision: Decision
+    #: the verdict rests on ``after``
+    decides: bool
+    #: the stratum's queries were sampled (fewer reranked than it has)
+    sampled: bool
+
+    @property
+    def absorbed(self) -> str | None:
+        """ "gain" or "loss" when the first stage is BETTER or WORSE on these queries and the after-rerank
+        comparison is not: the reranker absorbs the difference the first stage showed."""
+        before, after = self.first_stage_decision.primary, self.after_decision.primary
+        if before is Verdict.BETTER and after is not Verdict.BETTER:
+            return "gain"
+        if before is Verdict.WORSE and after is not Verdict.WORSE:
+            return "loss"
+        return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class StratumOutcome:
     stratum: Stratum
-    comparisons: Mapping[str, PairedComparison]  # every declared metric, primary first
+    #: every declared metric, primary first: the comparison the verdict rests on
+    comparisons: Mapping[str, PairedComparison]
     decision: Decision
     movers: tuple[Mover, ...]  # largest |Δ| first
     drivers: tuple[Mover, ...]  # largest contribution in the direction of Δ first
+    #: before and after the reranker; None without one
+    rerank: RerankOutcome | None = None
+
+
+def _results(golden: GoldenSet) -> int:
+    """How many different things a ranking can hold: records, or with folding documents."""
+    if golden.fold is None:
+        return len(golden.documents)
+    return len({doc.fields[golden.fold.field][0] for doc in golden.documents})
 
 
 def ranked_depth(golden: GoldenSet) -> int:
-    return min(max(RANKED_DEPTH, golden.max_k()), len(golden.documents))
+    """Documents ranked per query: `RANKED_DEPTH`, or deeper when a metric or the reranker looks deeper,
+    but no more than there are documents (folded documents, with folding)."""
+    rerank = golden.rerank.depth if golden.rerank is not None else 0
+    return min(max(RANKED_DEPTH, golden.max_k(), rerank), _results(golden))
 
 
 def short_digest(digest: str) -> str:
@@ -185,6 +286,45 @@ def _digest(component: str, parts: Iterable[object]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def prepare(golden: GoldenSet, *, warn: bool = True) -> Shared:
+    """The `Shared` of a golden set (``warn``: emit the filters' `filters.EmptyFilterWarning`)."""
+    query_ids = [query.id for query in golden.queries]
+    with warnings.catch_warnings():
+        if not warn:
+            warnings.simplefilter("ignore")
+        plan = plan_filters(
+            [doc.fields for doc in golden.documents], [query.filters for query in golden.queries], query_ids
+        )
+    chunks = None if golden.fold is None else chunk_map([doc.fields for doc in golden.documents], golden.fold)
+    if chunks is None:
+        result_ids = tuple(doc.id for doc in golden.documents)
+        records_of = {doc_id: np.array([row]) for row, doc_id in enumerate(result_ids)}
+    else:
+        result_ids = chunks.doc_ids
+        records_of = chunks.records_of()
+    qrels = allowed_qrels(golden.qrels, query_ids, plan, records_of)
+    samples: dict[str, np.ndarray] = {}
+    rows = np.empty(0, dtype=np.intp)
+    if golden.rerank is not None:
+        level = golden.relevance_level
+        scorable = {qid: any(grade >= level for grade in judged.values()) for qid, judged in qrels.items()}
+        position = {qid: i for i, qid in enumerate(query_ids)}
+        for stratum in golden.strata():
+            chosen = rerank_sample(stratum.query_ids, scorable, golden.rerank, golden.seed, stratum.name)
+            samples[stratum.name] = np.array([position[qid] for qid in chosen], dtype=np.intp)
+        rows = np.unique(np.concatenate([np.empty(0, dtype=np.intp), *samples.values()]))
+    return Shared(
+        golden=golden,
+        filters=plan,
+        chunks=chunks,
+        qrels=qrels,
+        result_ids=result_ids,
+        depth=ranked_depth(golden),
+        rerank_samples=samples,
+        rerank_rows=rows,
+    )
+
+
 def _control(
     *,
     doc_ids: Sequence[str],
@@ -192,9 +332,11 @@ def _control(
     queries: Sequence[Query],
     query_texts: Sequence[str],
     qrels: Mapping[str, Mapping[str, int]],
-    index: Mapping[str, str | int],
+    index: Mapping[str, Any],
     depth: int,
     plan: str,
+    golden: GoldenSet,
+    shared: Shared,
 ) -> Control:
     # Texts are hashed one by one so a large corpus is never serialised whole.
     documents = (
@@ -205,22 +347,33 @@ def _control(
         [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
     )
     judgments = sorted([qid, did, grade] for qid, docs in qrels.items() for did, grade in docs.items())
+    query_ids = [query.id for query in queries]
+    filters = fold = rerank = None
+    if shared.filters is not None:
+        filters = _digest("filters", shared.filters.digest_parts(query_ids))
+    if golden.fold is not None and shared.chunks is not None:
+        chunks = shared.chunks
+        owners = (chunks.doc_ids[i] for i in chunks.document_of.tolist())
+        fold = _digest("fold", [golden.fold.as_dict(), *owners])
+    if golden.rerank is not None:
+        rerank = _digest("rerank", [golden.rerank.as_dict(), [query_ids[i] for i in shared.rerank_rows]])
     return Control(
         corpus=_digest("corpus", documents),
         queries=_digest("queries", query_rows),
         qrels=_digest("qrels", judgments),
-        index=_digest("index", [index]),
+        index=_digest("index", [dict(index)]),
         depth=_digest("depth", [depth]),
         plan=plan,
+        filters=filters,
+        fold=fold,
+        rerank=rerank,
     )
 
 
-def golden_control(golden: GoldenSet) -> Control:
-    """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
-    the ef a search of the ranked depth runs with), depth and plan."""
-    depth = ranked_depth(golden)
+def _declared_index(golden: GoldenSet, depth: int) -> dict[str, Any]:
+    """The declared index, with the ef a search of ``depth`` runs with and the build seed."""
     spec = golden.index
-    index: dict[str, str | int] = {"kind": spec.kind}
+    index: dict[str, Any] = {"kind": spec.kind}
     if spec.kind == "hnsw":
         index.update(
             M=spec.M,
@@ -228,15 +381,37 @@ def golden_control(golden: GoldenSet) -> Control:
             ef=effective_ef(spec.ef_search, depth),
             seed=golden.seed,
         )
+    return index
+
+
+def _consumed_index(declared: Mapping[str, Any], indexes: Sequence[IndexStats]) -> dict[str, Any]:
+    """What the arm's vector indexes report they were built and searched with, not what was asked of them:
+    one index (or several alike) gives its own; an arm with none (BM25) the declared one; indexes that
+    disagree give them all, which matches nothing."""
+    consumed = [{"kind": stats.kind, **(stats.hnsw.parameters if stats.hnsw else {})} for stats in indexes]
+    if not consumed:
+        return dict(declared)
+    if all(one == consumed[0] for one in consumed):
+        return consumed[0]
+    return {"parts": consumed}
+
+
+def golden_control(golden: GoldenSet, shared: Shared | None = None) -> Control:
+    """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
+    the ef a search of the ranked depth runs with), depth and plan, and its filters, folding and reranked
+    queries when declared."""
+    shared = shared if shared is not None else prepare(golden, warn=False)
     return _control(
         doc_ids=[doc.id for doc in golden.documents],
         doc_texts=[doc.embed_text for doc in golden.documents],
         queries=golden.queries,
         query_texts=[query.text for query in golden.queries],
         qrels=golden.qrels,
-        index=index,
-        depth=depth,
+        index=_declared_index(golden, shared.depth),
+        depth=shared.depth,
         plan=golden.plan_fingerprint(),
+        golden=golden,
+        shared=shared,
     )
 
 
@@ -244,11 +419,15 @@ def control_differences(expected: Control, incumbent: Control, candidate: Contro
     """One description per component where either arm differs from ``expected``, in component order."""
     wanted = expected.components()
     arms = incumbent.components(), candidate.components()
+
+    def shown(digest: str | None) -> str:
+        return "absent" if digest is None else short_digest(digest)
+
     return tuple(
-        f"{name} (incumbent {short_digest(arms[0][name])}, candidate {short_digest(arms[1][name])}; "
+        f"{name} (incumbent {shown(arms[0].get(name))}, candidate {shown(arms[1].get(name))}; "
         f"golden set {short_digest(digest)})"
         for name, digest in wanted.items()
-        if arms[0][name] != digest or arms[1][name] != digest
+        if arms[0].get(name) != digest or arms[1].get(name) != digest
     )
 
 
@@ -259,111 +438,187 @@ def check_control(expected: Control, incumbent: Control, candidate: Control) -> 
         raise ControlMismatch(differences)
 
 
-def ann_sample(n_queries: int, seed: int) -> np.ndarray:
-    """Sorted query rows on which ANN recall and latency are measured: all of them up to `ANN_SAMPLE`, else a
-    seeded draw, so both arms (and every run with the same seed and query count) measure the same queries."""
-    if n_queries <= ANN_SAMPLE:
-        return np.arange(n_queries)
-    rng = np.random.default_rng(stable_seed(seed, "ann-sample"))
-    return np.sort(rng.choice(n_queries, size=ANN_SAMPLE, replace=False))
+def _all_indexes(own: IndexStats | None, parts: Sequence[Component]) -> list[IndexStats]:
+    found = [] if own is None else [own]
+    for part in parts:
+        found.extend(_all_indexes(part.index, part.parts))
+    return found
 
 
-def _search_hnsw(
-    golden: GoldenSet, queries: np.ndarray, documents: np.ndarray, doc_ids: Sequence[str], depth: int
-) -> tuple[np.ndarray, np.ndarray, IndexStats]:
-    spec = golden.index
-    # The golden seed, not the arm, seeds the build: both arms get the same construction randomness.
-    index = HnswIndex(
-        documents, doc_ids=doc_ids, M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed
-    )
-    positions, scores = index.search(queries, depth, ef_search=spec.ef_search)
-    sample = ann_sample(queries.shape[0], golden.seed)
-    exact_positions, _ = exact_search(queries[sample], documents, depth, doc_ids=doc_ids)
-    hnsw = HnswStats(
-        parameters=index.parameters(),
-        ann_recall=ann_recall(positions[sample], exact_positions),
-        sample=int(sample.size),
-        latency=Latency.of(index.query_seconds(queries[sample], depth, ef_search=spec.ef_search)),
-        exact_latency=Latency.of(flat_query_seconds(queries[sample], documents, depth)),
-    )
-    stats = IndexStats(dimension=int(documents.shape[1]), memory_bytes=index.memory_bytes(), hnsw=hnsw)
-    return positions, scores, stats
+def _rerank(
+    scorer: RerankScorer,
+    positions: np.ndarray,
+    records: np.ndarray,
+    rows: np.ndarray,
+    depth: int,
+    result_ids: Sequence[str],
+    doc_texts: Sequence[str],
+    query_texts: Sequence[str],
+) -> tuple[list[tuple[str, ...]], list[tuple[float, ...]]]:
+    """Each query row's top ``depth`` results reordered by the reranker (float32 score descending, equal
+    scores by id descending): their ids and reranker scores, row by row (empty for rows not reranked)."""
+    ranked: list[tuple[str, ...]] = [() for _ in range(positions.shape[0])]
+    scores: list[tuple[float, ...]] = [() for _ in range(positions.shape[0])]
+    for row in rows.tolist():
+        top = positions[row, :depth]
+        kept = top >= 0
+        ids = [result_ids[p] for p in top[kept].tolist()]
+        if not ids:
+            continue
+        values = scorer.scores(query_texts[row], [doc_texts[r] for r in records[row, :depth][kept].tolist()])
+        order, ordered = top_k(values[None, :], len(ids), ranks=tie_ranks(ids))
+        ranked[row] = tuple(ids[i] for i in order[0].tolist())
+        scores[row] = tuple(float(v) for v in ordered[0].tolist())
+    return ranked, scores
 
 
 def run_arm(
     golden: GoldenSet,
-    arm: Arm,
+    arm: Arm | Retriever | object,
     role: Role,
     *,
     embedder: Embedder = embed,
     progress: Progress | None = None,
+    shared: Shared | None = None,
+    scorer: RerankScorer | None = None,
 ) -> ArmResult:
-    """Embed, search and score one arm; identical for both arms but for `arm`."""
-
-    def report(kind: str) -> Callable[[int, int], None] | None:
-        if progress is None:
-            return None
-        return lambda done, total: progress(role, kind, done, total)
-
+    """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``shared`` is
+    `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
+    declares a reranker and none is given)."""
+    retriever = resolve_arm(arm)
+    if shared is None or shared.golden is not golden:
+        shared = prepare(golden)
     doc_ids = [doc.id for doc in golden.documents]
     doc_texts = [doc.embed_text for doc in golden.documents]
-    doc_vectors = embedder(arm, doc_texts, "document", progress=report("document"), role=role)
     query_texts = [query.text for query in golden.queries]
-    query_vectors = embedder(arm, query_texts, "query", progress=report("query"), role=role)
-    depth = ranked_depth(golden)
-    if golden.index.kind == "hnsw":
-        positions, scores, stats = _search_hnsw(golden, query_vectors, doc_vectors, doc_ids, depth)
+    task = RetrievalTask(
+        doc_ids=doc_ids,
+        doc_texts=doc_texts,
+        query_texts=query_texts,
+        allowed=None if shared.filters is None else shared.filters.allowed,
+        index=golden.index,
+        seed=golden.seed,
+        role=role,
+        embedder=embedder,
+        progress=progress,
+    )
+    searcher = retriever.open(task)
+    depth = shared.depth
+    rows = np.arange(len(query_texts))
+    if shared.chunks is None:
+        hits = searcher.search(rows, depth)
+        positions, scores, records, searched = hits.positions, hits.scores, hits.positions, depth
     else:
-        positions, scores = exact_search(query_vectors, doc_vectors, depth, doc_ids=doc_ids)
-        # A flat index holds the float32 vectors and nothing else.
-        memory = int(doc_vectors.shape[0] * doc_vectors.shape[1] * 4)
-        stats = IndexStats(dimension=int(doc_vectors.shape[1]), memory_bytes=memory)
-    ranked = tuple(tuple(doc_ids[p] for p in row) for row in positions.tolist())
+
+        def chunk_hits(wanted: np.ndarray, chunk_depth: int) -> tuple[np.ndarray, np.ndarray]:
+            found = searcher.search(wanted, chunk_depth)
+            return found.positions, found.scores
+
+        positions, scores, records, searched = search_documents(
+            chunk_hits, len(query_texts), shared.chunks, tie_ranks(shared.result_ids), depth
+        )
+    index = searcher.index_stats(searched)
+    parts = components(retriever, searcher, searched)
+    valid = positions >= 0
+    result_ids = shared.result_ids
+    ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
+    similarities = tuple(tuple(float(v) for v in row[keep]) for row, keep in zip(scores, valid, strict=True))
     query_ids = [query.id for query in golden.queries]
+    metrics = golden.all_metrics()
     per_query = evaluate(
         dict(zip(query_ids, ranked, strict=True)),
-        golden.qrels,
-        golden.all_metrics(),
+        shared.qrels,
+        metrics,
         query_ids,
         relevance_level=golden.relevance_level,
     )
+    reranked = None
+    if golden.rerank is not None:
+        scorer = scorer if scorer is not None else RerankScorer(resolve_reranker(golden.rerank))
+        after, after_scores = _rerank(
+            scorer,
+            positions,
+            records,
+            shared.rerank_rows,
+            golden.rerank.depth,
+            result_ids,
+            doc_texts,
+            query_texts,
+        )
+        reranked_ids = [query_ids[i] for i in shared.rerank_rows.tolist()]
+        after_per_query = {str(m): np.full(len(query_ids), np.nan) for m in metrics}
+        if reranked_ids:
+            values = evaluate(
+                {query_ids[i]: after[i] for i in shared.rerank_rows.tolist()},
+                shared.qrels,
+                metrics,
+                reranked_ids,
+                relevance_level=golden.relevance_level,
+            )
+            for name, array in values.items():
+                after_per_query[name][shared.rerank_rows] = array
+        reranked = Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
     control = _control(
         doc_ids=doc_ids,
         doc_texts=doc_texts,
         queries=golden.queries,
         query_texts=query_texts,
         qrels=golden.qrels,
-        # What the index reports it was built and searched with, not what was asked of it.
-        index={"kind": stats.kind, **(stats.hnsw.parameters if stats.hnsw else {})},
+        index=_consumed_index(_declared_index(golden, depth), _all_indexes(index, parts)),
         depth=depth,
         plan=golden.plan_fingerprint(),
+        golden=golden,
+        shared=shared,
     )
     return ArmResult(
         role=role,
-        arm=arm,
+        arm=retriever,
         ranked=ranked,
-        similarities=tuple(tuple(row) for row in scores.astype(float).tolist()),
+        similarities=similarities,
         per_query=per_query,
         control=control,
-        index=stats,
+        index=index,
+        components=parts,
+        reranked=reranked,
     )
 
 
 def run_golden(
     golden: GoldenSet,
-    incumbent: Arm,
-    candidate: Arm,
+    incumbent: Arm | Retriever | object,
+    candidate: Arm | Retriever | object,
     *,
     embedder: Embedder = embed,
     progress: Progress | None = None,
+    cache: Any = None,
 ) -> GoldenRun:
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
-    than the golden set declares."""
-    incumbent_result = run_arm(golden, incumbent, "incumbent", embedder=embedder, progress=progress)
-    candidate_result = run_arm(golden, candidate, "candidate", embedder=embedder, progress=progress)
-    control = golden_control(golden)
+    than the golden set declares. ``cache`` (an `cache.EmbeddingCache`) keeps the reranker's scores."""
+    shared = prepare(golden)
+    scorer = None
+    if golden.rerank is not None:
+        scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
+    common: dict[str, Any] = {"embedder": embedder, "progress": progress, "shared": shared, "scorer": scorer}
+    incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
+    candidate_result = run_arm(golden, candidate, "candidate", **common)
+    control = golden_control(golden, shared)
     check_control(control, incumbent_result.control, candidate_result.control)
-    return GoldenRun(golden=golden, incumbent=incumbent_result, candidate=candidate_result, control=control)
+    reranker = None
+    if scorer is not None:
+        reranker = {
+            "spec": scorer.reranker.spec,
+            "fingerprint": scorer.reranker.fingerprint,
+            "scored": scorer.scored,
+            "cached": scorer.cached,
+        }
+    return GoldenRun(
+        golden=golden,
+        incumbent=incumbent_result,
+        candidate=candidate_result,
+        control=control,
+        shared=shared,
+        reranker=reranker,
+    )
 
 
 def _movers(
@@ -376,12 +631,14 @@ def _movers(
     )
 
 
-def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
-    """Pair both arms' per-query scores over the stratum's queries and decide its verdict."""
-    golden = run.golden
-    position = {query.id: i for i, query in enumerate(golden.queries)}
-    rows = np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
-
+def _compare(
+    golden: GoldenSet,
+    incumbent: Mapping[str, np.ndarray],
+    candidate: Mapping[str, np.ndarray],
+    rows: np.ndarray,
+    *seed: str,
+) -> tuple[dict[str, PairedComparison], Decision]:
+    """Every declared metric compared over ``rows``, and the verdict of the primary with its guards."""
     comparisons: dict[str, PairedComparison] = {}
     with warnings.catch_warnings():
         # A degenerate comparison (an A/A run, a tiny stratum) is stated in its note and the verdict's
@@ -390,25 +647,60 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
         for metric in golden.all_metrics():
             name = str(metric)
             comparisons[name] = compare_paired(
-                run.incumbent.per_query[name][rows],
-                run.candidate.per_query[name][rows],
+                incumbent[name][rows],
+                candidate[name][rows],
                 confidence=golden.confidence,
                 n_resamples=golden.bootstrap,
-                rng=np.random.default_rng(stable_seed(golden.seed, stratum.name, name)),
+                rng=np.random.default_rng(stable_seed(golden.seed, *seed, name)),
             )
-
-    primary = str(golden.metric)
     decision = decide(
-        comparisons[primary],
+        comparisons[str(golden.metric)],
         tie_margin=golden.tie_margin,
         min_queries=golden.min_queries,
         guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
     )
+    return comparisons, decision
 
-    incumbent = run.incumbent.per_query[primary][rows]
-    candidate = run.candidate.per_query[primary][rows]
-    difference = np.nan_to_num(candidate - incumbent, nan=0.0)
-    ids = list(stratum.query_ids)
+
+def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
+    """Pair both arms' per-query scores over the stratum's queries and decide its verdict: on the first
+    stage, or with ``rerank.decides`` after the reranker, on the queries reranked for the stratum."""
+    golden = run.golden
+    position = {query.id: i for i, query in enumerate(golden.queries)}
+    rows = np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
+    comparisons, decision = _compare(
+        golden, run.incumbent.per_query, run.candidate.per_query, rows, stratum.name
+    )
+    incumbent, candidate = run.incumbent.per_query, run.candidate.per_query
+    rerank = None
+    spec = golden.rerank
+    before, after = run.incumbent.reranked, run.candidate.reranked
+    if spec is not None and run.shared is not None and before is not None and after is not None:
+        sample = run.shared.rerank_samples[stratum.name]
+        first_stage, first_decision = _compare(golden, incumbent, candidate, sample, stratum.name, "reranked")
+        reranked, reranked_decision = _compare(
+            golden, before.per_query, after.per_query, sample, stratum.name, "after-rerank"
+        )
+        scorable = sum(
+            any(grade >= golden.relevance_level for grade in run.shared.qrels[qid].values())
+            for qid in stratum.query_ids
+        )
+        rerank = RerankOutcome(
+            first_stage=first_stage,
+            first_stage_decision=first_decision,
+            after=reranked,
+            after_decision=reranked_decision,
+            decides=spec.decides,
+            sampled=sample.size < scorable,
+        )
+        if spec.decides:
+            comparisons, decision, rows = reranked, reranked_decision, sample
+            incumbent, candidate = before.per_query, after.per_query
+
+    primary = str(golden.metric)
+    incumbent_scores, candidate_scores = incumbent[primary][rows], candidate[primary][rows]
+    difference = np.nan_to_num(candidate_scores - incumbent_scores, nan=0.0)
+    ids = [golden.queries[i].id for i in rows]
     texts = [golden.queries[i].text for i in rows]
     # Stable sorts keep golden-file order among equal differences, so the listing is reproducible.
     by_size = np.argsort(-np.abs(difference), kind="stable")
@@ -418,6 +710,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
         stratum=stratum,
         comparisons=comparisons,
         decision=decision,
-        movers=_movers(texts, ids, incumbent, candidate, by_size),
-        drivers=_movers(texts, ids, incumbent, candidate, by_contribution),
+        movers=_movers(texts, ids, incumbent_scores, candidate_scores, by_size),
+        drivers=_movers(texts, ids, incumbent_scores, candidate_scores, by_contribution),
+        rerank=rerank,
     )

@@ -27,10 +27,12 @@ from pytest_embeval.pipeline import (
     GoldenRun,
     IndexStats,
     Mover,
+    RerankOutcome,
     StratumOutcome,
     ranked_depth,
     short_digest,
 )
+from pytest_embeval.retrievers import Component
 from pytest_embeval.stats import PairedComparison
 
 SCHEMA_VERSION = 1
@@ -100,6 +102,29 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
         "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
         "movers": [_mover_record(m) for m in outcome.movers],
         "drivers": [_mover_record(m) for m in outcome.drivers],
+        **({} if outcome.rerank is None else _rerank_stratum(outcome.rerank)),
+    }
+
+
+def _rerank_stratum(rerank: RerankOutcome) -> Record:
+    """A stratum's two comparisons on its reranked queries, side by side, and which one decides."""
+    first, after = rerank.first_stage_decision, rerank.after_decision
+    return {
+        "decided_by": "rerank" if rerank.decides else "first_stage",
+        "rerank": {
+            "sampled": rerank.sampled,
+            "first_stage": {
+                "verdict": first.verdict.value,
+                "reason": first.reason,
+                "metrics": {name: comparison_record(c) for name, c in rerank.first_stage.items()},
+            },
+            "after_rerank": {
+                "verdict": after.verdict.value,
+                "reason": after.reason,
+                "metrics": {name: comparison_record(c) for name, c in rerank.after.items()},
+            },
+            "absorbed": rerank.absorbed,
+        },
     }
 
 
@@ -115,8 +140,10 @@ def index_record(stats: IndexStats) -> Record:
     if stats.hnsw is not None:
         hnsw = stats.hnsw
         record.update(hnsw.parameters)
-        record["ann_recall"] = hnsw.ann_recall
+        record["ann_recall"] = _number(hnsw.ann_recall)
         record["sample"] = hnsw.sample
+        if hnsw.filtered:
+            record["filtered"] = True
         record["timings"] = {
             "latency_ms": _latency_record(hnsw.latency),
             "exact_latency_ms": _latency_record(hnsw.exact_latency),
@@ -125,12 +152,65 @@ def index_record(stats: IndexStats) -> Record:
 
 
 def _arm_record(result: ArmResult) -> Record:
-    return {
+    record: Record = {
         "spec": result.arm.spec,
         "fingerprint": result.arm.fingerprint,
         "prompts": dict(result.arm.prompts),
-        "index": index_record(result.index),
+        "index": None if result.index is None else index_record(result.index),
     }
+    # Only for the arms that are not embedding arms, so embedding arms' records keep their shape.
+    if result.arm.kind != "dense":
+        record["kind"] = result.arm.kind
+    if result.components:
+        record["components"] = [_component_record(part) for part in result.components]
+    return record
+
+
+def _component_record(part: Component) -> Record:
+    record: Record = {
+        "spec": part.spec,
+        "kind": part.kind,
+        "fingerprint": part.fingerprint,
+        "prompts": dict(part.prompts),
+        "index": None if part.index is None else index_record(part.index),
+    }
+    if part.parts:
+        record["components"] = [_component_record(inner) for inner in part.parts]
+    return record
+
+
+def _pipeline_record(run: GoldenRun) -> Record:
+    """What the golden set's pipeline adds to plain retrieval: filters, folding, a reranker."""
+    golden, shared = run.golden, run.shared
+    record: Record = {}
+    if shared is None:
+        return record
+    if shared.filters is not None:
+        plan = shared.filters
+        counts = plan.allowed_counts()
+        record["filters"] = {
+            "queries": sum(1 for query in golden.queries if query.filters),
+            "distinct": sum(1 for one in plan.filters if one),
+            "matching_nothing": [
+                query.id for query, n in zip(golden.queries, counts.tolist(), strict=True) if n == 0
+            ],
+        }
+    if golden.fold is not None and shared.chunks is not None:
+        record["fold"] = {
+            **golden.fold.as_dict(),
+            "chunks": shared.chunks.chunks,
+            "documents": len(shared.chunks.doc_ids),
+        }
+    if golden.rerank is not None and run.reranker is not None:
+        record["rerank"] = {
+            **golden.rerank.as_dict(),
+            "spec": run.reranker["spec"],
+            "fingerprint": run.reranker["fingerprint"],
+            "queries": int(shared.rerank_rows.size),
+            # What this run had to score varies run to run (a rerun is served from the cache).
+            "timings": {"pairs_scored": run.reranker["scored"], "pairs_from_cache": run.reranker["cached"]},
+        }
+    return record
 
 
 def golden_record(run: GoldenRun, path: str) -> Record:
@@ -143,20 +223,24 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         for role, arm in arms.items()
     }
     queries = []
+    reranked = set() if run.shared is None else set(run.shared.rerank_rows.tolist())
     for i, query in enumerate(golden.queries):
-        queries.append(
-            {
-                "id": query.id,
-                "text": query.text,
-                "strata": dict(query.fields),
-                "scores": {
-                    role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
-                    for role, arm in arms.items()
-                },
-                "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
-                "similarities": {role: list(arm.similarities[i]) for role, arm in arms.items()},
-            }
-        )
+        record: Record = {
+            "id": query.id,
+            "text": query.text,
+            "strata": dict(query.fields),
+            "scores": {
+                role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
+                for role, arm in arms.items()
+            },
+            "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
+            "similarities": {role: list(arm.similarities[i]) for role, arm in arms.items()},
+        }
+        if query.filters:
+            record["filters"] = {name: list(values) for name, values in query.filters.items()}
+        if i in reranked:
+            record["after_rerank"] = _after_rerank(arms, i)
+        queries.append(record)
     return {
         "name": golden.name,
         "path": path,
@@ -175,10 +259,24 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "index": _index_record(golden),
         "depth": ranked_depth(golden),
         "documents": len(golden.documents),
+        **_pipeline_record(run),
         "incumbent": _arm_record(run.incumbent),
         "candidate": _arm_record(run.candidate),
         "queries": queries,
         "coverage": [dataclasses.asdict(row) for row in coverage(golden, rankings, k=golden.metric.k)],
+    }
+
+
+def _after_rerank(arms: Mapping[str, ArmResult], row: int) -> Record:
+    """One reranked query under both arms after the reranker: scores, ranking, the reranker's scores."""
+    after = {role: arm.reranked for role, arm in arms.items() if arm.reranked is not None}
+    return {
+        "scores": {
+            role: {name: _number(float(values[row])) for name, values in one.per_query.items()}
+            for role, one in after.items()
+        },
+        "ranked": {role: list(one.ranked[row]) for role, one in after.items()},
+        "reranker_scores": {role: list(one.scores[row]) for role, one in after.items()},
     }
 
 
@@ -258,8 +356,27 @@ def file_stem(golden: Mapping[str, Any]) -> str:
     return str(golden["path"]).replace("/", "__").rsplit(".", 1)[0]
 
 
-def run_file_name(golden: Mapping[str, Any], role: str) -> str:
-    return f"{file_stem(golden)}.{role}.run"
+def run_file_name(golden: Mapping[str, Any], role: str, stage: str = "") -> str:
+    """``<stem>.<role>.run``; after the reranker (``stage="rerank"``) ``<stem>.<role>.rerank.run``."""
+    return f"{file_stem(golden)}.{role}{'.' + stage if stage else ''}.run"
+
+
+def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
+    """A TREC run file of one arm after the reranker, with the reranker's scores, over the reranked queries;
+    None when the golden set has no reranker."""
+    if "rerank" not in golden:
+        return None
+    tag = f"embeval-{role}-rerank"
+    lines = []
+    for query in golden["queries"]:
+        after = query.get("after_rerank")
+        if after is None:
+            continue
+        for rank, (doc_id, score) in enumerate(
+            zip(after["ranked"][role], after["reranker_scores"][role], strict=True), start=1
+        ):
+            lines.append(f"{query['id']} Q0 {doc_id} {rank} {score!r} {tag}")
+    return "\n".join(lines) + "\n"
 
 
 def report_json(report: Mapping[str, Any]) -> str:

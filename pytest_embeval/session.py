@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.encoders import Arm
 from pytest_embeval.golden import GoldenSet, load_golden
 from pytest_embeval.options import Settings
 from pytest_embeval.output import write_atomic
@@ -34,7 +33,17 @@ from pytest_embeval.pooling import (
     write_sheet,
 )
 from pytest_embeval.rankings import rankings_from_record
-from pytest_embeval.report import ROLES, Record, build_report, file_stem, report_json, run_file_name, trec_run
+from pytest_embeval.report import (
+    ROLES,
+    Record,
+    build_report,
+    file_stem,
+    report_json,
+    rerank_run,
+    run_file_name,
+    trec_run,
+)
+from pytest_embeval.retrievers import Retriever
 from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table
 
 #: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
@@ -67,7 +76,7 @@ class EmbevalState:
     settings: Settings
     #: the embedding cache (None with --embeval-no-cache); it touches the disk only when first used
     cache: EmbeddingCache | None = dataclasses.field(init=False)
-    arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
+    arms: dict[Any, Retriever] = dataclasses.field(default_factory=dict)
     runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
     sent_golden: set[str] = dataclasses.field(default_factory=set)
@@ -178,6 +187,9 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         for golden_set in report["golden_sets"]:
             for role in ROLES:
                 write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
+                after = rerank_run(golden_set, role)
+                if after is not None:
+                    write_atomic(settings.runs_dir / run_file_name(golden_set, role, "rerank"), after)
         reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
 
 

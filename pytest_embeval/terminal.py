@@ -74,16 +74,84 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         # .get: reports written before arms carried an index record are still rendered.
         index = golden[role].get("index")
         if index is not None and index["kind"] == "hnsw":
-            lines.append(_hnsw_line(role, index, golden["depth"]))
+            lines.append(_hnsw_line(f"{role} index", index, golden["depth"]))
+        for part in golden[role].get("components", ()):
+            if part["index"] is not None and part["index"]["kind"] == "hnsw":
+                lines.append(_hnsw_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
+    lines += pipeline_lines(golden)
+    if any("rerank" in s for s in strata):
+        lines += rerank_lines(golden, strata)
     return lines
 
 
-def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
+def pipeline_lines(golden: Mapping[str, Any]) -> list[str]:
+    """What the golden set's pipeline did besides retrieval: filters and chunk folding."""
+    lines = []
+    filters = golden.get("filters")
+    if filters is not None:
+        line = (
+            f"filters: {filters['queries']} of {len(golden['queries'])} queries search only the documents "
+            f"their filters allow ({filters['distinct']} distinct filters)"
+        )
+        empty = filters["matching_nothing"]
+        if empty:
+            line += f"; {len(empty)} match no document: " + ", ".join(empty)
+        lines.append(line)
+    fold = golden.get("fold")
+    if fold is not None:
+        lines.append(
+            f"folded {fold['chunks']:,} chunks into {fold['documents']:,} documents by {fold['field']!r} "
+            f"(a document ranks by its best chunk; {golden['depth']} documents per query)"
+        )
+    return lines
+
+
+def rerank_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each stratum's first-stage and after-rerank comparison side by side, on the queries reranked for it,
+    and which one the verdict rests on."""
+    rerank = golden["rerank"]
+    metric = golden["metric"]
+    where = "all queries" if rerank["sample"] is None else f"{rerank['sample']} queries per stratum"
+    decides = "the after-rerank ranking" if rerank["decides"] else "the first stage"
+    header = ["stratum", "n", "first stage Δ", "CI", "verdict", "after rerank Δ", "CI", "verdict", ""]
+    rows = []
+    for s in strata:
+        if "rerank" not in s:
+            continue
+        first, after = s["rerank"]["first_stage"], s["rerank"]["after_rerank"]
+        before_m, after_m = first["metrics"][metric], after["metrics"][metric]
+        absorbed = s["rerank"]["absorbed"]
+        rows.append(
+            [
+                s["stratum"],
+                str(after_m["n"]),
+                _fmt(before_m["delta"], True),
+                _fmt_ci(before_m["ci"]),
+                first["verdict"],
+                _fmt(after_m["delta"], True),
+                _fmt_ci(after_m["ci"]),
+                after["verdict"],
+                "" if absorbed is None else f"the first-stage {absorbed} vanishes after reranking",
+            ]
+        )
+    timings = rerank.get("timings", {})
+    return [
+        f"reranked by {rerank['spec']} (top {rerank['depth']}, {where}, {metric}); "
+        f"the verdict rests on {decides}",
+        *table(header, rows),
+        f"reranker: {timings.get('pairs_scored', 0):,} pairs scored, {timings.get('pairs_from_cache', 0):,} "
+        "from the cache",
+    ]
+
+
+def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
     timings = index["timings"]
     latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
+    recall = index["ann_recall"]
+    filtered = ", filtered as the queries are" if index.get("filtered") else ""
     return (
-        f"{role} index: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, "
-        f"ANN recall@{depth} {index['ann_recall']:.3f} ({index['sample']} queries), "
+        f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, "
+        f"ANN recall@{depth} {_fmt(recall)} ({index['sample']} queries{filtered}), "
         f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
     )
@@ -140,6 +208,14 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
     lines = [
         f"{record['stratum']}: {record['verdict']} — {record['reason']}",
         f"margin {record['tie_margin']}, confidence {record['confidence']}",
+    ]
+    if record.get("decided_by") == "rerank":
+        first = record["rerank"]["first_stage"]
+        lines.append(
+            f"decided after the reranker, on {record['n']} reranked queries (first stage on them: "
+            f"Δ {_fmt(first['metrics'][metric]['delta'], True)}, {first['verdict']})"
+        )
+    lines += [
         "",
         *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
     ]

@@ -99,7 +99,8 @@ def test_files_form_loads_documents_queries_qrels_and_defaults(tmp_path: Path) -
     assert golden.documents == (
         Document("d1", "alpha text"),
         Document("d2", "beta text", "Beta"),
-        Document("d3", "gamma text"),
+        # The extra field is kept, for filters and folding, but embedded by no one.
+        Document("d3", "gamma text", fields={"lang": ("en",)}),
         Document("d4", "delta text"),
     )
     assert [doc.embed_text for doc in golden.documents] == [
@@ -484,7 +485,7 @@ INLINE_HEAD = "corpus: corpus.jsonl\nstrata: [shape]\nmetric: recall@5\nqueries:
 NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": None}
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, strata, separate, metric, guards, report, "
-    "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level"
+    "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, fold, rerank"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
