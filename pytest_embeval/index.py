@@ -109,8 +109,8 @@ def exact_search(
 
     Documents are scanned in blocks of ``block_size`` rows and queries in blocks of ``query_block_size`` (by
     default as many as fit in ~128 MB of scratch), keeping a running top k per query, so memory stays bounded
-    for large corpora. The result does not depend on either block size. A masked-out pair gets key 0, which
-    no finite score has, so it sorts below every allowed document and is recognised after the scan.
+    for large corpora. The result does not depend on either block size. A masked-out pair keeps only its tie
+    rank (`_mask`), below every allowed document's key, and is recognised after the scan.
     """
     d = _validate_documents(documents, doc_ids)
     q, k_eff = _validate_queries(queries, d, k)
@@ -138,7 +138,7 @@ def exact_search(
             keys = _keys(scores, block_ranks)
             if allowed is not None:
                 block_masks = allowed.masks[:, d_start : d_start + doc_block]
-                keys[~block_masks[allowed.rows[q_start : q_start + query_block]]] = 0
+                _mask(keys, block_masks[allowed.rows[q_start : q_start + query_block]])
             merged.append(_top(np.concatenate([best[q_start : q_start + query_block], keys], axis=1), k_eff))
         best = np.concatenate(merged, axis=0)
     keys = np.sort(best, axis=1)[:, ::-1]
@@ -159,7 +159,7 @@ def top_k(
         return _empty_result(matrix.shape[0], k_eff)
     keys = _keys(matrix, ranks)
     if keep is not None:
-        keys[~keep] = 0
+        _mask(keys, keep)
     best = np.sort(_top(keys, k_eff), axis=1)[:, ::-1]
     return _padded(best, *_decode(best, np.argsort(ranks)))
 
@@ -244,7 +244,7 @@ class HnswIndex:
                 "id,ikd->ik", q[start : start + step].astype(np.float64), d[block].astype(np.float64)
             ).astype(np.float32)
         keys = _keys(scores, self._ranks[safe])
-        keys[~found] = 0
+        _mask(keys, found)
         keys = np.sort(keys, axis=1)[:, ::-1]
         return _padded(keys, *_decode(keys, np.argsort(self._ranks)))
 
@@ -457,9 +457,24 @@ def _decode(keys: np.ndarray, position_of_rank: np.ndarray) -> tuple[np.ndarray,
     return positions.astype(np.int64), bits.view(np.float32)
 
 
+#: `_mask`'s keys by the mask's bool: masked out keeps the tie rank alone, allowed keeps the whole key.
+_KEPT_BITS = np.array([0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
+#: Keys below this have no score bits: masked out. A finite float32 score maps to 0x00800000 or more.
+_SCORED = np.uint64(1 << 32)
+
+
+def _mask(keys: np.ndarray, keep: np.ndarray) -> None:
+    """Clear the score bits of the keys ``keep`` rejects, in place, so they sort below every kept key.
+
+    Their tie ranks stay, so masked keys remain distinct: np.partition slows down tenfold on a row of
+    many equal values (a selective filter would otherwise leave mostly zeros).
+    """
+    np.bitwise_and(keys, _KEPT_BITS[keep.view(np.uint8)], out=keys)
+
+
 def _padded(keys: np.ndarray, positions: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decoded results with key 0 (a masked-out or missing document) as position -1 and score NaN."""
-    empty = keys == 0
+    """Decoded results with a masked key (a masked-out or missing document) as position -1 and score NaN."""
+    empty = keys < _SCORED
     if empty.any():
         positions[empty] = -1
         scores[empty] = np.nan

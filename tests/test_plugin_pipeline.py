@@ -65,7 +65,8 @@ def test_filters_a_reranker_and_a_hybrid_arm_in_one_run_serially_and_with_xdist(
     serial.stdout.fnmatch_lines(
         [
             "filters: 48 of 48 queries search only the documents their filters allow (2 distinct filters)",
-            "reranked by rerankers:BY_NUMBER (top 60, all queries, hit@1); the verdict rests on the first stage",
+            "reranked by rerankers:BY_NUMBER (top 60, all queries, hit@1); "
+            "the verdict rests on the first stage",
             "stratum*n*first stage Δ*CI*verdict*after rerank Δ*CI*verdict*",
             "overall*48*BETTER*+0.000*TIE*the first-stage gain vanishes after reranking",
             "reranker: * pairs scored, 0 from the cache",
@@ -111,8 +112,8 @@ def test_a_filter_on_a_field_no_document_has_is_a_collection_error(
     assert result.ret == 2
     result.stdout.fnmatch_lines(
         [
-            "*support/queries.jsonl:3: filters.tenant: query 'q02': no document has a field 'tenant' to filter "
-            "on (document fields: none)"
+            "*support/queries.jsonl:3: filters.tenant: query 'q02': no document has a field 'tenant' "
+            "to filter on (document fields: none)"
         ]
     )
     assert "Traceback" not in result.stdout.str()
