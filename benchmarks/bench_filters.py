@@ -21,6 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import contextlib
+
 from pytest_embeval.index import (
     Allowed,
     HnswIndex,
@@ -29,6 +31,24 @@ from pytest_embeval.index import (
     exact_search,
     flat_query_seconds,
 )
+
+
+def _visited(index: HnswIndex, queries: np.ndarray, k: int, mask: np.ndarray) -> float:
+    """Mean filter calls per query: the nodes hnswlib's graph search visits under the filter."""
+    calls = 0
+    permitted = mask.tolist()
+
+    def counted(label: int) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool(permitted[label])
+
+    graph = index._index
+    graph.set_ef(k)
+    for row in queries:
+        with contextlib.suppress(RuntimeError):
+            graph.knn_query(row[None, :], k=k, num_threads=1, filter=counted)
+    return calls / len(queries)
 
 
 def main() -> None:
@@ -67,9 +87,11 @@ def main() -> None:
         exact_seconds = time.perf_counter() - start
         filtered = Latency.of(index.query_seconds(queries, args.k, ef_search=args.k, allowed=allowed))
         flat = Latency.of(flat_query_seconds(queries, documents, args.k, allowed=allowed))
+        visited = _visited(index, queries[:20], args.k, mask)
         print(
             f"{share:>6.2f}  {ann_recall(approximate, exact):>7.4f}  {filtered.p50_ms:>11.3f}  "
             f"{filtered.p50_ms / plain.p50_ms:>12.1f}  {flat.p50_ms:>11.3f}  {exact_seconds:>18.2f}"
+            f"  {visited / args.documents:>8.0%}"
         )
     start = time.perf_counter()
     exact_search(queries, documents, args.k, doc_ids=doc_ids)
