@@ -247,6 +247,19 @@ class GoldenSet:
         """What judgments and rankings name: the corpus records, or with folding the documents."""
         return _judged_ids(self.documents, self.fold)
 
+    def judged_documents(self) -> dict[str, Document]:
+        """What a judge reads, by judged id: each corpus record, or with folding each document, its chunks'
+        texts joined in corpus order under its first chunk's title."""
+        if self.fold is None:
+            return {doc.id: doc for doc in self.documents}
+        chunks: dict[str, list[Document]] = {}
+        for doc in self.documents:
+            chunks.setdefault(doc.fields[self.fold.field][0], []).append(doc)
+        return {
+            doc_id: Document(doc_id, "\n\n".join(part.text for part in parts), parts[0].title)
+            for doc_id, parts in chunks.items()
+        }
+
     def uses_document_fields(self) -> bool:
         """Whether documents' own fields change what is retrieved or scored (filters or folding)."""
         return self.fold is not None or any(query.filters for query in self.queries)

@@ -191,3 +191,17 @@ def test_the_report_says_how_many_chunks_were_folded_into_how_many_documents() -
         "folded 12 chunks into 4 documents by 'doc' "
         "(a document ranks by its best chunk; 4 documents per query)"
     ]
+
+
+def test_a_judge_reads_a_folded_document_whole() -> None:
+    from pytest_embeval.pooling import pool_from_rankings
+
+    golden = chunked_golden()
+    documents = golden.judged_documents()
+    assert list(documents) == ["D0", "D1", "D2", "D3"]
+    assert documents["D1"].text == "chunk 6\n\nchunk 7"
+    pool = pool_from_rankings(golden, {"incumbent": {"q1": ["D0", "D1", "D2", "D3"]}}, depth=2)
+    assert {(row.doc_id, row.doc_text) for row in pool.rows} == {
+        ("D0", "\n\n".join(f"chunk {i}" for i in range(6))),
+        ("D1", "chunk 6\n\nchunk 7"),
+    }
