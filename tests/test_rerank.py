@@ -320,7 +320,9 @@ def test_a_real_cross_encoder_folder_scores_pairs_and_is_fingerprinted_by_its_fi
 
     shutil.copytree(folder, copy)
     assert resolve_reranker(RerankSpec("copy", location=str(copy))).fingerprint == reranker.fingerprint
-    scores = RerankScorer(reranker).scores("how do I track a parcel", ["tracking numbers", "refunds", "lockers"])
+    scores = RerankScorer(reranker).scores(
+        "how do I track a parcel", ["tracking numbers", "refunds", "lockers"]
+    )
     assert scores.dtype == np.float32 and scores.shape == (3,) and np.isfinite(scores).all()
     model = CrossEncoder(str(folder), device="cpu")
     expected = model.predict([("how do I track a parcel", "tracking numbers")])
