@@ -26,6 +26,8 @@ import numpy as np
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from pytest_embeval.tokens import TokenCounter
+
 __all__ = [
     "KINDS",
     "Arm",
@@ -87,6 +89,11 @@ class Arm:
     # cache is keyed by, and what the report shows so two runs can be told apart.
     fingerprint: str
     prompts: Mapping[str, str]
+    # What the model costs per million tokens it reads, for the capacity projection; None: not priced.
+    price_per_million_tokens: float | None = None
+    # Counts the tokens the model reads per text (see `tokens`); None: they cannot be counted. Not part of
+    # the fingerprint: it changes no vector.
+    token_counter: TokenCounter | None = None
 
     @property
     def digest(self) -> str:
@@ -272,7 +279,13 @@ def _arm_from_object(obj: object, *, spec: str | None) -> Arm:
         identity = {"class": _qualname(obj), "spec": label}
     fingerprint = _canonical({**identity, "prompts": prompts, "normalize": "l2"})
     encoder: Encoder = obj  # type: ignore[assignment]
-    return Arm(spec=label, encoder=encoder, fingerprint=fingerprint, prompts=prompts)
+    count_tokens = getattr(obj, "count_tokens", None)
+    counter = None
+    if callable(count_tokens):
+        from pytest_embeval.tokens import EncoderCounter
+
+        counter = EncoderCounter(count_tokens)
+    return Arm(spec=label, encoder=encoder, fingerprint=fingerprint, prompts=prompts, token_counter=counter)
 
 
 def _object_label(obj: object) -> str:
@@ -349,7 +362,15 @@ def sentence_transformer_arm(
         dtype="float32",
     )
     encoder = LazyEncoder(lambda: SentenceTransformerEncoder(loader()), label)
-    return Arm(spec=label, encoder=encoder, fingerprint=fingerprint, prompts=prompts)
+    from pytest_embeval.tokens import folder_counter
+
+    return Arm(
+        spec=label,
+        encoder=encoder,
+        fingerprint=fingerprint,
+        prompts=prompts,
+        token_counter=folder_counter(root, prompts, max_seq_length),
+    )
 
 
 def _load_sentence_transformer(spec: str) -> SentenceTransformer:
@@ -413,11 +434,14 @@ def _arm_from_sentence_transformer(
         truncate_dim=truncate_dim if _is_int(truncate_dim) else None,
         dtype=str(getattr(model, "dtype", "")).removeprefix("torch."),
     )
+    from pytest_embeval.tokens import model_counter
+
     return Arm(
         spec=spec if spec is not None else name,
         encoder=SentenceTransformerEncoder(model),
         fingerprint=fingerprint,
         prompts=prompts,
+        token_counter=model_counter(model, prompts),
     )
 
 

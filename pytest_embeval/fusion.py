@@ -127,6 +127,14 @@ class FusedSearcher:
     def index_stats(self, depth: int) -> None:
         return None
 
+    def capacity(self, depth: int) -> None:
+        return None
+
+    def restrict(self, task: RetrievalTask, rows: np.ndarray) -> FusedSearcher:
+        return FusedSearcher(
+            self.k, tuple(part.restrict(task, rows) for part in self.parts), tie_ranks(task.doc_ids)
+        )
+
 
 def rrf_fuse(rankings: Sequence[Hits], *, k: int, depth: int, ranks: np.ndarray) -> Hits:
     """Reciprocal rank fusion of rankings of the same queries (rows aligned), to ``depth`` per query.

@@ -24,6 +24,12 @@ Decisions the schema leaves open, taken here:
 * ``separate: {field: [values]}`` keeps matching queries (e.g. hand-written "wish" queries, which are not
   traffic) to their own ``field=value`` stratum: they are left out of ``overall`` and of every other
   field's strata, so the traffic-weighted numbers stay traffic-weighted.
+* ``production: {documents, queries_per_month?, memory_price_per_gb_month?}`` and ``corpus_sample: {sizes,
+  seed?}`` are part of the plan (declared before the run); they enter the plan fingerprint only when given,
+  so the fingerprint of a file without them is unchanged. ``corpus_sample.seed`` defaults to ``seed``;
+  ``sizes`` are fractions in (0, 1], kept sorted.
+* ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
+  least 2 (hnswlib cannot build a graph with M = 1).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from pytest_embeval.capacity import Production
 from pytest_embeval.filters import FieldReader, Filter, filter_value
 from pytest_embeval.folding import FoldSpec
 from pytest_embeval.metrics import MetricSpec, parse_metric
@@ -58,6 +65,10 @@ MIN_BOOTSTRAP = 100
 DEFAULT_SEED = 0
 DEFAULT_RELEVANCE_LEVEL = 1
 HNSW_DEFAULTS: Mapping[str, int] = {"M": 16, "ef_construction": 200, "ef_search": 128}
+#: index.hnsw keys besides HNSW_DEFAULTS: the ANN recall each arm's ef_search is raised to reach
+HNSW_RECALL_TARGET = "recall_target"
+PRODUCTION_KEYS = ("documents", "queries_per_month", "memory_price_per_gb_month")
+CORPUS_SAMPLE_KEYS = ("sizes", "seed")
 
 KNOWN_KEYS = (
     "schema_version",
@@ -78,6 +89,8 @@ KNOWN_KEYS = (
     "seed",
     "index",
     "relevance_level",
+    "production",
+    "corpus_sample",
     "fold",
     "rerank",
 )
@@ -144,17 +157,36 @@ class IndexSpec:
     M: int = HNSW_DEFAULTS["M"]
     ef_construction: int = HNSW_DEFAULTS["ef_construction"]
     ef_search: int = HNSW_DEFAULTS["ef_search"]
+    #: when set, each arm searches at the smallest ef whose ANN recall reaches it, and ef_search is unused
+    recall_target: float | None = None
 
-    def as_dict(self) -> dict[str, str | int]:
-        """The declared index, plain types only; HNSW parameters appear only for ``hnsw``."""
+    def as_dict(self) -> dict[str, str | int | float]:
+        """The declared index, plain types only; HNSW parameters appear only for ``hnsw``, and either the ef
+        searched with or the recall target that chooses it."""
         if self.kind != "hnsw":
             return {"kind": self.kind}
-        return {
+        declared: dict[str, str | int | float] = {
             "kind": "hnsw",
             "M": self.M,
             "ef_construction": self.ef_construction,
-            "ef_search": self.ef_search,
         }
+        if self.recall_target is None:
+            declared["ef_search"] = self.ef_search
+        else:
+            declared[HNSW_RECALL_TARGET] = self.recall_target
+        return declared
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSample:
+    """Evaluate at several corpus sizes: ``sizes`` are fractions of the corpus in (0, 1], ascending; every
+    slice holds every judged document and a seeded random draw of the others (see `slices.draw_slices`)."""
+
+    sizes: tuple[float, ...]
+    seed: int
+
+    def as_dict(self) -> dict[str, list[float] | int]:
+        return {"sizes": list(self.sizes), "seed": self.seed}
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +217,9 @@ class GoldenSet:
     relevance_level: int
     #: stratum field -> values whose queries form only their own stratum (sorted); see ``strata()``
     separate: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the production index each arm's capacity is projected to; None: no capacity is measured
+    production: Production | None = None
+    corpus_sample: CorpusSample | None = None
     #: the corpus holds chunks, folded to the documents named by a field before scoring
     fold: FoldSpec | None = None
     #: a reranker reorders each arm's top documents; its comparison is reported beside the first stage's
@@ -238,6 +273,9 @@ class GoldenSet:
             "relevance_level": self.relevance_level,
             "strata": list(self.strata_fields),
             "separate": {name: list(values) for name, values in self.separate.items()},
+            # Only when declared, so the plan fingerprint of a file without them is what it always was.
+            **({"production": self.production.as_dict()} if self.production is not None else {}),
+            **({"corpus_sample": self.corpus_sample.as_dict()} if self.corpus_sample is not None else {}),
             # Only when declared, so that the plans of golden sets without them keep their fingerprints.
             **({"fold": self.fold.as_dict()} if self.fold is not None else {}),
             **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
@@ -702,6 +740,10 @@ class _GoldenLoader:
         excludes: dict[str, tuple[str, ...]] = setting(
             "separate", lambda node: self.separate(node, strata, queries), {}
         )
+        production: Production | None = setting("production", self.production, None)
+        corpus_sample: CorpusSample | None = setting(
+            "corpus_sample", lambda node: self.corpus_sample(node, seed), None
+        )
         return GoldenSet(
             path=self.path,
             name=name,
@@ -720,6 +762,8 @@ class _GoldenLoader:
             index=index,
             relevance_level=relevance_level,
             separate=excludes,
+            production=production,
+            corpus_sample=corpus_sample,
             fold=fold,
             rerank=rerank,
         )
@@ -819,9 +863,67 @@ class _GoldenLoader:
         if isinstance(params_node, yaml.ScalarNode) and params_node.tag == _NULL_TAG:
             return IndexSpec("hnsw")
         params = self.entries(params_node, "index.hnsw")
-        self.check_keys(params, tuple(HNSW_DEFAULTS), "index.hnsw")
-        values = {name: self.integer(node, f"index.hnsw.{name}", 1) for name, (_, node) in params.items()}
-        return IndexSpec("hnsw", **values)
+        self.check_keys(params, (*HNSW_DEFAULTS, HNSW_RECALL_TARGET), "index.hnsw")
+        # M = 1 makes hnswlib's level multiplier 1/log(M) infinite: it cannot build the graph.
+        minimum = {"M": 2}
+        values = {
+            name: self.integer(node, f"index.hnsw.{name}", minimum.get(name, 1))
+            for name, (_, node) in params.items()
+            if name != HNSW_RECALL_TARGET
+        }
+        if HNSW_RECALL_TARGET not in params:
+            return IndexSpec("hnsw", **values)
+        key_node, target_node = params[HNSW_RECALL_TARGET]
+        key = f"index.hnsw.{HNSW_RECALL_TARGET}"
+        if "ef_search" in params:
+            problem = "cannot be combined with ef_search: the target chooses each arm's ef (give one of them)"
+            raise self.error(key_node, key, problem)
+        target = self.number(target_node, key)
+        if target is None or not 0 < target <= 1:
+            raise self.error(target_node, key, f"must be a number in (0, 1], got {_describe(target_node)}")
+        return IndexSpec("hnsw", **values, recall_target=target)
+
+    def production(self, node: yaml.Node) -> Production:
+        entries = self.entries(node, "production")
+        self.check_keys(entries, PRODUCTION_KEYS, "production")
+        if "documents" not in entries:
+            raise self.error(
+                node, "production.documents", "missing required key (chunks the production index holds)"
+            )
+        documents = self.integer(entries["documents"][1], "production.documents", 1)
+        queries = None
+        if "queries_per_month" in entries:
+            queries = self.integer(entries["queries_per_month"][1], "production.queries_per_month", 0)
+        price = None
+        if "memory_price_per_gb_month" in entries:
+            price = self.margin(
+                entries["memory_price_per_gb_month"][1], "production.memory_price_per_gb_month"
+            )
+        return Production(documents=documents, queries_per_month=queries, memory_price_per_gb_month=price)
+
+    def corpus_sample(self, node: yaml.Node, default_seed: int) -> CorpusSample:
+        entries = self.entries(node, "corpus_sample")
+        self.check_keys(entries, CORPUS_SAMPLE_KEYS, "corpus_sample")
+        if "sizes" not in entries:
+            problem = "missing required key (fractions of the corpus, e.g. [0.1, 0.25, 0.5, 1.0])"
+            raise self.error(node, "corpus_sample.sizes", problem)
+        sizes_node = entries["sizes"][1]
+        if not isinstance(sizes_node, yaml.SequenceNode) or not sizes_node.value:
+            problem = f"must be a non-empty list of fractions in (0, 1], got {_describe(sizes_node)}"
+            raise self.error(sizes_node, "corpus_sample.sizes", problem)
+        sizes: dict[float, int] = {}
+        for i, item in enumerate(sizes_node.value):
+            key = f"corpus_sample.sizes[{i}]"
+            size = self.number(item, key)
+            if size is None or not 0 < size <= 1:
+                raise self.error(item, key, f"must be a fraction in (0, 1], got {_describe(item)}")
+            if size in sizes:
+                raise self.error(item, key, f"duplicate size {size:g} (first on line {sizes[size]})")
+            sizes[size] = _line(item)
+        seed = default_seed
+        if "seed" in entries:
+            seed = self.integer(entries["seed"][1], "corpus_sample.seed", 0)
+        return CorpusSample(sizes=tuple(sorted(sizes)), seed=seed)
 
     # --- data: corpus, queries, qrels
 

@@ -20,7 +20,8 @@ its rows are padded with position -1 and a NaN score, after the real results.
 
 What an approximate index costs is measured here too: :meth:`HnswIndex.memory_bytes`, per-query latency
 (:meth:`HnswIndex.query_seconds` against :func:`flat_query_seconds`, hnswlib's brute-force index, both
-single-threaded in the same library) and :func:`ann_recall` against exact search.
+single-threaded in the same library), :func:`ann_recall` against exact search, and the smallest ef that
+reaches a recall target (:meth:`HnswIndex.ef_for_recall`).
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ __all__ = [
     "Allowed",
     "HnswIndex",
     "Latency",
+    "TargetNotReached",
     "ann_recall",
     "effective_ef",
     "exact_search",
     "flat_query_seconds",
     "hnsw_search",
+    "smallest_ef",
     "tie_ranks",
     "top_k",
 ]
@@ -217,22 +220,8 @@ class HnswIndex:
             allowed.check(n_queries, d.shape[0])
         if n_queries == 0 or k_eff == 0:
             return _empty_result(n_queries, k_eff)
-        ef = effective_ef(ef_search, k_eff)
-        self._index.set_ef(ef)
         rows = np.ascontiguousarray(q, dtype=np.float32)
-        if allowed is None:
-            positions = self._knn(rows, k_eff, None, ef)
-        else:
-            positions = np.full((n_queries, k_eff), -1, dtype=np.int64)
-            for mask_row in np.unique(allowed.rows).tolist():
-                mask = allowed.masks[mask_row]
-                members = np.flatnonzero(allowed.rows == mask_row)
-                k_mask = min(k_eff, int(mask.sum()))
-                if k_mask:
-                    # A bound method of a list of bools: hnswlib calls it per visited node, without a
-                    # Python frame of ours in between.
-                    permitted = mask.tolist().__getitem__
-                    positions[members, :k_mask] = self._knn(rows[members], k_mask, permitted, ef)
+        positions = self._filtered_labels(rows, k_eff, effective_ef(ef_search, k_eff), allowed)
         found = positions >= 0
         safe = np.where(found, positions, 0)
         # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
@@ -247,42 +236,6 @@ class HnswIndex:
         _mask(keys, found)
         keys = np.sort(keys, axis=1)[:, ::-1]
         return _padded(keys, *_decode(keys, np.argsort(self._ranks)))
-
-    def _knn(self, rows: np.ndarray, k: int, permitted: Callable[[int], bool] | None, ef: int) -> np.ndarray:
-        """hnswlib's labels for these query rows, padded with -1.
-
-        hnswlib fails a whole batch when its graph search reaches fewer than k documents for any query. With
-        a filter that is expected (a selective filter leaves few permitted documents within reach), so each
-        query of the batch is then searched alone for as many as it reaches, found by bisection on k: at a
-        fixed ef, a smaller k returns the top of the same candidate list. Without a filter it means the
-        graph is disconnected (degenerate data: many equal similarities), an error.
-        """
-        try:
-            labels, _ = self._index.knn_query(rows, k=k, num_threads=1, filter=permitted)
-            return np.asarray(labels, dtype=np.int64)
-        except RuntimeError:
-            if permitted is None:
-                raise ValueError(
-                    f"hnswlib reached fewer than k={k} documents for some queries (M={self.M}, "
-                    f"ef_construction={self.ef_construction}, ef={ef}): the graph is too sparse for these "
-                    "vectors; raise M or ef_construction, or use exact search"
-                ) from None
-        result = np.full((rows.shape[0], k), -1, dtype=np.int64)
-        for i in range(rows.shape[0]):
-            reached, unreached = 0, k + 1
-            while unreached - reached > 1:
-                middle = (reached + unreached) // 2
-                try:
-                    labels, _ = self._index.knn_query(
-                        rows[i : i + 1], k=middle, num_threads=1, filter=permitted
-                    )
-                except RuntimeError:
-                    unreached = middle
-                else:
-                    reached = middle
-                    result[i, :middle] = labels[0]
-                    result[i, middle:] = -1
-        return result
 
     def parameters(self) -> dict[str, int]:
         """The graph's parameters as the built hnswlib index reports them (``ef``: as last searched), and the
@@ -302,6 +255,83 @@ class HnswIndex:
         the upper-level links. It leaves out hnswlib's label hash map and visited-list scratch, and the float
         copy of the documents this class keeps for exact rescoring."""
         return 0 if self._index is None else int(self._index.index_file_size())
+
+    def ef_for_recall(
+        self, queries: np.ndarray, exact: np.ndarray, target: float, *, allowed: Allowed | None = None
+    ) -> tuple[int, float]:
+        """The smallest ef (and the recall it reaches) at which the top k of ``queries`` finds at least
+        ``target`` of ``exact``, their exact top k (``(n_queries, k)`` positions, from `exact_search` with
+        the same ``allowed`` masks), by `smallest_ef` between k (hnswlib's least) and the corpus size (a
+        search that large visits every document it can reach). Raises `TargetNotReached` if even that
+        falls short."""
+        q, k = _validate_queries(queries, self._documents, np.asarray(exact).shape[1])
+        if self._index is None or k == 0 or q.shape[0] == 0:
+            raise ValueError("a recall target needs documents, queries and k >= 1")
+        if allowed is not None:
+            allowed.check(q.shape[0], self._documents.shape[0])
+        rows = np.ascontiguousarray(q, dtype=np.float32)
+
+        def recall_at(ef: int) -> float:
+            return ann_recall(self._filtered_labels(rows, k, ef, allowed), exact)
+
+        return smallest_ef(recall_at, target, low=k, high=max(k, self._documents.shape[0]))
+
+    def _filtered_labels(self, rows: np.ndarray, k: int, ef: int, allowed: Allowed | None) -> np.ndarray:
+        """hnswlib's top k of float32 ``rows`` at ``ef``; with ``allowed``, one search per distinct mask with
+        the mask as hnswlib's filter, each query padded with -1 past the documents it reached."""
+        if allowed is None:
+            return self._labels(rows, k, ef)
+        positions = np.full((rows.shape[0], k), -1, dtype=np.int64)
+        for mask_row in np.unique(allowed.rows).tolist():
+            mask = allowed.masks[mask_row]
+            members = np.flatnonzero(allowed.rows == mask_row)
+            k_mask = min(k, int(mask.sum()))
+            if k_mask:
+                # A bound method of a list of bools: hnswlib calls it per visited node, without a Python
+                # frame of ours in between.
+                permitted = mask.tolist().__getitem__
+                positions[members, :k_mask] = self._labels(rows[members], k_mask, ef, permitted)
+        return positions
+
+    def _labels(
+        self, rows: np.ndarray, k: int, ef: int, permitted: Callable[[int], bool] | None = None
+    ) -> np.ndarray:
+        """hnswlib's top k of float32 ``rows`` at ``ef``, as int64 positions (padded with -1).
+
+        hnswlib fails the whole batch when its graph search reaches fewer than k documents for any query.
+        Without a filter that means a disconnected graph (degenerate data: many equal similarities), an
+        error. With one it is expected (a selective filter leaves few permitted documents within reach), so
+        each query is then searched alone for as many as it reaches, found by bisection on k: at a fixed ef,
+        a smaller k returns the top of the same candidate list.
+        """
+        self._index.set_ef(ef)
+        try:
+            labels, _ = self._index.knn_query(rows, k=k, num_threads=1, filter=permitted)
+            positions: np.ndarray = np.asarray(labels, dtype=np.int64)
+            return positions
+        except RuntimeError as error:
+            if permitted is None:
+                raise ValueError(
+                    f"hnswlib reached fewer than k={k} documents for some queries (M={self.M}, "
+                    f"ef_construction={self.ef_construction}, ef={ef}): the graph is too sparse for these "
+                    "vectors; raise M or ef_construction, or use exact search"
+                ) from error
+        result = np.full((rows.shape[0], k), -1, dtype=np.int64)
+        for i in range(rows.shape[0]):
+            reached, unreached = 0, k + 1
+            while unreached - reached > 1:
+                middle = (reached + unreached) // 2
+                try:
+                    labels, _ = self._index.knn_query(
+                        rows[i : i + 1], k=middle, num_threads=1, filter=permitted
+                    )
+                except RuntimeError:
+                    unreached = middle
+                else:
+                    reached = middle
+                    result[i, :middle] = labels[0]
+                    result[i, middle:] = -1
+        return result
 
     def query_seconds(
         self, queries: np.ndarray, k: int, *, ef_search: int = 128, allowed: Allowed | None = None
@@ -348,6 +378,53 @@ def flat_query_seconds(
         rows.shape[0],
         allowed,
     )
+
+
+class TargetNotReached(Exception):
+    """No ef up to the largest tried reaches the recall target; ``recall`` is what the largest reached."""
+
+    def __init__(self, target: float, recall: float, ef: int) -> None:
+        self.target, self.recall, self.ef = target, recall, ef
+        super().__init__(f"ANN recall {recall:.4f} at the largest ef {ef} is below the target {target:g}")
+
+    def __reduce__(self) -> tuple[type[TargetNotReached], tuple[float, float, int]]:
+        return TargetNotReached, (self.target, self.recall, self.ef)
+
+
+def smallest_ef(
+    recall_at: Callable[[int], float], target: float, *, low: int, high: int
+) -> tuple[int, float]:
+    """The smallest ef in ``[low, high]`` with ``recall_at(ef) >= target``, and that recall.
+
+    Recall does not fall as ef grows (a longer candidate list explores a superset of the graph, in
+    practice), so ef is doubled from ``low`` until the target is reached, then the last doubling is bisected:
+    about 2·log2(ef / low) evaluations. The ef returned was measured to reach the target. Raises
+    `TargetNotReached` when ``recall_at(high)`` does not.
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"target must be in (0, 1], got {target!r}")
+    if isinstance(low, bool) or not isinstance(low, int) or low < 1 or high < low:
+        raise ValueError(f"need 1 <= low <= high, got low={low!r}, high={high!r}")
+    measured: dict[int, float] = {}
+
+    def reaches(ef: int) -> bool:
+        if ef not in measured:
+            measured[ef] = recall_at(ef)
+        return measured[ef] >= target
+
+    below, ef = low - 1, low
+    while not reaches(ef):
+        if ef == high:
+            raise TargetNotReached(target, measured[ef], ef)
+        below, ef = ef, min(2 * ef, high)
+    # The target is reached at ef and not at `below` (or below is under low): bisect between them.
+    while ef - below > 1:
+        middle = (below + ef) // 2
+        if reaches(middle):
+            ef = middle
+        else:
+            below = middle
+    return ef, measured[ef]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,15 @@ import pytest
 from pytest_embeval.cache import CacheStats
 from pytest_embeval.encoders import EncoderError, embed
 from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
-from pytest_embeval.pipeline import ControlMismatch, Embedder, GoldenRun, Role, evaluate_stratum, run_golden
+from pytest_embeval.pipeline import (
+    ControlMismatch,
+    Embedder,
+    GoldenRun,
+    RecallTargetError,
+    Role,
+    evaluate_stratum,
+    run_golden,
+)
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.report import golden_record, stratum_record
 from pytest_embeval.retrievers import Retriever, resolve_arm
@@ -78,7 +86,7 @@ class StratumItem(pytest.Function):
             before = state.cache.stats() if state.cache is not None else CacheStats()
             try:
                 run = self._run_golden(request, state)
-            except (EncoderError, EmbevalFailure, ControlMismatch) as error:
+            except (EncoderError, EmbevalFailure, ControlMismatch, RecallTargetError) as error:
                 run = EmbevalFailure(f"{self.golden.name}: {error}")
             finally:
                 if state.cache is not None:

@@ -109,13 +109,16 @@ class Bm25Retriever:
         index = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method)
         index.index(bm25s.tokenize(list(task.doc_texts), **options), show_progress=False)
         queries = bm25s.tokenize(list(task.query_texts), return_ids=False, **options)
-        return Bm25Searcher(task, index, queries)
+        return Bm25Searcher(self, task, index, queries)
 
 
 class Bm25Searcher:
     """A bm25s index over the records, and each query's tokens."""
 
-    def __init__(self, task: RetrievalTask, index: Any, query_tokens: list[list[str]]) -> None:
+    def __init__(
+        self, retriever: Bm25Retriever, task: RetrievalTask, index: Any, query_tokens: list[list[str]]
+    ) -> None:
+        self.retriever = retriever
         self.task = task
         self.index = index
         self.query_tokens = query_tokens
@@ -150,6 +153,13 @@ class Bm25Searcher:
 
     def index_stats(self, depth: int) -> None:
         return None
+
+    def capacity(self, depth: int) -> None:
+        return None
+
+    def restrict(self, task: RetrievalTask, rows: np.ndarray) -> Bm25Searcher:
+        # Term statistics (document frequencies, average length) are the subset's own: index it afresh.
+        return self.retriever.open(task)
 
 
 def bm25_arm(spec: str) -> Bm25Retriever:

@@ -13,7 +13,14 @@ documents and queries it ranked, the index it searched, the depth, the judgments
 with, and when declared the filters, the chunk folding and the reranked queries); `run_golden` checks both
 against the golden set's own and raises `ControlMismatch` naming every component that differs, rather
 than compare arms that saw different inputs. An arm that embeds nothing (BM25) searches no vector index:
-its index component is the declared one, as it has nothing of its own that could differ.
+its index component is the declared one, as it has nothing of its own that could differ. With
+``index.hnsw.recall_target``, held constant is the recall each arm's ef reaches, not the ef: each arm
+searches at the smallest ef that reaches the target on the sampled queries (`RecallTargetError` if none).
+
+With ``corpus_sample``, each arm is opened on the largest slice once and searches every slice (`slices`); the
+verdicts are decided on the largest, and each stratum also gets its first-stage primary comparison per slice
+(the reranker runs on the largest slice only). With ``production``, each embedding arm's capacity is
+measured (`measure`) for the projection (`capacity`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pytest_embeval.capacity import ArmCapacity
 from pytest_embeval.encoders import Arm, embed
 from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
@@ -41,12 +49,15 @@ from pytest_embeval.retrievers import (
     HnswStats,
     IndexStats,
     Progress,
+    RecallTargetError,
     RetrievalTask,
     Retriever,
+    Searcher,
     ann_sample,
     components,
     resolve_arm,
 )
+from pytest_embeval.slices import SliceOutcome, corpus_slices, gap_still_moving, restrict
 from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
 from pytest_embeval.verdict import Decision, Verdict, decide
 
@@ -62,10 +73,12 @@ __all__ = [
     "IndexStats",
     "Mover",
     "Progress",
+    "RecallTargetError",
     "RerankOutcome",
     "Reranked",
     "Role",
     "Shared",
+    "SliceRun",
     "StratumOutcome",
     "ann_sample",
     "check_control",
@@ -115,7 +128,8 @@ class Control:
     queries: str
     #: every (query, document, grade) judgment
     qrels: str
-    #: index kind and, for hnsw, M, ef_construction, the ef searched with and the build seed
+    #: index kind and, for hnsw, M, ef_construction, the build seed and the ef searched with (or, with a
+    #: recall target, the target: each arm's ef is its own)
     index: str
     #: documents ranked per query
     depth: str
@@ -169,6 +183,11 @@ class ArmResult:
     components: tuple[Component, ...] = ()
     #: after the golden set's reranker; None without one
     reranked: Reranked | None = None
+    #: measured for the golden set's ``production`` projection; None when it declares none (or the arm
+    #: embeds nothing)
+    capacity: ArmCapacity | None = None
+    #: with ``corpus_sample``: this arm on each smaller slice, smallest first (this result is the largest)
+    slices: tuple[ArmResult, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -193,6 +212,18 @@ class Shared:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class SliceRun:
+    """Both arms on one corpus slice: ``run.golden`` holds the slice's documents."""
+
+    fraction: float
+    run: GoldenRun
+
+    @property
+    def documents(self) -> int:
+        return len(self.run.golden.documents)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GoldenRun:
     golden: GoldenSet
     incumbent: ArmResult
@@ -203,6 +234,13 @@ class GoldenRun:
     shared: Shared | None = None
     #: reranker spec and fingerprint, and the pairs it scored and the cache served
     reranker: Mapping[str, Any] | None = None
+    #: with ``corpus_sample``: every slice, smallest first; the arms above are the largest slice's
+    slices: tuple[SliceRun, ...] = ()
+
+    @property
+    def documents(self) -> int:
+        """Documents the arms above searched: the largest slice's, or the whole corpus."""
+        return self.slices[-1].documents if self.slices else len(self.golden.documents)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -255,6 +293,10 @@ class StratumOutcome:
     drivers: tuple[Mover, ...]  # largest contribution in the direction of Δ first
     #: before and after the reranker; None without one
     rerank: RerankOutcome | None = None
+    #: with ``corpus_sample``: the first-stage primary comparison and verdict per slice, smallest first
+    slices: tuple[SliceOutcome, ...] = ()
+    #: Δ moved by more than half the margin between the two largest slices (`slices.gap_still_moving`)
+    gap_moving: bool = False
 
 
 def _results(golden: GoldenSet) -> int:
@@ -371,24 +413,38 @@ def _control(
 
 
 def _declared_index(golden: GoldenSet, depth: int) -> dict[str, Any]:
-    """The declared index, with the ef a search of ``depth`` runs with and the build seed."""
+    """The declared index, with the build seed and the ef a search of ``depth`` runs with, or the recall
+    target that chooses each arm's."""
     spec = golden.index
     index: dict[str, Any] = {"kind": spec.kind}
     if spec.kind == "hnsw":
-        index.update(
-            M=spec.M,
-            ef_construction=spec.ef_construction,
-            ef=effective_ef(spec.ef_search, depth),
-            seed=golden.seed,
-        )
+        index.update(M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed)
+        if spec.recall_target is None:
+            index["ef"] = effective_ef(spec.ef_search, depth)
+        else:
+            # Each arm searches at the ef its own vectors need: the recall reached is what both must share.
+            index["recall_target"] = spec.recall_target
     return index
+
+
+def _index_consumed(stats: IndexStats) -> dict[str, Any]:
+    """What one index reports it was built and searched with; with a recall target, the target if this
+    arm's ef reached it (else the recall it reached), instead of its ef."""
+    if stats.hnsw is None:
+        return {"kind": stats.kind}
+    consumed: dict[str, Any] = {"kind": stats.kind, **stats.hnsw.parameters}
+    target = stats.hnsw.recall_target
+    if target is not None:
+        del consumed["ef"]
+        consumed["recall_target"] = target if stats.hnsw.ann_recall >= target else stats.hnsw.ann_recall
+    return consumed
 
 
 def _consumed_index(declared: Mapping[str, Any], indexes: Sequence[IndexStats]) -> dict[str, Any]:
     """What the arm's vector indexes report they were built and searched with, not what was asked of them:
     one index (or several alike) gives its own; an arm with none (BM25) the declared one; indexes that
     disagree give them all, which matches nothing."""
-    consumed = [{"kind": stats.kind, **(stats.hnsw.parameters if stats.hnsw else {})} for stats in indexes]
+    consumed = [_index_consumed(stats) for stats in indexes]
     if not consumed:
         return dict(declared)
     if all(one == consumed[0] for one in consumed):
@@ -472,6 +528,23 @@ def _rerank(
     return ranked, scores
 
 
+def _task(
+    golden: GoldenSet, shared: Shared, role: Role, embedder: Embedder, progress: Progress | None
+) -> RetrievalTask:
+    return RetrievalTask(
+        doc_ids=[doc.id for doc in golden.documents],
+        doc_texts=[doc.embed_text for doc in golden.documents],
+        query_texts=[query.text for query in golden.queries],
+        allowed=None if shared.filters is None else shared.filters.allowed,
+        index=golden.index,
+        seed=golden.seed,
+        role=role,
+        embedder=embedder,
+        progress=progress,
+        measure=golden.production is not None,
+    )
+
+
 def run_arm(
     golden: GoldenSet,
     arm: Arm | Retriever | object,
@@ -484,25 +557,43 @@ def run_arm(
 ) -> ArmResult:
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``shared`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
-    declares a reranker and none is given)."""
+    declares a reranker and none is given). With ``corpus_sample``, the arm is opened on the largest slice
+    and every smaller one is searched by restricting it (an embedding arm embeds once)."""
     retriever = resolve_arm(arm)
-    if shared is None or shared.golden is not golden:
-        shared = prepare(golden)
+    drawn = corpus_slices(golden)
+    searched = restrict(golden, drawn[-1].rows) if drawn else golden
+    if shared is None or shared.golden is not searched:
+        shared = prepare(searched)
+    if golden.rerank is not None and scorer is None:
+        scorer = RerankScorer(resolve_reranker(golden.rerank))
+    searcher = retriever.open(_task(searched, shared, role, embedder, progress))
+    result = _score(searched, retriever, searcher, shared, role, scorer)
+    if len(drawn) < 2:
+        return result
+    # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.
+    largest = np.asarray(drawn[-1].rows)
+    smaller = []
+    for one in drawn[:-1]:
+        piece = restrict(golden, one.rows)
+        piece_shared = prepare(piece, warn=False)
+        task = dataclasses.replace(_task(piece, piece_shared, role, embedder, progress), measure=False)
+        opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
+        smaller.append(_score(piece, retriever, opened, piece_shared, role, None))
+    return dataclasses.replace(result, slices=tuple(smaller))
+
+
+def _score(
+    golden: GoldenSet,
+    retriever: Retriever,
+    searcher: Searcher,
+    shared: Shared,
+    role: Role,
+    scorer: RerankScorer | None,
+) -> ArmResult:
+    """Search the golden set's records with an opened arm, fold, rerank (with ``scorer``) and score."""
     doc_ids = [doc.id for doc in golden.documents]
     doc_texts = [doc.embed_text for doc in golden.documents]
     query_texts = [query.text for query in golden.queries]
-    task = RetrievalTask(
-        doc_ids=doc_ids,
-        doc_texts=doc_texts,
-        query_texts=query_texts,
-        allowed=None if shared.filters is None else shared.filters.allowed,
-        index=golden.index,
-        seed=golden.seed,
-        role=role,
-        embedder=embedder,
-        progress=progress,
-    )
-    searcher = retriever.open(task)
     depth = shared.depth
     rows = np.arange(len(query_texts))
     if shared.chunks is None:
@@ -519,10 +610,11 @@ def run_arm(
         )
     index = searcher.index_stats(searched)
     parts = components(retriever, searcher, searched)
-    valid = positions >= 0
     result_ids = shared.result_ids
     ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
-    similarities = tuple(tuple(float(v) for v in row[keep]) for row, keep in zip(scores, valid, strict=True))
+    similarities = tuple(
+        tuple(float(v) for v in row[keep]) for row, keep in zip(scores, positions >= 0, strict=True)
+    )
     query_ids = [query.id for query in golden.queries]
     metrics = golden.all_metrics()
     per_query = evaluate(
@@ -533,8 +625,7 @@ def run_arm(
         relevance_level=golden.relevance_level,
     )
     reranked = None
-    if golden.rerank is not None:
-        scorer = scorer if scorer is not None else RerankScorer(resolve_reranker(golden.rerank))
+    if golden.rerank is not None and scorer is not None:
         after, after_scores = _rerank(
             scorer,
             positions,
@@ -580,6 +671,7 @@ def run_arm(
         index=index,
         components=parts,
         reranked=reranked,
+        capacity=searcher.capacity(searched),
     )
 
 
@@ -593,16 +685,17 @@ def run_golden(
     cache: Any = None,
 ) -> GoldenRun:
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
-    than the golden set declares. ``cache`` (an `cache.EmbeddingCache`) keeps the reranker's scores."""
-    shared = prepare(golden)
+    than the golden set (each corpus slice of it) declares. ``cache`` (an `cache.EmbeddingCache`) keeps the
+    reranker's scores."""
+    drawn = corpus_slices(golden)
+    searched = restrict(golden, drawn[-1].rows) if drawn else golden
+    shared = prepare(searched)
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
     common: dict[str, Any] = {"embedder": embedder, "progress": progress, "shared": shared, "scorer": scorer}
     incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
     candidate_result = run_arm(golden, candidate, "candidate", **common)
-    control = golden_control(golden, shared)
-    check_control(control, incumbent_result.control, candidate_result.control)
     reranker = None
     if scorer is not None:
         reranker = {
@@ -611,14 +704,38 @@ def run_golden(
             "scored": scorer.scored,
             "cached": scorer.cached,
         }
-    return GoldenRun(
-        golden=golden,
-        incumbent=incumbent_result,
-        candidate=candidate_result,
-        control=control,
-        shared=shared,
-        reranker=reranker,
+    if not drawn:
+        control = golden_control(golden, shared)
+        check_control(control, incumbent_result.control, candidate_result.control)
+        return GoldenRun(
+            golden=golden,
+            incumbent=incumbent_result,
+            candidate=candidate_result,
+            control=control,
+            shared=shared,
+            reranker=reranker,
+        )
+    pairs = zip(
+        (*incumbent_result.slices, incumbent_result),
+        (*candidate_result.slices, candidate_result),
+        strict=True,
     )
+    slices = []
+    for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
+        piece = searched if one is drawn[-1] else restrict(golden, one.rows)
+        piece_shared = shared if one is drawn[-1] else prepare(piece, warn=False)
+        control = golden_control(piece, piece_shared)
+        check_control(control, incumbent_slice.control, candidate_slice.control)
+        run = GoldenRun(
+            golden=piece,
+            incumbent=incumbent_slice,
+            candidate=candidate_slice,
+            control=control,
+            shared=piece_shared,
+        )
+        slices.append(SliceRun(fraction=one.fraction, run=run))
+    largest = slices[-1].run
+    return dataclasses.replace(largest, golden=golden, slices=tuple(slices), reranker=reranker)
 
 
 def _movers(
@@ -668,16 +785,19 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
     golden = run.golden
     position = {query.id: i for i, query in enumerate(golden.queries)}
     rows = np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
-    comparisons, decision = _compare(
+    first_stage, first_decision = _compare(
         golden, run.incumbent.per_query, run.candidate.per_query, rows, stratum.name
     )
+    comparisons, decision = first_stage, first_decision
     incumbent, candidate = run.incumbent.per_query, run.candidate.per_query
     rerank = None
     spec = golden.rerank
     before, after = run.incumbent.reranked, run.candidate.reranked
     if spec is not None and run.shared is not None and before is not None and after is not None:
         sample = run.shared.rerank_samples[stratum.name]
-        first_stage, first_decision = _compare(golden, incumbent, candidate, sample, stratum.name, "reranked")
+        sample_first, sample_decision = _compare(
+            golden, incumbent, candidate, sample, stratum.name, "reranked"
+        )
         reranked, reranked_decision = _compare(
             golden, before.per_query, after.per_query, sample, stratum.name, "after-rerank"
         )
@@ -686,8 +806,8 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
             for qid in stratum.query_ids
         )
         rerank = RerankOutcome(
-            first_stage=first_stage,
-            first_stage_decision=first_decision,
+            first_stage=sample_first,
+            first_stage_decision=sample_decision,
             after=reranked,
             after_decision=reranked_decision,
             decides=spec.decides,
@@ -706,7 +826,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
     by_size = np.argsort(-np.abs(difference), kind="stable")
     direction = -1.0 if comparisons[primary].delta < 0 else 1.0
     by_contribution = np.argsort(-direction * difference, kind="stable")
-    return StratumOutcome(
+    outcome = StratumOutcome(
         stratum=stratum,
         comparisons=comparisons,
         decision=decision,
@@ -714,3 +834,17 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
         drivers=_movers(texts, ids, incumbent_scores, candidate_scores, by_contribution),
         rerank=rerank,
     )
+    if not run.slices:
+        return outcome
+    # The largest slice is this run: its first stage is computed above (smaller slices are not reranked).
+    smaller = [(one, evaluate_stratum(one.run, stratum)) for one in run.slices[:-1]]
+    slices = (
+        *(
+            SliceOutcome(one.fraction, one.documents, r.comparisons[primary], r.decision.verdict)
+            for one, r in smaller
+        ),
+        SliceOutcome(
+            run.slices[-1].fraction, run.slices[-1].documents, first_stage[primary], first_decision.verdict
+        ),
+    )
+    return dataclasses.replace(outcome, slices=slices, gap_moving=gap_still_moving(slices, golden.tie_margin))

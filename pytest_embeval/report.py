@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_embeval.capacity import ArmCapacity, Estimate, Production, TokenCount, project
 from pytest_embeval.coverage import coverage
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import Latency
@@ -33,10 +34,15 @@ from pytest_embeval.pipeline import (
     short_digest,
 )
 from pytest_embeval.retrievers import Component
+from pytest_embeval.slices import GAP_STILL_MOVING
 from pytest_embeval.stats import PairedComparison
 
 SCHEMA_VERSION = 1
 ROLES = ("incumbent", "candidate")
+RECALL_TARGET_HELD = (
+    "held constant is the recall target, not the ef: each arm's quality is measured at the ef its own "
+    "vectors need to reach it"
+)
 
 Record = dict[str, Any]
 
@@ -102,6 +108,7 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
         "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
         "movers": [_mover_record(m) for m in outcome.movers],
         "drivers": [_mover_record(m) for m in outcome.drivers],
+        **_slices_record(outcome),
         **({} if outcome.rerank is None else _rerank_stratum(outcome.rerank)),
     }
 
@@ -140,6 +147,8 @@ def index_record(stats: IndexStats) -> Record:
     if stats.hnsw is not None:
         hnsw = stats.hnsw
         record.update(hnsw.parameters)
+        if hnsw.recall_target is not None:
+            record["recall_target"] = hnsw.recall_target
         record["ann_recall"] = _number(hnsw.ann_recall)
         record["sample"] = hnsw.sample
         if hnsw.filtered:
@@ -151,13 +160,15 @@ def index_record(stats: IndexStats) -> Record:
     return record
 
 
-def _arm_record(result: ArmResult) -> Record:
+def _arm_record(result: ArmResult, production: Production | None) -> Record:
     record: Record = {
         "spec": result.arm.spec,
         "fingerprint": result.arm.fingerprint,
         "prompts": dict(result.arm.prompts),
         "index": None if result.index is None else index_record(result.index),
     }
+    if result.capacity is not None and production is not None:
+        record["capacity"] = capacity_record(result.capacity, production)
     # Only for the arms that are not embedding arms, so embedding arms' records keep their shape.
     if result.arm.kind != "dense":
         record["kind"] = result.arm.kind
@@ -258,10 +269,13 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "relevance_level": golden.relevance_level,
         "index": _index_record(golden),
         "depth": ranked_depth(golden),
-        "documents": len(golden.documents),
+        # Searched: with corpus_sample, the largest slice's (the verdicts' corpus).
+        "documents": run.documents,
+        **_sample_record(golden),
+        **_recall_target_record(run),
         **_pipeline_record(run),
-        "incumbent": _arm_record(run.incumbent),
-        "candidate": _arm_record(run.candidate),
+        "incumbent": _arm_record(run.incumbent, golden.production),
+        "candidate": _arm_record(run.candidate, golden.production),
         "queries": queries,
         "coverage": [dataclasses.asdict(row) for row in coverage(golden, rankings, k=golden.metric.k)],
     }
@@ -284,7 +298,123 @@ def _index_record(golden: GoldenSet) -> Record | str:
     index = golden.index
     if index.kind == "exact":
         return "exact"
-    return {"hnsw": {"M": index.M, "ef_construction": index.ef_construction, "ef_search": index.ef_search}}
+    return {"hnsw": {key: value for key, value in index.as_dict().items() if key != "kind"}}
+
+
+# ---------------------------------------------------------------- capacity and corpus slices
+
+
+def _sample_record(golden: GoldenSet) -> Record:
+    """The declared production size and corpus sample, with the corpus size, when the golden set has them."""
+    record: Record = {}
+    if golden.production is not None:
+        record["production"] = golden.production.as_dict()
+    if golden.corpus_sample is not None:
+        record["corpus_sample"] = {
+            **golden.corpus_sample.as_dict(),
+            "corpus_documents": len(golden.documents),
+        }
+    return record
+
+
+def _recall_target_record(run: GoldenRun) -> Record:
+    """With a recall target: the ef each arm needed to reach it, and which arm needs more."""
+    # An arm without its own vector index (BM25, a fusion) has no ef of its own to report.
+    arms = {
+        role: None if result.index is None else result.index.hnsw
+        for role, result in (("incumbent", run.incumbent), ("candidate", run.candidate))
+    }
+    target = run.golden.index.recall_target
+    if target is None or arms["incumbent"] is None or arms["candidate"] is None:
+        return {}
+    ef = {role: hnsw.parameters["ef"] for role, hnsw in arms.items() if hnsw is not None}
+    more = None if ef["incumbent"] == ef["candidate"] else max(ef, key=ef.__getitem__)
+    return {
+        "recall_target": {
+            "target": target,
+            "ef": ef,
+            "needs_more": more,
+            "held_constant": RECALL_TARGET_HELD,
+        }
+    }
+
+
+def _slices_record(outcome: StratumOutcome) -> Record:
+    """A stratum's primary Δ and CI per corpus slice, and whether the gap still moved; nothing without
+    slices."""
+    if not outcome.slices:
+        return {}
+    return {
+        "slices": [
+            {
+                "fraction": one.fraction,
+                "documents": one.documents,
+                "delta": _number(one.comparison.delta),
+                "ci": [_number(one.comparison.ci_low), _number(one.comparison.ci_high)],
+                "verdict": one.verdict.value,
+            }
+            for one in outcome.slices
+        ],
+        "gap_moving": outcome.gap_moving,
+        "slices_note": GAP_STILL_MOVING if outcome.gap_moving else None,
+    }
+
+
+def _tokens_record(count: TokenCount | None) -> Record | None:
+    if count is None:
+        return None
+    return {**dataclasses.asdict(count), "per_text": _number(count.per_text)}
+
+
+def _estimate_record(estimate: Estimate | None) -> Record | None:
+    return None if estimate is None else {"value": estimate.value, "assumes": estimate.assumes}
+
+
+def capacity_record(capacity: ArmCapacity, production: Production) -> Record:
+    """One arm's capacity: what this run measured, and its projection to ``production`` (each figure with
+    what it assumes). Throughput and latency, and what is derived from latency, are under ``timings``."""
+    throughput = capacity.throughput
+    encoding = None
+    if throughput is not None:
+        encoding = {
+            "texts": throughput.texts,
+            "seconds": float(f"{throughput.seconds:.4g}"),
+            "texts_per_second": float(f"{throughput.texts_per_second:.4g}"),
+            "tokens_per_second": (
+                None if throughput.tokens_per_second is None else float(f"{throughput.tokens_per_second:.4g}")
+            ),
+        }
+    projection = project(capacity, production)
+    projected: Record = {
+        "documents": projection.documents,
+        "index_bytes": _estimate_record(projection.index_bytes),
+        "embedding_tokens": _estimate_record(projection.embedding_tokens),
+        "embedding_cost": _estimate_record(projection.embedding_cost),
+        "memory_cost_per_month": _estimate_record(projection.memory_cost_per_month),
+    }
+    if projection.query_tokens_per_month is not None:
+        projected["query_tokens_per_month"] = _estimate_record(projection.query_tokens_per_month)
+        projected["query_cost_per_month"] = _estimate_record(projection.query_cost_per_month)
+        projected["timings"] = {
+            "search_core_hours_per_month": _estimate_record(projection.search_core_hours_per_month)
+        }
+    return {
+        "measured": {
+            "documents": capacity.documents,
+            "dimension": capacity.dimension,
+            "dtype": capacity.dtype,
+            "bytes_per_vector": capacity.bytes_per_vector,
+            "index": capacity.index_kind,
+            "index_bytes": capacity.index_bytes,
+            "document_tokens": _tokens_record(capacity.document_tokens),
+            "query_tokens": _tokens_record(capacity.query_tokens),
+            "price_per_million_tokens": capacity.price_per_million_tokens,
+            "latency_ef": capacity.latency_ef,
+            # encoding is None when no document was encoded in this run (all from the embedding cache)
+            "timings": {"encoding": encoding, "latency_ms": _latency_record(capacity.latency)},
+        },
+        "production": projected,
+    }
 
 
 def control_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:

@@ -7,12 +7,20 @@ on the golden set's records and queries (embedding, tokenising, indexing once), 
 may need a second, deeper search), each query restricted to the records its filters allow. Everything after
 the first stage (folding, reranking, scoring, the control check) is the same code for every kind of arm.
 
+With ``index.hnsw.recall_target``, an embedding arm searches at the smallest ef that reaches the target on
+the sampled queries, against exact search with the same filters (`RecallTargetError` if none does). With
+``production``, an embedding arm times its encoder and measures its capacity (`measure`); an arm that
+embeds nothing has none. A corpus slice is searched by restricting an opened arm to the slice's records
+(`Searcher.restrict`): an embedding arm reuses its vectors, a BM25 arm indexes the slice afresh (its term
+statistics are the slice's).
+
 `resolve_arm` turns a model spec into a retriever: ``bm25[?params]``, ``rrf:A,B[?k=N]``, or anything
 `encoders.resolve_model` accepts (an embedding arm).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,16 +28,19 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from pytest_embeval.capacity import ArmCapacity
 from pytest_embeval.encoders import Arm, embed, resolve_model
 from pytest_embeval.golden import IndexSpec
 from pytest_embeval.index import (
     Allowed,
     HnswIndex,
     Latency,
+    TargetNotReached,
     ann_recall,
     exact_search,
     flat_query_seconds,
 )
+from pytest_embeval.measure import TimedEncoder, measure_capacity
 from pytest_embeval.stats import stable_seed
 
 __all__ = [
@@ -39,6 +50,7 @@ __all__ = [
     "Hits",
     "HnswStats",
     "IndexStats",
+    "RecallTargetError",
     "RetrievalTask",
     "Retriever",
     "Searcher",
@@ -55,6 +67,10 @@ ANN_SAMPLE = 200
 Progress = Callable[[str, str, int, int], None]
 #: embed(arm, texts, kind, progress=..., role=...) -> unit vectors; injected so the plugin can cache.
 Embedder = Callable[..., np.ndarray]
+
+
+class RecallTargetError(Exception):
+    """An arm's index does not reach the declared recall target at any ef: one line naming the arm."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +102,8 @@ class RetrievalTask:
     role: str
     embedder: Embedder = embed
     progress: Progress | None = None
+    #: time the encoder and measure the arm's capacity (the golden set declares ``production``)
+    measure: bool = False
 
     def reporter(self, kind: str) -> Callable[[int, int], None] | None:
         progress, role = self.progress, self.role
@@ -108,6 +126,8 @@ class HnswStats:
     sample: int
     latency: Latency
     exact_latency: Latency
+    #: the recall target this arm's ef was chosen to reach; None: searched at the declared ef_search
+    recall_target: float | None = None
     #: whether the sample was searched with the queries' filters (hnswlib's filter callable)
     filtered: bool = False
 
@@ -136,6 +156,15 @@ class Searcher(Protocol):
 
     def index_stats(self, depth: int) -> IndexStats | None:
         """This arm's own vector index, measured at ``depth``; None for an arm that does not embed."""
+        ...
+
+    def capacity(self, depth: int) -> ArmCapacity | None:
+        """What serving this arm costs (`measure`), when the task asked to measure it and the arm embeds."""
+        ...
+
+    def restrict(self, task: RetrievalTask, rows: np.ndarray) -> Searcher:
+        """This arm on a subset of its records (``rows``, positions among them, sorted): ``task`` holds that
+        subset's records, the same queries, and the filters over the subset."""
         ...
 
 
@@ -196,23 +225,42 @@ class DenseRetriever:
         return self.arm.prompts
 
     def open(self, task: RetrievalTask) -> DenseSearcher:
+        # Encoding is timed only when a capacity is to be measured; the timer changes nothing else.
+        timer = TimedEncoder(self.arm.encoder) if task.measure else None
+        encoding = self.arm if timer is None else dataclasses.replace(self.arm, encoder=timer)
         documents = task.embedder(
-            self.arm, task.doc_texts, "document", progress=task.reporter("document"), role=task.role
+            encoding, task.doc_texts, "document", progress=task.reporter("document"), role=task.role
         )
         queries = task.embedder(
-            self.arm, task.query_texts, "query", progress=task.reporter("query"), role=task.role
+            encoding, task.query_texts, "query", progress=task.reporter("query"), role=task.role
         )
-        return DenseSearcher(task, documents, queries)
+        return DenseSearcher(task, self.arm, documents, queries, timer)
 
 
 class DenseSearcher:
     """Exact search or one HNSW graph (built on first use) over an embedding arm's vectors."""
 
-    def __init__(self, task: RetrievalTask, documents: np.ndarray, queries: np.ndarray) -> None:
+    def __init__(
+        self,
+        task: RetrievalTask,
+        arm: Arm,
+        documents: np.ndarray,
+        queries: np.ndarray,
+        timer: TimedEncoder | None = None,
+    ) -> None:
         self.task = task
+        self.arm = arm
         self.documents = documents
         self.queries = queries
+        self.timer = timer
         self._hnsw: HnswIndex | None = None
+        #: the ef searched with: ef_search, or the one reaching the recall target (chosen on first search)
+        self._ef: int | None = None
+        #: measured once per depth: the capacity reuses the latency the report shows
+        self._stats: dict[int, IndexStats] = {}
+
+    def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
+        return DenseSearcher(task, self.arm, self.documents[rows], self.queries)
 
     def _graph(self) -> HnswIndex:
         if self._hnsw is None:
@@ -227,11 +275,38 @@ class DenseSearcher:
             )
         return self._hnsw
 
+    def _sample(self) -> np.ndarray:
+        return ann_sample(self.queries.shape[0], self.task.seed)
+
+    def _ef_for(self, depth: int) -> int:
+        """The ef this arm searches with, chosen at its first search's depth: the declared ef_search, or
+        with a recall target the smallest ef that reaches it on the sampled queries (each filtered as the
+        queries are, against exact search filtered alike)."""
+        if self._ef is not None:
+            return self._ef
+        spec = self.task.index
+        if spec.recall_target is None:
+            self._ef = spec.ef_search
+            return self._ef
+        sample = self._sample()
+        queries, allowed = self.queries[sample], self.task.allowed_for(sample)
+        exact, _ = exact_search(queries, self.documents, depth, doc_ids=self.task.doc_ids, allowed=allowed)
+        try:
+            self._ef, _ = self._graph().ef_for_recall(queries, exact, spec.recall_target, allowed=allowed)
+        except TargetNotReached as missed:
+            raise RecallTargetError(
+                f"{self.task.role}: index.hnsw.recall_target {missed.target:g} is out of reach: ANN "
+                f"recall@{depth} {missed.recall:.4f} on {sample.size} sampled queries at the largest ef, "
+                f"{missed.ef} (every document); lower the target, or raise M ({spec.M}) or ef_construction "
+                f"({spec.ef_construction})"
+            ) from None
+        return self._ef
+
     def search(self, rows: np.ndarray, depth: int) -> Hits:
         allowed = self.task.allowed_for(rows)
         if self.task.index.kind == "hnsw":
             positions, scores = self._graph().search(
-                self.queries[rows], depth, ef_search=self.task.index.ef_search, allowed=allowed
+                self.queries[rows], depth, ef_search=self._ef_for(depth), allowed=allowed
             )
         else:
             positions, scores = exact_search(
@@ -240,12 +315,17 @@ class DenseSearcher:
         return Hits(positions, scores.astype(np.float64))
 
     def index_stats(self, depth: int) -> IndexStats:
+        if depth not in self._stats:
+            self._stats[depth] = self._measure(depth)
+        return self._stats[depth]
+
+    def _measure(self, depth: int) -> IndexStats:
         dimension = int(self.documents.shape[1])
         if self.task.index.kind != "hnsw":
             # A flat index holds the float32 vectors and nothing else.
             return IndexStats(dimension=dimension, memory_bytes=int(self.documents.shape[0] * dimension * 4))
-        graph, ef = self._graph(), self.task.index.ef_search
-        sample = ann_sample(self.queries.shape[0], self.task.seed)
+        graph, ef = self._graph(), self._ef_for(depth)
+        sample = self._sample()
         queries, allowed = self.queries[sample], self.task.allowed_for(sample)
         approximate, _ = graph.search(queries, depth, ef_search=ef, allowed=allowed)
         exact, _ = exact_search(queries, self.documents, depth, doc_ids=self.task.doc_ids, allowed=allowed)
@@ -255,9 +335,34 @@ class DenseSearcher:
             sample=int(sample.size),
             latency=Latency.of(graph.query_seconds(queries, depth, ef_search=ef, allowed=allowed)),
             exact_latency=Latency.of(flat_query_seconds(queries, self.documents, depth, allowed=allowed)),
+            recall_target=self.task.index.recall_target,
             filtered=allowed is not None,
         )
         return IndexStats(dimension=dimension, memory_bytes=graph.memory_bytes(), hnsw=hnsw)
+
+    def capacity(self, depth: int) -> ArmCapacity | None:
+        if not self.task.measure:
+            return None
+        stats = self.index_stats(depth)
+        if stats.hnsw is not None:
+            latency, ef = stats.hnsw.latency, stats.hnsw.parameters["ef"]
+        else:  # exact search is timed here, on hnswlib's flat index, on the queries hnsw would sample
+            sample = self._sample()
+            allowed = self.task.allowed_for(sample)
+            seconds = flat_query_seconds(self.queries[sample], self.documents, depth, allowed=allowed)
+            latency, ef = Latency.of(seconds), None
+        return measure_capacity(
+            self.arm,
+            documents=self.documents,
+            document_texts=self.task.doc_texts,
+            query_texts=self.task.query_texts,
+            timer=self.timer,
+            index=stats.kind,
+            index_bytes=stats.memory_bytes,
+            M=self.task.index.M if stats.hnsw is not None else None,
+            latency=latency,
+            latency_ef=ef,
+        )
 
 
 # --------------------------------------------------------------------------------------------- resolving

@@ -78,10 +78,12 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         for part in golden[role].get("components", ()):
             if part["index"] is not None and part["index"]["kind"] == "hnsw":
                 lines.append(_hnsw_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
+    if "recall_target" in golden:
+        lines.append(_recall_target_line(golden))
     lines += pipeline_lines(golden)
     if any("rerank" in s for s in strata):
         lines += rerank_lines(golden, strata)
-    return lines
+    return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
 
 
 def pipeline_lines(golden: Mapping[str, Any]) -> list[str]:
@@ -147,14 +149,26 @@ def rerank_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
 def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
     timings = index["timings"]
     latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
-    recall = index["ann_recall"]
+    reached = f" (smallest to reach recall {index['recall_target']:g})" if "recall_target" in index else ""
     filtered = ", filtered as the queries are" if index.get("filtered") else ""
     return (
-        f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, "
-        f"ANN recall@{depth} {_fmt(recall)} ({index['sample']} queries{filtered}), "
+        f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
+        f"{reached}, ANN recall@{depth} {_fmt(index['ann_recall'])} ({index['sample']} queries{filtered}), "
         f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
     )
+
+
+def _recall_target_line(golden: Mapping[str, Any]) -> str:
+    target = golden["recall_target"]
+    ef = target["ef"]
+    more = target["needs_more"]
+    if more is None:
+        needs = f"both arms reach it at ef {ef['incumbent']}"
+    else:
+        other = "incumbent" if more == "candidate" else "candidate"
+        needs = f"the {more} needs more: ef {ef[more]} against the {other}'s {ef[other]}"
+    return f"recall target {target['target']:g}: {needs}; {target['held_constant']}"
 
 
 def _fmt_ms(value: float) -> str:
@@ -219,6 +233,9 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
         "",
         *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
     ]
+    if record.get("gap_moving"):
+        moved = ", ".join(f"{one['fraction']:.0%} {_fmt(one['delta'], True)}" for one in record["slices"])
+        lines += ["", f"Δ by corpus size: {moved}; {record['slices_note']}"]
     lines += _mover_lines("queries that moved most:", record["movers"], metric)
     if record["sign_disagrees"]:
         lines += _mover_lines(
@@ -249,3 +266,149 @@ def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None,
     if write_error:
         lines.append(f"embeval: new embeddings could not be stored in {where}: {write_error}")
     return lines
+
+
+# ---------------------------------------------------------------- capacity and corpus slices
+
+
+def slice_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per stratum, the primary Δ, CI and verdict at each corpus size, and the strata whose gap still
+    moved between the two largest sizes; nothing without ``corpus_sample``."""
+    ran = [s for s in strata if s.get("slices")]
+    if not ran:
+        return []
+    sample = golden["corpus_sample"]
+    sizes = ran[0]["slices"]
+    header = ["stratum", *(f"{one['fraction']:.0%} ({one['documents']:,} documents)" for one in sizes)]
+    rows = [
+        [
+            s["stratum"],
+            *(f"{_fmt(one['delta'], True)} {_fmt_ci(one['ci'])} {one['verdict']}" for one in s["slices"]),
+        ]
+        for s in ran
+    ]
+    lines = [
+        "",
+        f"{golden['metric']} Δ by corpus size, of {sample['corpus_documents']:,} documents (every judged one "
+        f"in each slice, the rest a draw seeded {sample['seed']}); the verdicts are the largest slice's:",
+        *table(header, rows),
+    ]
+    for s in ran:
+        if s["gap_moving"]:
+            lines.append(f"{s['stratum']}: {s['slices_note']}")
+    return lines
+
+
+def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
+    """Each arm's capacity, measured here and projected to ``production``, with what every projected figure
+    assumes; nothing when the golden set declares no production size."""
+    arms = [(role, golden[role]["capacity"]) for role in ROLES if "capacity" in golden[role]]
+    if not arms:
+        return []
+    measured = arms[0][1]["measured"]
+    documents = arms[0][1]["production"]["documents"]
+    header = [
+        "arm",
+        "vector",
+        "tokens/doc",
+        "encoding here",
+        "latency p50/p95",
+        "index memory",
+        "embedding tokens",
+        "embedding cost",
+        "memory/month",
+    ]
+    rows = []
+    for role, capacity in arms:
+        here, there = capacity["measured"], capacity["production"]
+        tokens = here["document_tokens"]
+        latency = here["timings"]["latency_ms"]
+        rows.append(
+            [
+                role,
+                f"{here['dimension']} x {here['dtype']} ({here['bytes_per_vector']:,} B)",
+                "—" if tokens is None else f"{tokens['per_text']:.1f}",
+                _fmt_encoding(here["timings"]["encoding"]),
+                f"{latency['p50']:.3g} / {latency['p95']:.3g} ms",
+                _fmt_estimate(there["index_bytes"], lambda value: f"{value / 1e9:,.2f} GB"),
+                _fmt_estimate(there["embedding_tokens"], _fmt_count),
+                _fmt_estimate(there["embedding_cost"], lambda value: f"{value:,.2f}"),
+                _fmt_estimate(there["memory_cost_per_month"], lambda value: f"{value:,.2f}"),
+            ]
+        )
+    lines = [
+        "",
+        f"capacity at {documents:,} documents (production.documents), measured on the "
+        f"{measured['documents']:,} searched here ({measured['index']} index; latency measured here, not "
+        "projected):",
+        *table(header, rows),
+    ]
+    if any(capacity["measured"]["timings"]["encoding"] is None for _, capacity in arms):
+        lines.append(
+            "encoding not measured: every document vector of that arm came from the embedding cache "
+            "(--embeval-no-cache measures it)"
+        )
+    queries = golden["production"].get("queries_per_month")
+    if queries is not None:
+        rows = [
+            [
+                role,
+                _fmt_estimate(capacity["production"]["query_tokens_per_month"], _fmt_count),
+                _fmt_estimate(capacity["production"]["query_cost_per_month"], lambda value: f"{value:,.2f}"),
+                _fmt_estimate(
+                    capacity["production"]["timings"]["search_core_hours_per_month"],
+                    lambda value: f"{value:,.1f}",
+                ),
+            ]
+            for role, capacity in arms
+        ]
+        header = ["arm", "query tokens", "query embedding cost", "search core-hours"]
+        lines += [
+            "",
+            f"per month at {queries:,} queries (production.queries_per_month):",
+            *table(header, rows),
+        ]
+    lines.append("assumptions:")
+    for name, key in _ASSUMED:
+        said = [(role, _assumption(capacity["production"], key)) for role, capacity in arms]
+        said = [(role, text) for role, text in said if text is not None]
+        if len({text for _, text in said}) == 1:
+            lines.append(f"  {name}: {said[0][1]}")
+        else:
+            lines += [f"  {name}, {role}: {text}" for role, text in said]
+    return lines
+
+
+_ASSUMED = (
+    ("index memory", "index_bytes"),
+    ("embedding tokens", "embedding_tokens"),
+    ("embedding cost", "embedding_cost"),
+    ("memory/month", "memory_cost_per_month"),
+    ("query tokens", "query_tokens_per_month"),
+    ("query embedding cost", "query_cost_per_month"),
+    ("search core-hours", "search_core_hours_per_month"),
+)
+
+
+def _assumption(projected: Mapping[str, Any], key: str) -> str | None:
+    estimate = projected.get(key) or projected.get("timings", {}).get(key)
+    return None if estimate is None else str(estimate["assumes"])
+
+
+def _fmt_estimate(estimate: Mapping[str, Any], shown: Any) -> str:
+    return "—" if estimate["value"] is None else str(shown(estimate["value"]))
+
+
+def _fmt_count(value: float) -> str:
+    for size, word in ((1e9, "billion"), (1e6, "million")):
+        if value >= size:
+            return f"{value / size:.3g} {word}"
+    return f"{value:,.0f}"
+
+
+def _fmt_encoding(encoding: Mapping[str, Any] | None) -> str:
+    if encoding is None:
+        return "not measured (all cached)"
+    tokens = encoding["tokens_per_second"]
+    rate = f"{encoding['texts_per_second']:,.0f} texts/s"
+    return rate if tokens is None else f"{rate}, {tokens:,.0f} tokens/s"

@@ -485,7 +485,8 @@ INLINE_HEAD = "corpus: corpus.jsonl\nstrata: [shape]\nmetric: recall@5\nqueries:
 NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": None}
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, strata, separate, metric, guards, report, "
-    "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, fold, rerank"
+    "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, production, "
+    "corpus_sample, fold, rerank"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
@@ -794,10 +795,10 @@ ERROR_CASES = [
         id="index-hnsw-unknown-key",
     ),
     pytest.param(
-        BASE + "index: {hnsw: {M: 0}}\n",
+        BASE + "index: {hnsw: {M: 1}}\n",
         None,
-        f"{G}:7: index.hnsw.M: must be an integer >= 1, got 0",
-        id="index-hnsw-zero",
+        f"{G}:7: index.hnsw.M: must be an integer >= 2, got 1",
+        id="index-hnsw-one",
     ),
     pytest.param(
         BASE + "index: {hnsw: [16]}\n",

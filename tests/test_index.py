@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 import time
 import tracemalloc
@@ -13,11 +14,13 @@ import pytest
 from pytest_embeval.index import (
     HnswIndex,
     Latency,
+    TargetNotReached,
     ann_recall,
     effective_ef,
     exact_search,
     flat_query_seconds,
     hnsw_search,
+    smallest_ef,
     tie_ranks,
 )
 
@@ -390,3 +393,90 @@ def test_exact_search_of_200k_documents_stays_within_bounded_memory() -> None:
     print(
         f"exact search 200k x 384, 1k queries: {time.perf_counter() - started:.1f} s, {peak / 2**20:.0f} MiB"
     )
+
+
+# --------------------------------------------------------------------------------- the ef of a recall target
+
+
+def test_smallest_ef_finds_the_first_ef_reaching_the_target_in_few_evaluations() -> None:
+    asked: list[int] = []
+
+    def recall_at(ef: int) -> float:
+        asked.append(ef)
+        return min(1.0, ef / 400)
+
+    assert smallest_ef(recall_at, 0.5, low=10, high=5000) == (200, 0.5)
+    # Doubling 10, 20, ..., 320 (6 evaluations), then bisecting the 160 between 160 and 320 (8): no repeats.
+    assert len(asked) == len(set(asked)) == 6 + 8
+    assert smallest_ef(recall_at, 0.01, low=10, high=5000) == (10, 10 / 400)
+    assert smallest_ef(recall_at, 1.0, low=10, high=400) == (400, 1.0)
+
+
+def test_smallest_ef_that_cannot_reach_the_target_says_how_far_it_got() -> None:
+    with pytest.raises(TargetNotReached) as info:
+        smallest_ef(lambda ef: 0.9 if ef >= 64 else 0.5, 0.95, low=8, high=100)
+    assert (info.value.target, info.value.recall, info.value.ef) == (0.95, 0.9, 100)
+    assert str(info.value) == "ANN recall 0.9000 at the largest ef 100 is below the target 0.95"
+    assert pickle.loads(pickle.dumps(info.value)).ef == 100
+
+
+@pytest.mark.parametrize(
+    ("target", "low", "high", "message"),
+    [
+        (0.0, 1, 2, "target must be in (0, 1], got 0.0"),
+        (1.5, 1, 2, "target must be in (0, 1], got 1.5"),
+        (0.9, 0, 2, "need 1 <= low <= high, got low=0, high=2"),
+        (0.9, 5, 2, "need 1 <= low <= high, got low=5, high=2"),
+    ],
+)
+def test_smallest_ef_validates(target: float, low: int, high: int, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        smallest_ef(lambda ef: 1.0, target, low=low, high=high)
+
+
+def intrinsic(rng: np.random.Generator, n: int, dim: int, rank: int) -> np.ndarray:
+    """Unit vectors in ``dim`` dimensions that span only ``rank`` of them: an intrinsic dimension of rank."""
+    basis = np.linalg.qr(rng.standard_normal((dim, dim)))[0][:rank]
+    return _unit(rng.standard_normal((n, rank)) @ basis)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    unit: np.ndarray = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    return unit
+
+
+@pytest.mark.parametrize("target", [0.9, 0.95, 0.99])
+def test_vectors_of_higher_intrinsic_dimension_need_a_larger_ef_for_the_same_recall(target: float) -> None:
+    """On a sparse graph (M=8), 2,000 documents spanning 3 of 64 dimensions reach any recall@10 at the least
+    ef there is (k); spanning all 64, they need several times more. The ef found reaches the target, and one
+    less does not."""
+    needed = {}
+    for rank in (3, 64):
+        vectors = intrinsic(np.random.default_rng(rank), 2100, 64, rank)
+        documents, queries = vectors[:2000], vectors[2000:]
+        doc_ids = [f"d{i:04d}" for i in range(2000)]
+        index = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=40)
+        exact, _ = exact_search(queries, documents, 10, doc_ids=doc_ids)
+        ef, recall = index.ef_for_recall(queries, exact, target)
+        assert recall >= target
+        assert recall == ann_recall(index.search(queries, 10, ef_search=ef)[0], exact)
+        if ef > 10:
+            assert ann_recall(index.search(queries, 10, ef_search=ef - 1)[0], exact) < target
+        needed[rank] = ef
+    assert needed[3] == 10
+    assert needed[64] > 4 * needed[3]
+
+
+def test_a_recall_target_above_what_the_whole_graph_reaches_is_refused() -> None:
+    """Documents tied with the k-th score count as misses when the id rule ranks them below it, so a target of
+    1 can be out of reach at any ef: the search stops at the corpus size."""
+    documents = np.tile(_unit(np.random.default_rng(1).standard_normal((1, 8))), (30, 1))
+    documents[::2] *= -1
+    doc_ids = [f"d{i:02d}" for i in range(30)]
+    queries = documents[:3].copy()
+    index = HnswIndex(documents, doc_ids=doc_ids, M=4, ef_construction=10)
+    exact, _ = exact_search(queries, documents, 5, doc_ids=doc_ids)
+    with pytest.raises(TargetNotReached) as info:
+        index.ef_for_recall(queries, exact, 1.0)
+    assert info.value.ef == 30
+    assert info.value.recall < 1.0
