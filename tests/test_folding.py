@@ -3,6 +3,7 @@ errors, and the pipeline's document rankings and report counts."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -205,3 +206,19 @@ def test_a_judge_reads_a_folded_document_whole() -> None:
         ("D0", "\n\n".join(f"chunk {i}" for i in range(6))),
         ("D1", "chunk 6\n\nchunk 7"),
     }
+
+
+def test_corpus_slices_keep_every_chunk_of_a_judged_document() -> None:
+    from pytest_embeval.golden import CorpusSample
+    from pytest_embeval.slices import corpus_slices
+
+    golden = chunked_golden()
+    sliced = dataclasses.replace(golden, corpus_sample=CorpusSample(sizes=(0.5, 1.0), seed=0))
+    small, whole = corpus_slices(sliced)
+    owners = [golden.documents[row].fields["doc"][0] for row in small.rows]
+    # D2 (chunks 8-10) and D3 (chunk 11) are judged: all four chunks are in the half-size slice.
+    assert {8, 9, 10, 11} <= set(small.rows) and len(small.rows) == 6
+    assert owners.count("D2") == 3
+    assert whole.rows == tuple(range(12))
+    run = run_golden(sliced, ChunkAxes(), ChunkAxes())
+    assert [one.documents for one in run.slices] == [6, 12]
