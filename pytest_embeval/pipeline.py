@@ -26,22 +26,38 @@ measured (`measure`) for the projection (`capacity`).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
+import itertools
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity
+from pytest_embeval.control import (
+    Control,
+    ControlMismatch,
+    check_control,
+    consumed_index,
+    control_differences,
+    control_of,
+    declared_index,
+    short_digest,
+)
 from pytest_embeval.encoders import Arm, embed
 from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
-from pytest_embeval.golden import GoldenSet, Query, Stratum
-from pytest_embeval.index import effective_ef, tie_ranks, top_k
+from pytest_embeval.golden import GoldenSet, Stratum
+from pytest_embeval.index import tie_ranks
 from pytest_embeval.metrics import evaluate
-from pytest_embeval.rerank import RerankScorer, rerank_sample, resolve_reranker
+from pytest_embeval.rerank import (
+    Reranked,
+    RerankOutcome,
+    RerankScorer,
+    rerank_sample,
+    rerank_top,
+    resolve_reranker,
+)
 from pytest_embeval.retrievers import (
     ANN_SAMPLE,
     Component,
@@ -59,7 +75,7 @@ from pytest_embeval.retrievers import (
 )
 from pytest_embeval.slices import SliceOutcome, corpus_slices, gap_still_moving, restrict
 from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
-from pytest_embeval.verdict import Decision, Verdict, decide
+from pytest_embeval.verdict import Decision, decide
 
 __all__ = [
     "ANN_SAMPLE",
@@ -69,6 +85,7 @@ __all__ = [
     "ControlMismatch",
     "Embedder",
     "GoldenRun",
+    "HeldConstant",
     "HnswStats",
     "IndexStats",
     "Mover",
@@ -77,7 +94,6 @@ __all__ = [
     "RerankOutcome",
     "Reranked",
     "Role",
-    "Shared",
     "SliceRun",
     "StratumOutcome",
     "ann_sample",
@@ -98,69 +114,6 @@ RANKED_DEPTH = 100
 MOVERS_SHOWN = 5
 
 Role = Literal["incumbent", "candidate"]
-
-
-class ControlMismatch(Exception):
-    """The arms did not consume identical held-constant inputs, so comparing them would measure more than the
-    encoder. ``differences`` holds one description per differing component."""
-
-    def __init__(self, differences: Sequence[str]) -> None:
-        self.differences = tuple(differences)
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        return "refusing to compare: the arms differ in what must be held constant: " + "; ".join(
-            self.differences
-        )
-
-    def __reduce__(self) -> tuple[type[ControlMismatch], tuple[tuple[str, ...]]]:
-        # Exception pickles its args, which here are the formatted message, not the differences.
-        return ControlMismatch, (self.differences,)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Control:
-    """``sha256:`` digests of everything held constant between the arms, one per component."""
-
-    #: document ids with the sha256 of the exact text embedded, in corpus order
-    corpus: str
-    #: query ids, texts and stratum fields, in golden order
-    queries: str
-    #: every (query, document, grade) judgment
-    qrels: str
-    #: index kind and, for hnsw, M, ef_construction, the build seed and the ef searched with (or, with a
-    #: recall target, the target: each arm's ef is its own)
-    index: str
-    #: documents ranked per query
-    depth: str
-    #: the golden set's plan fingerprint (metric, guards, margins, confidence, bootstrap, seed, ...)
-    plan: str
-    #: each query's filter and the records each filter allows; None (left out) without filters
-    filters: str | None = None
-    #: the fold spec and the document of every chunk; None (left out) without folding
-    fold: str | None = None
-    #: the rerank spec and the queries reranked; None (left out) without a reranker
-    rerank: str | None = None
-
-    def components(self) -> dict[str, str]:
-        """The components in order; the optional ones only when declared, so that a golden set without
-        them keeps the fingerprint it always had."""
-        return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
-
-    @property
-    def fingerprint(self) -> str:
-        """One digest of all components: equal fingerprints mean every held-constant input is equal."""
-        return _digest("fingerprint", [self.components()])
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Reranked:
-    """One arm after the reranker, on the reranked queries (others: an empty ranking and NaN scores)."""
-
-    ranked: tuple[tuple[str, ...], ...]
-    #: the reranker's float32 scores of ``ranked``
-    scores: tuple[tuple[float, ...], ...]
-    per_query: Mapping[str, np.ndarray]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -191,7 +144,7 @@ class ArmResult:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
-class Shared:
+class HeldConstant:
     """What both arms of a golden set use alike, derived from the golden set once: the filter plan, the
     chunk folding, the judgments each query's filters allow, the ids the metrics rank, the reranked
     queries."""
@@ -231,7 +184,7 @@ class GoldenRun:
     #: what both arms were checked to have consumed
     control: Control
     #: None only for runs built by hand; `run_golden` always sets it
-    shared: Shared | None = None
+    held: HeldConstant | None = None
     #: reranker spec and fingerprint, and the pairs it scored and the cache served
     reranker: Mapping[str, Any] | None = None
     #: with ``corpus_sample``: every slice, smallest first; the arms above are the largest slice's
@@ -255,32 +208,6 @@ class Mover:
     @property
     def difference(self) -> float:
         return self.candidate - self.incumbent
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RerankOutcome:
-    """One stratum before and after the reranker, on the queries reranked for it."""
-
-    #: the first stage on the reranked queries, every declared metric
-    first_stage: Mapping[str, PairedComparison]
-    first_stage_decision: Decision
-    after: Mapping[str, PairedComparison]
-    after_decision: Decision
-    #: the verdict rests on ``after``
-    decides: bool
-    #: the stratum's queries were sampled (fewer reranked than it has)
-    sampled: bool
-
-    @property
-    def absorbed(self) -> str | None:
-        """ "gain" or "loss" when the first stage is BETTER or WORSE on these queries and the after-rerank
-        comparison is not: the reranker absorbs the difference the first stage showed."""
-        before, after = self.first_stage_decision.primary, self.after_decision.primary
-        if before is Verdict.BETTER and after is not Verdict.BETTER:
-            return "gain"
-        if before is Verdict.WORSE and after is not Verdict.WORSE:
-            return "loss"
-        return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -313,23 +240,8 @@ def ranked_depth(golden: GoldenSet) -> int:
     return min(max(RANKED_DEPTH, golden.max_k(), rerank), _results(golden))
 
 
-def short_digest(digest: str) -> str:
-    """``sha256:`` and the first 12 hex digits: enough to tell two digests apart in a message."""
-    return digest[: len("sha256:") + 12] + "…"
-
-
-def _digest(component: str, parts: Iterable[object]) -> str:
-    """sha256 of one canonical JSON line per part. The component name is hashed first, so equal content
-    under two components never gives equal digests."""
-    digest = hashlib.sha256(f"pytest-embeval control v1 {component}\n".encode())
-    for part in parts:
-        line = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        digest.update(line.encode("utf-8") + b"\n")
-    return "sha256:" + digest.hexdigest()
-
-
-def prepare(golden: GoldenSet, *, warn: bool = True) -> Shared:
-    """The `Shared` of a golden set (``warn``: emit the filters' `filters.EmptyFilterWarning`)."""
+def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
+    """The `HeldConstant` of a golden set (``warn``: emit the filters' `filters.EmptyFilterWarning`)."""
     query_ids = [query.id for query in golden.queries]
     with warnings.catch_warnings():
         if not warn:
@@ -355,7 +267,7 @@ def prepare(golden: GoldenSet, *, warn: bool = True) -> Shared:
             chosen = rerank_sample(stratum.query_ids, scorable, golden.rerank, golden.seed, stratum.name)
             samples[stratum.name] = np.array([position[qid] for qid in chosen], dtype=np.intp)
         rows = np.unique(np.concatenate([np.empty(0, dtype=np.intp), *samples.values()]))
-    return Shared(
+    return HeldConstant(
         golden=golden,
         filters=plan,
         chunks=chunks,
@@ -367,131 +279,38 @@ def prepare(golden: GoldenSet, *, warn: bool = True) -> Shared:
     )
 
 
-def _control(
-    *,
-    doc_ids: Sequence[str],
-    doc_texts: Sequence[str],
-    queries: Sequence[Query],
-    query_texts: Sequence[str],
-    qrels: Mapping[str, Mapping[str, int]],
-    index: Mapping[str, Any],
-    depth: int,
-    plan: str,
-    golden: GoldenSet,
-    shared: Shared,
-) -> Control:
-    # Texts are hashed one by one so a large corpus is never serialised whole.
-    documents = (
-        [doc_id, hashlib.sha256(text.encode("utf-8")).hexdigest()]
-        for doc_id, text in zip(doc_ids, doc_texts, strict=True)
-    )
-    query_rows = (
-        [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
-    )
-    judgments = sorted([qid, did, grade] for qid, docs in qrels.items() for did, grade in docs.items())
-    query_ids = [query.id for query in queries]
-    filters = fold = rerank = None
-    if shared.filters is not None:
-        filters = _digest("filters", shared.filters.digest_parts(query_ids))
-    if golden.fold is not None and shared.chunks is not None:
-        chunks = shared.chunks
+def _declared_parts(golden: GoldenSet, held: HeldConstant) -> dict[str, Any]:
+    """The parts of the optional control components the golden set declares: each query's filter and each
+    filter's mask, the document of every chunk, the rerank settings and the reranked queries."""
+    query_ids = [query.id for query in golden.queries]
+    parts: dict[str, Any] = {}
+    if held.filters is not None:
+        parts["filters"] = held.filters.digest_parts(query_ids)
+    if golden.fold is not None and held.chunks is not None:
+        chunks = held.chunks
         owners = (chunks.doc_ids[i] for i in chunks.document_of.tolist())
-        fold = _digest("fold", [golden.fold.as_dict(), *owners])
+        parts["fold"] = itertools.chain([golden.fold.as_dict()], owners)
     if golden.rerank is not None:
-        rerank = _digest("rerank", [golden.rerank.as_dict(), [query_ids[i] for i in shared.rerank_rows]])
-    return Control(
-        corpus=_digest("corpus", documents),
-        queries=_digest("queries", query_rows),
-        qrels=_digest("qrels", judgments),
-        index=_digest("index", [dict(index)]),
-        depth=_digest("depth", [depth]),
-        plan=plan,
-        filters=filters,
-        fold=fold,
-        rerank=rerank,
-    )
+        parts["rerank"] = [golden.rerank.as_dict(), [query_ids[i] for i in held.rerank_rows.tolist()]]
+    return parts
 
 
-def _declared_index(golden: GoldenSet, depth: int) -> dict[str, Any]:
-    """The declared index, with the build seed and the ef a search of ``depth`` runs with, or the recall
-    target that chooses each arm's."""
-    spec = golden.index
-    index: dict[str, Any] = {"kind": spec.kind}
-    if spec.kind == "hnsw":
-        index.update(M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed)
-        if spec.recall_target is None:
-            index["ef"] = effective_ef(spec.ef_search, depth)
-        else:
-            # Each arm searches at the ef its own vectors need: the recall reached is what both must share.
-            index["recall_target"] = spec.recall_target
-    return index
-
-
-def _index_consumed(stats: IndexStats) -> dict[str, Any]:
-    """What one index reports it was built and searched with; with a recall target, the target if this
-    arm's ef reached it (else the recall it reached), instead of its ef."""
-    if stats.hnsw is None:
-        return {"kind": stats.kind}
-    consumed: dict[str, Any] = {"kind": stats.kind, **stats.hnsw.parameters}
-    target = stats.hnsw.recall_target
-    if target is not None:
-        del consumed["ef"]
-        consumed["recall_target"] = target if stats.hnsw.ann_recall >= target else stats.hnsw.ann_recall
-    return consumed
-
-
-def _consumed_index(declared: Mapping[str, Any], indexes: Sequence[IndexStats]) -> dict[str, Any]:
-    """What the arm's vector indexes report they were built and searched with, not what was asked of them:
-    one index (or several alike) gives its own; an arm with none (BM25) the declared one; indexes that
-    disagree give them all, which matches nothing."""
-    consumed = [_index_consumed(stats) for stats in indexes]
-    if not consumed:
-        return dict(declared)
-    if all(one == consumed[0] for one in consumed):
-        return consumed[0]
-    return {"parts": consumed}
-
-
-def golden_control(golden: GoldenSet, shared: Shared | None = None) -> Control:
+def golden_control(golden: GoldenSet, held: HeldConstant | None = None) -> Control:
     """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
     the ef a search of the ranked depth runs with), depth and plan, and its filters, folding and reranked
     queries when declared."""
-    shared = shared if shared is not None else prepare(golden, warn=False)
-    return _control(
+    held = held if held is not None else prepare(golden, warn=False)
+    return control_of(
         doc_ids=[doc.id for doc in golden.documents],
         doc_texts=[doc.embed_text for doc in golden.documents],
         queries=golden.queries,
         query_texts=[query.text for query in golden.queries],
         qrels=golden.qrels,
-        index=_declared_index(golden, shared.depth),
-        depth=shared.depth,
+        index=declared_index(golden, held.depth),
+        depth=held.depth,
         plan=golden.plan_fingerprint(),
-        golden=golden,
-        shared=shared,
+        **_declared_parts(golden, held),
     )
-
-
-def control_differences(expected: Control, incumbent: Control, candidate: Control) -> tuple[str, ...]:
-    """One description per component where either arm differs from ``expected``, in component order."""
-    wanted = expected.components()
-    arms = incumbent.components(), candidate.components()
-
-    def shown(digest: str | None) -> str:
-        return "absent" if digest is None else short_digest(digest)
-
-    return tuple(
-        f"{name} (incumbent {shown(arms[0].get(name))}, candidate {shown(arms[1].get(name))}; "
-        f"golden set {short_digest(digest)})"
-        for name, digest in wanted.items()
-        if arms[0].get(name) != digest or arms[1].get(name) != digest
-    )
-
-
-def check_control(expected: Control, incumbent: Control, candidate: Control) -> None:
-    """Raise `ControlMismatch` unless both arms consumed exactly the held-constant inputs ``expected``."""
-    differences = control_differences(expected, incumbent, candidate)
-    if differences:
-        raise ControlMismatch(differences)
 
 
 def _all_indexes(own: IndexStats | None, parts: Sequence[Component]) -> list[IndexStats]:
@@ -501,41 +320,14 @@ def _all_indexes(own: IndexStats | None, parts: Sequence[Component]) -> list[Ind
     return found
 
 
-def _rerank(
-    scorer: RerankScorer,
-    positions: np.ndarray,
-    records: np.ndarray,
-    rows: np.ndarray,
-    depth: int,
-    result_ids: Sequence[str],
-    doc_texts: Sequence[str],
-    query_texts: Sequence[str],
-) -> tuple[list[tuple[str, ...]], list[tuple[float, ...]]]:
-    """Each query row's top ``depth`` results reordered by the reranker (float32 score descending, equal
-    scores by id descending): their ids and reranker scores, row by row (empty for rows not reranked)."""
-    ranked: list[tuple[str, ...]] = [() for _ in range(positions.shape[0])]
-    scores: list[tuple[float, ...]] = [() for _ in range(positions.shape[0])]
-    for row in rows.tolist():
-        top = positions[row, :depth]
-        kept = top >= 0
-        ids = [result_ids[p] for p in top[kept].tolist()]
-        if not ids:
-            continue
-        values = scorer.scores(query_texts[row], [doc_texts[r] for r in records[row, :depth][kept].tolist()])
-        order, ordered = top_k(values[None, :], len(ids), ranks=tie_ranks(ids))
-        ranked[row] = tuple(ids[i] for i in order[0].tolist())
-        scores[row] = tuple(float(v) for v in ordered[0].tolist())
-    return ranked, scores
-
-
 def _task(
-    golden: GoldenSet, shared: Shared, role: Role, embedder: Embedder, progress: Progress | None
+    golden: GoldenSet, held: HeldConstant, role: Role, embedder: Embedder, progress: Progress | None
 ) -> RetrievalTask:
     return RetrievalTask(
         doc_ids=[doc.id for doc in golden.documents],
         doc_texts=[doc.embed_text for doc in golden.documents],
         query_texts=[query.text for query in golden.queries],
-        allowed=None if shared.filters is None else shared.filters.allowed,
+        allowed=None if held.filters is None else held.filters.allowed,
         index=golden.index,
         seed=golden.seed,
         role=role,
@@ -552,22 +344,22 @@ def run_arm(
     *,
     embedder: Embedder = embed,
     progress: Progress | None = None,
-    shared: Shared | None = None,
+    held: HeldConstant | None = None,
     scorer: RerankScorer | None = None,
 ) -> ArmResult:
-    """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``shared`` is
+    """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
     declares a reranker and none is given). With ``corpus_sample``, the arm is opened on the largest slice
     and every smaller one is searched by restricting it (an embedding arm embeds once)."""
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = restrict(golden, drawn[-1].rows) if drawn else golden
-    if shared is None or shared.golden is not searched:
-        shared = prepare(searched)
+    if held is None or held.golden is not searched:
+        held = prepare(searched)
     if golden.rerank is not None and scorer is None:
         scorer = RerankScorer(resolve_reranker(golden.rerank))
-    searcher = retriever.open(_task(searched, shared, role, embedder, progress))
-    result = _score(searched, retriever, searcher, shared, role, scorer)
+    searcher = retriever.open(_task(searched, held, role, embedder, progress))
+    result = _score(searched, retriever, searcher, held, role, scorer)
     if len(drawn) < 2:
         return result
     # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.
@@ -575,10 +367,10 @@ def run_arm(
     smaller = []
     for one in drawn[:-1]:
         piece = restrict(golden, one.rows)
-        piece_shared = prepare(piece, warn=False)
-        task = dataclasses.replace(_task(piece, piece_shared, role, embedder, progress), measure=False)
+        piece_held = prepare(piece, warn=False)
+        task = dataclasses.replace(_task(piece, piece_held, role, embedder, progress), measure=False)
         opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
-        smaller.append(_score(piece, retriever, opened, piece_shared, role, None))
+        smaller.append(_score(piece, retriever, opened, piece_held, role, None))
     return dataclasses.replace(result, slices=tuple(smaller))
 
 
@@ -586,7 +378,7 @@ def _score(
     golden: GoldenSet,
     retriever: Retriever,
     searcher: Searcher,
-    shared: Shared,
+    held: HeldConstant,
     role: Role,
     scorer: RerankScorer | None,
 ) -> ArmResult:
@@ -594,9 +386,9 @@ def _score(
     doc_ids = [doc.id for doc in golden.documents]
     doc_texts = [doc.embed_text for doc in golden.documents]
     query_texts = [query.text for query in golden.queries]
-    depth = shared.depth
+    depth = held.depth
     rows = np.arange(len(query_texts))
-    if shared.chunks is None:
+    if held.chunks is None:
         hits = searcher.search(rows, depth)
         positions, scores, records, searched = hits.positions, hits.scores, hits.positions, depth
     else:
@@ -606,11 +398,11 @@ def _score(
             return found.positions, found.scores
 
         positions, scores, records, searched = search_documents(
-            chunk_hits, len(query_texts), shared.chunks, tie_ranks(shared.result_ids), depth
+            chunk_hits, len(query_texts), held.chunks, tie_ranks(held.result_ids), depth
         )
     index = searcher.index_stats(searched)
     parts = components(retriever, searcher, searched)
-    result_ids = shared.result_ids
+    result_ids = held.result_ids
     ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
     similarities = tuple(
         tuple(float(v) for v in row[keep]) for row, keep in zip(scores, positions >= 0, strict=True)
@@ -619,47 +411,46 @@ def _score(
     metrics = golden.all_metrics()
     per_query = evaluate(
         dict(zip(query_ids, ranked, strict=True)),
-        shared.qrels,
+        held.qrels,
         metrics,
         query_ids,
         relevance_level=golden.relevance_level,
     )
     reranked = None
     if golden.rerank is not None and scorer is not None:
-        after, after_scores = _rerank(
+        after, after_scores = rerank_top(
             scorer,
             positions,
             records,
-            shared.rerank_rows,
+            held.rerank_rows,
             golden.rerank.depth,
             result_ids,
             doc_texts,
             query_texts,
         )
-        reranked_ids = [query_ids[i] for i in shared.rerank_rows.tolist()]
+        reranked_ids = [query_ids[i] for i in held.rerank_rows.tolist()]
         after_per_query = {str(m): np.full(len(query_ids), np.nan) for m in metrics}
         if reranked_ids:
             values = evaluate(
-                {query_ids[i]: after[i] for i in shared.rerank_rows.tolist()},
-                shared.qrels,
+                {query_ids[i]: after[i] for i in held.rerank_rows.tolist()},
+                held.qrels,
                 metrics,
                 reranked_ids,
                 relevance_level=golden.relevance_level,
             )
             for name, array in values.items():
-                after_per_query[name][shared.rerank_rows] = array
+                after_per_query[name][held.rerank_rows] = array
         reranked = Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
-    control = _control(
+    control = control_of(
         doc_ids=doc_ids,
         doc_texts=doc_texts,
         queries=golden.queries,
         query_texts=query_texts,
         qrels=golden.qrels,
-        index=_consumed_index(_declared_index(golden, depth), _all_indexes(index, parts)),
+        index=consumed_index(declared_index(golden, depth), _all_indexes(index, parts)),
         depth=depth,
         plan=golden.plan_fingerprint(),
-        golden=golden,
-        shared=shared,
+        **_declared_parts(golden, held),
     )
     return ArmResult(
         role=role,
@@ -689,11 +480,11 @@ def run_golden(
     reranker's scores."""
     drawn = corpus_slices(golden)
     searched = restrict(golden, drawn[-1].rows) if drawn else golden
-    shared = prepare(searched)
+    held = prepare(searched)
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
-    common: dict[str, Any] = {"embedder": embedder, "progress": progress, "shared": shared, "scorer": scorer}
+    common: dict[str, Any] = {"embedder": embedder, "progress": progress, "held": held, "scorer": scorer}
     incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
     candidate_result = run_arm(golden, candidate, "candidate", **common)
     reranker = None
@@ -705,14 +496,14 @@ def run_golden(
             "cached": scorer.cached,
         }
     if not drawn:
-        control = golden_control(golden, shared)
+        control = golden_control(golden, held)
         check_control(control, incumbent_result.control, candidate_result.control)
         return GoldenRun(
             golden=golden,
             incumbent=incumbent_result,
             candidate=candidate_result,
             control=control,
-            shared=shared,
+            held=held,
             reranker=reranker,
         )
     pairs = zip(
@@ -723,15 +514,15 @@ def run_golden(
     slices = []
     for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
         piece = searched if one is drawn[-1] else restrict(golden, one.rows)
-        piece_shared = shared if one is drawn[-1] else prepare(piece, warn=False)
-        control = golden_control(piece, piece_shared)
+        piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
+        control = golden_control(piece, piece_held)
         check_control(control, incumbent_slice.control, candidate_slice.control)
         run = GoldenRun(
             golden=piece,
             incumbent=incumbent_slice,
             candidate=candidate_slice,
             control=control,
-            shared=piece_shared,
+            held=piece_held,
         )
         slices.append(SliceRun(fraction=one.fraction, run=run))
     largest = slices[-1].run
@@ -793,8 +584,8 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
     rerank = None
     spec = golden.rerank
     before, after = run.incumbent.reranked, run.candidate.reranked
-    if spec is not None and run.shared is not None and before is not None and after is not None:
-        sample = run.shared.rerank_samples[stratum.name]
+    if spec is not None and run.held is not None and before is not None and after is not None:
+        sample = run.held.rerank_samples[stratum.name]
         sample_first, sample_decision = _compare(
             golden, incumbent, candidate, sample, stratum.name, "reranked"
         )
@@ -802,7 +593,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
             golden, before.per_query, after.per_query, sample, stratum.name, "after-rerank"
         )
         scorable = sum(
-            any(grade >= golden.relevance_level for grade in run.shared.qrels[qid].values())
+            any(grade >= golden.relevance_level for grade in run.held.qrels[qid].values())
             for qid in stratum.query_ids
         )
         rerank = RerankOutcome(

@@ -192,12 +192,12 @@ def _component_record(part: Component) -> Record:
 
 def _pipeline_record(run: GoldenRun) -> Record:
     """What the golden set's pipeline adds to plain retrieval: filters, folding, a reranker."""
-    golden, shared = run.golden, run.shared
+    golden, held = run.golden, run.held
     record: Record = {}
-    if shared is None:
+    if held is None:
         return record
-    if shared.filters is not None:
-        plan = shared.filters
+    if held.filters is not None:
+        plan = held.filters
         counts = plan.allowed_counts()
         record["filters"] = {
             "queries": sum(1 for query in golden.queries if query.filters),
@@ -206,18 +206,18 @@ def _pipeline_record(run: GoldenRun) -> Record:
                 query.id for query, n in zip(golden.queries, counts.tolist(), strict=True) if n == 0
             ],
         }
-    if golden.fold is not None and shared.chunks is not None:
+    if golden.fold is not None and held.chunks is not None:
         record["fold"] = {
             **golden.fold.as_dict(),
-            "chunks": shared.chunks.chunks,
-            "documents": len(shared.chunks.doc_ids),
+            "chunks": held.chunks.chunks,
+            "documents": len(held.chunks.doc_ids),
         }
     if golden.rerank is not None and run.reranker is not None:
         record["rerank"] = {
             **golden.rerank.as_dict(),
             "spec": run.reranker["spec"],
             "fingerprint": run.reranker["fingerprint"],
-            "queries": int(shared.rerank_rows.size),
+            "queries": int(held.rerank_rows.size),
             # What this run had to score varies run to run (a rerun is served from the cache).
             "timings": {"pairs_scored": run.reranker["scored"], "pairs_from_cache": run.reranker["cached"]},
         }
@@ -234,7 +234,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         for role, arm in arms.items()
     }
     queries = []
-    reranked = set() if run.shared is None else set(run.shared.rerank_rows.tolist())
+    reranked = set() if run.held is None else set(run.held.rerank_rows.tolist())
     for i, query in enumerate(golden.queries):
         record: Record = {
             "id": query.id,

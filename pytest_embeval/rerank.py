@@ -35,14 +35,20 @@ import numpy as np
 
 from pytest_embeval.encoders import EncoderError, folder_identity, import_attr
 from pytest_embeval.encoders import _summary as summary
+from pytest_embeval.index import tie_ranks, top_k
+from pytest_embeval.stats import PairedComparison
+from pytest_embeval.verdict import Decision, Verdict
 
 __all__ = [
     "DEFAULT_DEPTH",
     "RerankError",
+    "RerankOutcome",
     "RerankScorer",
     "RerankSpec",
+    "Reranked",
     "Reranker",
     "rerank_sample",
+    "rerank_top",
     "resolve_reranker",
 ]
 
@@ -199,3 +205,66 @@ def rerank_sample(
     rng = np.random.default_rng(stable_seed(seed, "rerank-sample", stratum))
     chosen = np.sort(rng.choice(len(candidates), size=spec.sample, replace=False))
     return tuple(candidates[i] for i in chosen.tolist())
+
+
+@dataclass(frozen=True, slots=True)
+class Reranked:
+    """One arm after the reranker, on the reranked queries (others: an empty ranking and NaN scores)."""
+
+    ranked: tuple[tuple[str, ...], ...]
+    #: the reranker's float32 scores of ``ranked``
+    scores: tuple[tuple[float, ...], ...]
+    per_query: Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class RerankOutcome:
+    """One stratum before and after the reranker, on the queries reranked for it."""
+
+    #: the first stage on the reranked queries, every declared metric
+    first_stage: Mapping[str, PairedComparison]
+    first_stage_decision: Decision
+    after: Mapping[str, PairedComparison]
+    after_decision: Decision
+    #: the verdict rests on ``after``
+    decides: bool
+    #: the stratum's queries were sampled (fewer reranked than it has)
+    sampled: bool
+
+    @property
+    def absorbed(self) -> str | None:
+        """ "gain" or "loss" when the first stage is BETTER or WORSE on these queries and the after-rerank
+        comparison is not: the reranker absorbs the difference the first stage showed."""
+        before, after = self.first_stage_decision.primary, self.after_decision.primary
+        if before is Verdict.BETTER and after is not Verdict.BETTER:
+            return "gain"
+        if before is Verdict.WORSE and after is not Verdict.WORSE:
+            return "loss"
+        return None
+
+
+def rerank_top(
+    scorer: RerankScorer,
+    positions: np.ndarray,
+    records: np.ndarray,
+    rows: np.ndarray,
+    depth: int,
+    result_ids: Sequence[str],
+    doc_texts: Sequence[str],
+    query_texts: Sequence[str],
+) -> tuple[list[tuple[str, ...]], list[tuple[float, ...]]]:
+    """Each query row's top ``depth`` results reordered by the reranker (float32 score descending, equal
+    scores by id descending): their ids and reranker scores, row by row (empty for rows not reranked)."""
+    ranked: list[tuple[str, ...]] = [() for _ in range(positions.shape[0])]
+    scores: list[tuple[float, ...]] = [() for _ in range(positions.shape[0])]
+    for row in rows.tolist():
+        top = positions[row, :depth]
+        kept = top >= 0
+        ids = [result_ids[p] for p in top[kept].tolist()]
+        if not ids:
+            continue
+        values = scorer.scores(query_texts[row], [doc_texts[r] for r in records[row, :depth][kept].tolist()])
+        order, ordered = top_k(values[None, :], len(ids), ranks=tie_ranks(ids))
+        ranked[row] = tuple(ids[i] for i in order[0].tolist())
+        scores[row] = tuple(float(v) for v in ordered[0].tolist())
+    return ranked, scores

@@ -174,8 +174,8 @@ def test_a_worse_stratum_decided_after_rerank_says_so() -> None:
 def test_a_sample_is_seeded_per_stratum_and_the_same_for_both_arms() -> None:
     spec = RerankSpec("test_rerank:LABELS", depth=5, sample=6)
     run = run_golden(golden(rerank=spec), THIRD, EXACT)
-    assert run.shared is not None
-    samples = run.shared.rerank_samples
+    assert run.held is not None
+    samples = run.held.rerank_samples
     assert {name: rows.size for name, rows in samples.items()} == {
         "overall": 6,
         "language=en": 6,
@@ -183,10 +183,10 @@ def test_a_sample_is_seeded_per_stratum_and_the_same_for_both_arms() -> None:
     }
     assert all(run.golden.queries[i].fields["language"] == "en" for i in samples["language=en"])
     again = run_golden(golden(rerank=spec), EXACT, THIRD)
-    assert again.shared is not None
-    assert all(np.array_equal(samples[k], again.shared.rerank_samples[k]) for k in samples)
+    assert again.held is not None
+    assert all(np.array_equal(samples[k], again.held.rerank_samples[k]) for k in samples)
     reranked = {i for rows in samples.values() for i in rows.tolist()}
-    assert reranked == set(run.shared.rerank_rows.tolist())
+    assert reranked == set(run.held.rerank_rows.tolist())
     for arm in (run.incumbent, run.candidate):
         assert arm.reranked is not None
         assert [bool(r) for r in arm.reranked.ranked] == [i in reranked for i in range(N_QUERIES)]
