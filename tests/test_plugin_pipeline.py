@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_plugin_capacity import without_timings
 
 Golden = Callable[..., Path]
 
@@ -45,14 +45,6 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("--embeval", "-p", "no:cacheprovider", *args)
 
 
-def _without_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if k != "timings"}
-    if isinstance(value, list):
-        return [_without_timings(v) for v in value]
-    return value
-
-
 def test_filters_a_reranker_and_a_hybrid_arm_in_one_run_serially_and_with_xdist(
     pytester: pytest.Pytester, golden: Golden
 ) -> None:
@@ -76,7 +68,7 @@ def test_filters_a_reranker_and_a_hybrid_arm_in_one_run_serially_and_with_xdist(
     assert parallel.ret == serial.ret == 0
     first = json.loads((pytester.path / "serial.json").read_text(encoding="utf-8"))
     second = json.loads((pytester.path / "parallel.json").read_text(encoding="utf-8"))
-    assert _without_timings(first) == _without_timings(second)
+    assert without_timings(first) == without_timings(second)
     # The second run found every reranker score in the cache.
     assert second["golden_sets"][0]["rerank"]["timings"]["pairs_from_cache"] > 0
     assert second["golden_sets"][0]["rerank"]["timings"]["pairs_scored"] == 0
