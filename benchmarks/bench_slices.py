@@ -40,8 +40,9 @@ sys.path.insert(0, str(REPO))
 from pytest_embeval import demo  # noqa: E402
 from pytest_embeval.encoders import Arm, LazyEncoder, embed  # noqa: E402
 from pytest_embeval.golden import GoldenSet, load_golden  # noqa: E402
-from pytest_embeval.pipeline import GoldenRun, evaluate_stratum, run_golden  # noqa: E402
+from pytest_embeval.pipeline import GoldenRun, run_golden  # noqa: E402
 from pytest_embeval.slices import corpus_slices, restrict  # noqa: E402
+from pytest_embeval.strata import evaluate_stratum  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "vaswani"
 TARGET = 1.2

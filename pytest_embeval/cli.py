@@ -120,6 +120,21 @@ def _report_rankings(paths: Sequence[str], golden: GoldenSet) -> dict[str, dict[
     return rankings
 
 
+def _consensus_failures(paths: Sequence[str], golden: GoldenSet) -> set[str]:
+    """The queries the reports list as consensus failures (neither arm finds a relevant document within
+    the primary cutoff), in any stratum."""
+    if not paths:
+        raise CliError("--consensus-failures needs --from-report REPORT.json: the report lists them")
+    failures: set[str] = set()
+    for path in paths:
+        record = _report_record(path, golden)
+        strata = record.get("strata")
+        if not isinstance(strata, list) or any("consensus_failures" not in s for s in strata):
+            raise CliError(f"{path}: no consensus_failures in the report (written by an older embeval?)")
+        failures.update(qid for stratum in strata for qid in stratum["consensus_failures"])
+    return failures
+
+
 def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict[str, dict[str, list[str]]]:
     """Each model's exact top ``depth`` per query: pooling asks what a model ranks highest, whatever index
     the run uses. Imported here because it loads numpy-heavy code and, for real models, torch."""
@@ -178,6 +193,13 @@ def _pool(args: argparse.Namespace) -> int:
         raise CliError(f"--out {out} exists (it may hold grades); choose another name or pass --force")
     golden = _golden(args.golden)
     exclude = sheet_pairs(_sheets(args.exclude))
+    rejudge = _consensus_failures(args.from_report, golden) if args.consensus_failures else None
+    if rejudge is not None and not rejudge:
+        print(
+            "no consensus failures in the report: every judged query has a relevant document in some "
+            "arm's top k; no sheet written"
+        )
+        return EXIT_OK
     rankings = _report_rankings(args.from_report, golden)
     rankings.update(_model_rankings(args.model, golden, args.depth))
     try:
@@ -186,7 +208,7 @@ def _pool(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     try:
         pool = pool_from_rankings(
-            golden, rankings, depth=args.depth, seed=args.seed, exclude=exclude, runs=runs
+            golden, rankings, depth=args.depth, seed=args.seed, exclude=exclude, runs=runs, rejudge=rejudge
         )
     except ValueError as error:
         raise CliError(str(error)) from None
@@ -215,6 +237,11 @@ def _pool(args: argparse.Namespace) -> int:
             queries = sum(1 for query in sheet.queries if query.rows)
             print(f"sheet written to {path} ({len(sheet.rows)} pairs, {queries} queries)")
         print("grade every row in the 'grade' column and write your name in 'judge'")
+        if rejudge is not None:
+            print(
+                "judged pairs are on the sheet again, blind: where a new grade differs from the qrels, "
+                "revise the qrels by hand (embeval merge never overwrites a judgment)"
+            )
     else:
         print("nothing new to judge: every pooled pair is judged or on an excluded sheet; no sheet written")
     return EXIT_OK
@@ -402,6 +429,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="write N sheets of about equal size (SHEET.1-of-N.csv ...), one per judge; a query's pairs stay "
         "on one sheet.",
+    )
+    pool_parser.add_argument(
+        "--consensus-failures",
+        action="store_true",
+        help="pool only the queries where neither arm of the --from-report report finds a relevant document "
+        "within the metric's cutoff, judged pairs included: a blind sheet to re-judge them.",
     )
     pool_parser.add_argument("--force", action="store_true", help="overwrite --out if it exists.")
     pool_parser.add_argument("--per-query", action="store_true", help="print the pool size of every query.")

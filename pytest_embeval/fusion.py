@@ -130,6 +130,9 @@ class FusedSearcher:
     def capacity(self, depth: int) -> None:
         return None
 
+    def vectors(self) -> None:
+        return None
+
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> FusedSearcher:
         return FusedSearcher(
             self.k, tuple(part.restrict(task, rows) for part in self.parts), tie_ranks(task.doc_ids)

@@ -53,6 +53,9 @@ from pytest_embeval.filters import FieldReader, Filter, filter_value
 from pytest_embeval.folding import FoldSpec
 from pytest_embeval.metrics import MetricSpec, parse_metric
 from pytest_embeval.rerank import RerankSpec
+from pytest_embeval.stats import DEFAULT_INTERVAL, INTERVALS
+from pytest_embeval.ties import TIES
+from pytest_embeval.verdict import MULTIPLE_COMPARISONS
 
 SCHEMA_VERSION = 1
 OVERALL = "overall"
@@ -65,6 +68,8 @@ MIN_BOOTSTRAP = 100
 DEFAULT_SEED = 0
 DEFAULT_RELEVANCE_LEVEL = 1
 HNSW_DEFAULTS: Mapping[str, int] = {"M": 16, "ef_construction": 200, "ef_search": 128}
+DEFAULT_TIES = "docid"
+DEFAULT_MULTIPLE_COMPARISONS = "none"
 #: index.hnsw keys besides HNSW_DEFAULTS: the ANN recall each arm's ef_search is raised to reach
 HNSW_RECALL_TARGET = "recall_target"
 PRODUCTION_KEYS = ("documents", "queries_per_month", "memory_price_per_gb_month")
@@ -89,6 +94,9 @@ KNOWN_KEYS = (
     "seed",
     "index",
     "relevance_level",
+    "interval",
+    "ties",
+    "multiple_comparisons",
     "production",
     "corpus_sample",
     "fold",
@@ -217,6 +225,12 @@ class GoldenSet:
     relevance_level: int
     #: stratum field -> values whose queries form only their own stratum (sorted); see ``strata()``
     separate: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the bootstrap interval (``stats.INTERVALS``)
+    interval: str = DEFAULT_INTERVAL
+    #: how tied scores are ordered for the metrics (``ties.TIES``): trec_eval's doc-id order, or expected
+    ties: str = DEFAULT_TIES
+    #: how the strata of this file are adjusted for being tested together (``verdict.MULTIPLE_COMPARISONS``)
+    multiple_comparisons: str = DEFAULT_MULTIPLE_COMPARISONS
     #: the production index each arm's capacity is projected to; None: no capacity is measured
     production: Production | None = None
     corpus_sample: CorpusSample | None = None
@@ -273,10 +287,12 @@ class GoldenSet:
             "relevance_level": self.relevance_level,
             "strata": list(self.strata_fields),
             "separate": {name: list(values) for name, values in self.separate.items()},
+            "interval": self.interval,
+            "ties": self.ties,
+            "multiple_comparisons": self.multiple_comparisons,
             # Only when declared, so the plan fingerprint of a file without them is what it always was.
             **({"production": self.production.as_dict()} if self.production is not None else {}),
             **({"corpus_sample": self.corpus_sample.as_dict()} if self.corpus_sample is not None else {}),
-            # Only when declared, so that the plans of golden sets without them keep their fingerprints.
             **({"fold": self.fold.as_dict()} if self.fold is not None else {}),
             **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
         }
@@ -665,6 +681,14 @@ class _GoldenLoader:
             raise self.error(node, key, f"must be a number >= 0, got {_describe(node)}")
         return value
 
+    def choice(self, node: yaml.Node, key: str, choices: Sequence[str]) -> str:
+        """One of ``choices``, as written."""
+        quoted = [f"'{choice}'" for choice in choices]
+        expected = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+        if not isinstance(node, yaml.ScalarNode) or str(node.value) not in choices:
+            raise self.error(node, key, f"must be {expected}, got {_describe(node)}")
+        return str(node.value)
+
     def confidence(self, node: yaml.Node) -> float:
         value = self.number(node, "confidence")
         if value is None or not 0 < value < 1:
@@ -734,6 +758,15 @@ class _GoldenLoader:
         relevance_level = setting(
             "relevance_level", lambda node: self.integer(node, "relevance_level", 1), DEFAULT_RELEVANCE_LEVEL
         )
+        interval = setting(
+            "interval", lambda node: self.choice(node, "interval", INTERVALS), DEFAULT_INTERVAL
+        )
+        ties = setting("ties", lambda node: self.choice(node, "ties", TIES), DEFAULT_TIES)
+        multiple_comparisons = setting(
+            "multiple_comparisons",
+            lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
+            DEFAULT_MULTIPLE_COMPARISONS,
+        )
         fold: FoldSpec | None = setting("fold", self.fold, None)
         rerank: RerankSpec | None = setting("rerank", self.rerank, None)
         documents, queries, qrels = self.data(top, strata, fold)
@@ -762,6 +795,9 @@ class _GoldenLoader:
             index=index,
             relevance_level=relevance_level,
             separate=excludes,
+            interval=interval,
+            ties=ties,
+            multiple_comparisons=multiple_comparisons,
             production=production,
             corpus_sample=corpus_sample,
             fold=fold,

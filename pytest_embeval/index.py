@@ -41,6 +41,7 @@ __all__ = [
     "TargetNotReached",
     "ann_recall",
     "effective_ef",
+    "equal_scores",
     "exact_search",
     "flat_query_seconds",
     "hnsw_search",
@@ -165,6 +166,35 @@ def top_k(
         _mask(keys, keep)
     best = np.sort(_top(keys, k_eff), axis=1)[:, ::-1]
     return _padded(best, *_decode(best, np.argsort(ranks)))
+
+
+def equal_scores(
+    queries: np.ndarray, documents: np.ndarray, targets: np.ndarray, *, block_size: int = DEFAULT_BLOCK_SIZE
+) -> list[np.ndarray]:
+    """For each query row, the positions (ascending) of every document whose score equals ``targets[row]``,
+    scored exactly as :func:`exact_search` scores (float64 products rounded to float32), so a tie group
+    that a ranked list cuts off can be completed: only a full scan knows every member of it."""
+    d = _matrix("documents", documents)
+    q = _matrix("queries", queries)
+    wanted = np.asarray(targets, dtype=np.float32)
+    if wanted.shape != (q.shape[0],):
+        raise ValueError(f"targets must hold one score per query ({q.shape[0]}), got shape {wanted.shape}")
+    _check_block("block_size", block_size)
+    rows: list[np.ndarray] = []
+    columns: list[np.ndarray] = []
+    q64 = q.astype(np.float64)
+    for start in range(0, d.shape[0], block_size):
+        scores = (q64 @ d[start : start + block_size].astype(np.float64).T).astype(np.float32)
+        row, column = np.nonzero(scores == wanted[:, None])
+        rows.append(row)
+        columns.append(column.astype(np.int64) + start)
+    # Blocks come in document order and nonzero() is row-major within one: a stable sort by row keeps
+    # each query's positions ascending.
+    row_of = np.concatenate([np.empty(0, dtype=np.intp), *rows])
+    positions = np.concatenate([np.empty(0, dtype=np.int64), *columns])
+    order = np.argsort(row_of, kind="stable")
+    counts = np.bincount(row_of, minlength=q.shape[0])
+    return np.split(positions[order], np.cumsum(counts)[:-1])
 
 
 def effective_ef(ef_search: int, k: int) -> int:

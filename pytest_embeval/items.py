@@ -22,13 +22,13 @@ from pytest_embeval.pipeline import (
     GoldenRun,
     RecallTargetError,
     Role,
-    evaluate_stratum,
     run_golden,
 )
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.report import golden_record, stratum_record
 from pytest_embeval.retrievers import Retriever, resolve_arm
 from pytest_embeval.session import CACHE_PROPERTIES, ITEM_RECORDS, STATE, EmbevalState, ItemRecords
+from pytest_embeval.strata import evaluate_golden
 from pytest_embeval.terminal import stratum_failure
 from pytest_embeval.verdict import Verdict
 
@@ -98,7 +98,12 @@ class StratumItem(pytest.Function):
         if self.golden_path not in state.sent_golden:
             state.sent_golden.add(self.golden_path)
             golden = golden_record(run, self.golden_path)
-        outcome = evaluate_stratum(run, self.stratum)
+        outcomes = state.outcomes.get(self.golden_path)
+        if outcomes is None:
+            # The strata of a file are decided as one family, so all of them are evaluated at once.
+            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(run)}
+            state.outcomes[self.golden_path] = outcomes
+        outcome = outcomes[self.stratum.name]
         record = stratum_record(self.golden, self.golden_path, self.order, outcome)
         self.stash[ITEM_RECORDS] = ItemRecords(stratum=record, golden=golden)
         if outcome.decision.verdict is Verdict.WORSE:

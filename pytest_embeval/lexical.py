@@ -157,6 +157,9 @@ class Bm25Searcher:
     def capacity(self, depth: int) -> None:
         return None
 
+    def vectors(self) -> None:
+        return None
+
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> Bm25Searcher:
         # Term statistics (document frequencies, average length) are the subset's own: index it afresh.
         return self.retriever.open(task)

@@ -4,9 +4,10 @@
 or a fusion of arms) over the same records and queries, each query restricted to what its filters allow
 (`filters`); folds chunks to documents when the golden set says so (`folding`); reranks each arm's top
 documents with the declared reranker (`rerank`); and scores every query under every declared metric, with
-the judgments its filters allow. `evaluate_stratum` pairs the two arms' per-query scores of one stratum and
-applies the verdict rule, to the first stage or, with ``rerank.decides``, to the after-rerank ranking (the
-other comparison is reported beside it). Nothing here knows about pytest: the items call these functions.
+the judgments its filters allow (`scoring.score_arm`). `strata.evaluate_golden` then pairs the two arms'
+per-query scores stratum by stratum and applies the verdict rule, to the first stage or, with
+``rerank.decides``, to the after-rerank ranking (the other comparison is reported beside it). Nothing here
+knows about pytest: the items call these functions.
 
 Control: only the arm may differ. Each arm records a `Control`, digests of what it actually consumed (the
 documents and queries it ranked, the index it searched, the depth, the judgments and plan it was scored
@@ -19,7 +20,7 @@ searches at the smallest ef that reaches the target on the sampled queries (`Rec
 
 With ``corpus_sample``, each arm is opened on the largest slice once and searches every slice (`slices`); the
 verdicts are decided on the largest, and each stratum also gets its first-stage primary comparison per slice
-(the reranker runs on the largest slice only). With ``production``, each embedding arm's capacity is
+(`strata`; the reranker runs on the largest slice only). With ``production``, each embedding arm's capacity is
 measured (`measure`) for the projection (`capacity`).
 """
 
@@ -47,12 +48,11 @@ from pytest_embeval.control import (
 from pytest_embeval.encoders import Arm, embed
 from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
-from pytest_embeval.golden import GoldenSet, Stratum
+from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import tie_ranks
 from pytest_embeval.metrics import evaluate
 from pytest_embeval.rerank import (
     Reranked,
-    RerankOutcome,
     RerankScorer,
     rerank_sample,
     rerank_top,
@@ -73,9 +73,8 @@ from pytest_embeval.retrievers import (
     components,
     resolve_arm,
 )
-from pytest_embeval.slices import SliceOutcome, corpus_slices, gap_still_moving, restrict
-from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
-from pytest_embeval.verdict import Decision, decide
+from pytest_embeval.scoring import ArmTies, score_arm
+from pytest_embeval.slices import corpus_slices, restrict
 
 __all__ = [
     "ANN_SAMPLE",
@@ -88,18 +87,14 @@ __all__ = [
     "HeldConstant",
     "HnswStats",
     "IndexStats",
-    "Mover",
     "Progress",
     "RecallTargetError",
-    "RerankOutcome",
     "Reranked",
     "Role",
     "SliceRun",
-    "StratumOutcome",
     "ann_sample",
     "check_control",
     "control_differences",
-    "evaluate_stratum",
     "golden_control",
     "prepare",
     "ranked_depth",
@@ -110,8 +105,6 @@ __all__ = [
 
 #: Ranked documents kept per query for the report and the run files (more if a metric looks deeper).
 RANKED_DEPTH = 100
-#: Queries listed under a failing or disputed stratum.
-MOVERS_SHOWN = 5
 
 Role = Literal["incumbent", "candidate"]
 
@@ -136,6 +129,8 @@ class ArmResult:
     components: tuple[Component, ...] = ()
     #: after the golden set's reranker; None without one
     reranked: Reranked | None = None
+    #: ties across cutoffs and the metrics under the worst and best tie orders (`scoring.score_arm`)
+    ties: ArmTies | None = None
     #: measured for the golden set's ``production`` projection; None when it declares none (or the arm
     #: embeds nothing)
     capacity: ArmCapacity | None = None
@@ -196,36 +191,6 @@ class GoldenRun:
         return self.slices[-1].documents if self.slices else len(self.golden.documents)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Mover:
-    """A query whose primary-metric score changed between the arms."""
-
-    query_id: str
-    text: str
-    incumbent: float
-    candidate: float
-
-    @property
-    def difference(self) -> float:
-        return self.candidate - self.incumbent
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StratumOutcome:
-    stratum: Stratum
-    #: every declared metric, primary first: the comparison the verdict rests on
-    comparisons: Mapping[str, PairedComparison]
-    decision: Decision
-    movers: tuple[Mover, ...]  # largest |Δ| first
-    drivers: tuple[Mover, ...]  # largest contribution in the direction of Δ first
-    #: before and after the reranker; None without one
-    rerank: RerankOutcome | None = None
-    #: with ``corpus_sample``: the first-stage primary comparison and verdict per slice, smallest first
-    slices: tuple[SliceOutcome, ...] = ()
-    #: Δ moved by more than half the margin between the two largest slices (`slices.gap_still_moving`)
-    gap_moving: bool = False
-
-
 def _results(golden: GoldenSet) -> int:
     """How many different things a ranking can hold: records, or with folding documents."""
     if golden.fold is None:
@@ -234,10 +199,11 @@ def _results(golden: GoldenSet) -> int:
 
 
 def ranked_depth(golden: GoldenSet) -> int:
-    """Documents ranked per query: `RANKED_DEPTH`, or deeper when a metric or the reranker looks deeper,
-    but no more than there are documents (folded documents, with folding)."""
+    """Documents ranked per query: `RANKED_DEPTH`, or one past the deepest cutoff (so that a tie across it
+    shows), or the reranker's depth, whichever is deepest, but no more than there are documents (folded
+    documents, with folding)."""
     rerank = golden.rerank.depth if golden.rerank is not None else 0
-    return min(max(RANKED_DEPTH, golden.max_k(), rerank), _results(golden))
+    return min(max(RANKED_DEPTH, golden.max_k() + 1, rerank), _results(golden))
 
 
 def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
@@ -409,12 +375,16 @@ def _score(
     )
     query_ids = [query.id for query in golden.queries]
     metrics = golden.all_metrics()
-    per_query = evaluate(
-        dict(zip(query_ids, ranked, strict=True)),
-        held.qrels,
-        metrics,
-        query_ids,
-        relevance_level=golden.relevance_level,
+    # Tie groups cut off by the depth are completed by an exact scan of the arm's vectors; an arm without
+    # vectors of its own, a filtered or a folded search keeps the groups as ranked.
+    vectors = searcher.vectors() if held.filters is None and held.chunks is None else None
+    per_query, ties = score_arm(
+        golden,
+        ranked,
+        scores,
+        qrels=held.qrels,
+        query_vectors=None if vectors is None else vectors[0],
+        doc_vectors=None if vectors is None else vectors[1],
     )
     reranked = None
     if golden.rerank is not None and scorer is not None:
@@ -462,6 +432,7 @@ def _score(
         index=index,
         components=parts,
         reranked=reranked,
+        ties=ties,
         capacity=searcher.capacity(searched),
     )
 
@@ -527,115 +498,3 @@ def run_golden(
         slices.append(SliceRun(fraction=one.fraction, run=run))
     largest = slices[-1].run
     return dataclasses.replace(largest, golden=golden, slices=tuple(slices), reranker=reranker)
-
-
-def _movers(
-    texts: Sequence[str], ids: Sequence[str], incumbent: np.ndarray, candidate: np.ndarray, order: np.ndarray
-) -> tuple[Mover, ...]:
-    return tuple(
-        Mover(query_id=ids[i], text=texts[i], incumbent=float(incumbent[i]), candidate=float(candidate[i]))
-        for i in order[:MOVERS_SHOWN]
-        if np.isfinite(incumbent[i]) and np.isfinite(candidate[i]) and incumbent[i] != candidate[i]
-    )
-
-
-def _compare(
-    golden: GoldenSet,
-    incumbent: Mapping[str, np.ndarray],
-    candidate: Mapping[str, np.ndarray],
-    rows: np.ndarray,
-    *seed: str,
-) -> tuple[dict[str, PairedComparison], Decision]:
-    """Every declared metric compared over ``rows``, and the verdict of the primary with its guards."""
-    comparisons: dict[str, PairedComparison] = {}
-    with warnings.catch_warnings():
-        # A degenerate comparison (an A/A run, a tiny stratum) is stated in its note and the verdict's
-        # reason; as a pytest warning too it would only repeat it.
-        warnings.simplefilter("ignore", DegenerateComparisonWarning)
-        for metric in golden.all_metrics():
-            name = str(metric)
-            comparisons[name] = compare_paired(
-                incumbent[name][rows],
-                candidate[name][rows],
-                confidence=golden.confidence,
-                n_resamples=golden.bootstrap,
-                rng=np.random.default_rng(stable_seed(golden.seed, *seed, name)),
-            )
-    decision = decide(
-        comparisons[str(golden.metric)],
-        tie_margin=golden.tie_margin,
-        min_queries=golden.min_queries,
-        guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
-    )
-    return comparisons, decision
-
-
-def evaluate_stratum(run: GoldenRun, stratum: Stratum) -> StratumOutcome:
-    """Pair both arms' per-query scores over the stratum's queries and decide its verdict: on the first
-    stage, or with ``rerank.decides`` after the reranker, on the queries reranked for the stratum."""
-    golden = run.golden
-    position = {query.id: i for i, query in enumerate(golden.queries)}
-    rows = np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
-    first_stage, first_decision = _compare(
-        golden, run.incumbent.per_query, run.candidate.per_query, rows, stratum.name
-    )
-    comparisons, decision = first_stage, first_decision
-    incumbent, candidate = run.incumbent.per_query, run.candidate.per_query
-    rerank = None
-    spec = golden.rerank
-    before, after = run.incumbent.reranked, run.candidate.reranked
-    if spec is not None and run.held is not None and before is not None and after is not None:
-        sample = run.held.rerank_samples[stratum.name]
-        sample_first, sample_decision = _compare(
-            golden, incumbent, candidate, sample, stratum.name, "reranked"
-        )
-        reranked, reranked_decision = _compare(
-            golden, before.per_query, after.per_query, sample, stratum.name, "after-rerank"
-        )
-        scorable = sum(
-            any(grade >= golden.relevance_level for grade in run.held.qrels[qid].values())
-            for qid in stratum.query_ids
-        )
-        rerank = RerankOutcome(
-            first_stage=sample_first,
-            first_stage_decision=sample_decision,
-            after=reranked,
-            after_decision=reranked_decision,
-            decides=spec.decides,
-            sampled=sample.size < scorable,
-        )
-        if spec.decides:
-            comparisons, decision, rows = reranked, reranked_decision, sample
-            incumbent, candidate = before.per_query, after.per_query
-
-    primary = str(golden.metric)
-    incumbent_scores, candidate_scores = incumbent[primary][rows], candidate[primary][rows]
-    difference = np.nan_to_num(candidate_scores - incumbent_scores, nan=0.0)
-    ids = [golden.queries[i].id for i in rows]
-    texts = [golden.queries[i].text for i in rows]
-    # Stable sorts keep golden-file order among equal differences, so the listing is reproducible.
-    by_size = np.argsort(-np.abs(difference), kind="stable")
-    direction = -1.0 if comparisons[primary].delta < 0 else 1.0
-    by_contribution = np.argsort(-direction * difference, kind="stable")
-    outcome = StratumOutcome(
-        stratum=stratum,
-        comparisons=comparisons,
-        decision=decision,
-        movers=_movers(texts, ids, incumbent_scores, candidate_scores, by_size),
-        drivers=_movers(texts, ids, incumbent_scores, candidate_scores, by_contribution),
-        rerank=rerank,
-    )
-    if not run.slices:
-        return outcome
-    # The largest slice is this run: its first stage is computed above (smaller slices are not reranked).
-    smaller = [(one, evaluate_stratum(one.run, stratum)) for one in run.slices[:-1]]
-    slices = (
-        *(
-            SliceOutcome(one.fraction, one.documents, r.comparisons[primary], r.decision.verdict)
-            for one, r in smaller
-        ),
-        SliceOutcome(
-            run.slices[-1].fraction, run.slices[-1].documents, first_stage[primary], first_decision.verdict
-        ),
-    )
-    return dataclasses.replace(outcome, slices=slices, gap_moving=gap_still_moving(slices, golden.tie_margin))

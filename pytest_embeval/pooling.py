@@ -131,8 +131,12 @@ def pool_from_rankings(
     seed: int | None = None,
     exclude: Collection[Pair] = (),
     runs: Rankings | None = None,
+    rejudge: Collection[str] | None = None,
 ) -> Pool:
     """Pool every arm's top ``depth`` documents per query into the pairs still to judge.
+
+    ``rejudge`` names queries to pool again for a second look (consensus failures: neither arm finds a
+    relevant document, so the labels may be wrong): only those queries, their judged pairs included.
 
     ``runs`` are further rankings (from `read_trec_run`) that may skip queries and rank fewer than ``depth``
     documents: a model arm must cover everything, so a truncated report is caught, but a hand-made list of
@@ -157,13 +161,16 @@ def pool_from_rankings(
     excluded = set(exclude)
     queries = []
     for query in golden.queries:
+        if rejudge is not None and query.id not in rejudge:
+            continue
         union = sorted(
             {doc for ranked in rankings.values() for doc in ranked[query.id][:depth]}
             | {doc for ranked in extra.values() for doc in ranked.get(query.id, ())[:depth]}
         )
         judged = golden.qrels.get(query.id, {})
-        pending = [doc for doc in union if doc not in judged and (query.id, doc) in excluded]
-        fresh = [doc for doc in union if doc not in judged and (query.id, doc) not in excluded]
+        skipped = {} if rejudge is not None else judged  # a second look shows the judged pairs again
+        pending = [doc for doc in union if doc not in skipped and (query.id, doc) in excluded]
+        fresh = [doc for doc in union if doc not in skipped and (query.id, doc) not in excluded]
         order = np.random.default_rng(stable_seed("embeval pool", base_seed, query.id)).permutation(
             len(fresh)
         )

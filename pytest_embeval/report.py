@@ -23,19 +23,12 @@ from pytest_embeval.capacity import ArmCapacity, Estimate, Production, TokenCoun
 from pytest_embeval.coverage import coverage
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import Latency
-from pytest_embeval.pipeline import (
-    ArmResult,
-    GoldenRun,
-    IndexStats,
-    Mover,
-    RerankOutcome,
-    StratumOutcome,
-    ranked_depth,
-    short_digest,
-)
+from pytest_embeval.pipeline import ArmResult, GoldenRun, IndexStats, ranked_depth, short_digest
+from pytest_embeval.rerank import RerankOutcome
 from pytest_embeval.retrievers import Component
 from pytest_embeval.slices import GAP_STILL_MOVING
 from pytest_embeval.stats import PairedComparison
+from pytest_embeval.strata import Family, Mover, StratumOutcome
 
 SCHEMA_VERSION = 1
 ROLES = ("incumbent", "candidate")
@@ -48,17 +41,22 @@ Record = dict[str, Any]
 
 
 def _number(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
+    """NaN (undefined) and infinite (unbounded interval) values are None: strict JSON has neither."""
+    return float(value) if math.isfinite(value) else None
 
 
 def comparison_record(comparison: PairedComparison) -> Record:
     return {
         "n": comparison.n,
+        "effective_n": comparison.effective_n,
         "excluded": comparison.excluded,
         "incumbent": _number(comparison.incumbent_mean),
         "candidate": _number(comparison.candidate_mean),
         "delta": _number(comparison.delta),
         "ci": [_number(comparison.ci_low), _number(comparison.ci_high)],
+        "interval": comparison.interval,
+        "ci_confidence": comparison.confidence,
+        "p_value": _number(comparison.p_value),
         "sd": _number(comparison.sd),
         "wins": comparison.wins,
         "losses": comparison.losses,
@@ -108,6 +106,9 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
         "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
         "movers": [_mover_record(m) for m in outcome.movers],
         "drivers": [_mover_record(m) for m in outcome.drivers],
+        "family": _family_record(outcome.family),
+        "tied": _tied_record(outcome, primary),
+        "consensus_failures": list(outcome.consensus_failures),
         **_slices_record(outcome),
         **({} if outcome.rerank is None else _rerank_stratum(outcome.rerank)),
     }
@@ -132,6 +133,31 @@ def _rerank_stratum(rerank: RerankOutcome) -> Record:
             },
             "absorbed": rerank.absorbed,
         },
+    }
+
+
+def _family_record(family: Family | None) -> Record | None:
+    """How the stratum was adjusted for the strata decided with it: the method, the family size and the
+    level its intervals were computed at (None: outside the family, under the floor)."""
+    if family is None:
+        return None
+    return {"method": family.method, "size": family.size, "level": family.level}
+
+
+def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:
+    """Per arm, the stratum's queries whose scores tie across each metric's cutoff; whether another order
+    of the tied documents gives another verdict, and the verdict under each order."""
+    ties = outcome.ties
+    if ties is None:
+        return None
+    incumbent, candidate = ties.across[primary]
+    return {
+        "metric": primary,
+        "incumbent": incumbent,
+        "candidate": candidate,
+        "could_change": ties.could_change(outcome.decision.verdict),
+        "verdicts": None if ties.verdicts is None else {o: v.value for o, v in ties.verdicts.items()},
+        "across": {name: {"incumbent": i, "candidate": c} for name, (i, c) in ties.across.items()},
     }
 
 
@@ -267,6 +293,9 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "bootstrap": golden.bootstrap,
         "seed": golden.seed,
         "relevance_level": golden.relevance_level,
+        "interval": golden.interval,
+        "ties": golden.ties,
+        "multiple_comparisons": golden.multiple_comparisons,
         "index": _index_record(golden),
         "depth": ranked_depth(golden),
         # Searched: with corpus_sample, the largest slice's (the verdicts' corpus).

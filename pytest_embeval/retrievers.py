@@ -162,6 +162,11 @@ class Searcher(Protocol):
         """What serving this arm costs (`measure`), when the task asked to measure it and the arm embeds."""
         ...
 
+    def vectors(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The query and record vectors an embedding arm searched (to scan for scores equal to a ranked
+        one); None for an arm that embeds nothing itself."""
+        ...
+
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> Searcher:
         """This arm on a subset of its records (``rows``, positions among them, sorted): ``task`` holds that
         subset's records, the same queries, and the filters over the subset."""
@@ -261,6 +266,9 @@ class DenseSearcher:
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
         return DenseSearcher(task, self.arm, self.documents[rows], self.queries)
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.queries, self.documents
 
     def _graph(self) -> HnswIndex:
         if self._hnsw is None:

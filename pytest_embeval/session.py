@@ -44,6 +44,7 @@ from pytest_embeval.report import (
     trec_run,
 )
 from pytest_embeval.retrievers import Retriever
+from pytest_embeval.strata import StratumOutcome
 from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table
 
 #: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
@@ -78,6 +79,8 @@ class EmbevalState:
     cache: EmbeddingCache | None = dataclasses.field(init=False)
     arms: dict[Any, Retriever] = dataclasses.field(default_factory=dict)
     runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
+    #: golden path -> stratum name -> its outcome, all strata of a file decided together
+    outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
     sent_golden: set[str] = dataclasses.field(default_factory=set)
     #: what the controller received, from its own items or from xdist workers

@@ -9,6 +9,7 @@ from typing import Any
 from pytest_embeval.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.output import table
 from pytest_embeval.report import ROLES
+from pytest_embeval.verdict import ROUGH_BELOW, familywise_error
 
 
 def _fmt(value: float | None, signed: bool = False) -> str:
@@ -35,29 +36,38 @@ def _arm_title(arm: Mapping[str, Any]) -> str:
 
 
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The per-golden-set table of DESIGN.md: one row per stratum that ran."""
+    """The per-golden-set table of DESIGN.md: one row per stratum that ran, then what the verdicts rest on
+    (the family of strata, ties, queries both arms miss, intervals on few differing queries)."""
+    # .get: reports written before these settings existed ran percentile intervals on trec_eval's ties.
+    interval, ties = golden.get("interval", "percentile"), golden.get("ties", "docid")
+    adjusted = golden.get("multiple_comparisons", "none")
+    ci = f"{golden['confidence']:.0%} CI" if adjusted == "none" else f"CI ({adjusted})"
+    level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
     title = (
         f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{golden['confidence']:.0%} CI; incumbent {_arm_title(golden['incumbent'])} vs candidate "
-        f"{_arm_title(golden['candidate'])}"
+        f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}; "
+        f"incumbent {_arm_title(golden['incumbent'])} vs candidate {_arm_title(golden['candidate'])}"
     )
     header = [
         "stratum",
         "n",
+        "differ",
         "incumbent",
         "candidate",
         "Δ",
-        f"{golden['confidence']:.0%} CI",
+        ci,
         "W/L sign",
         "MDE",
         "verdict",
     ]
     rows = []
     for s in strata:
+        differ = s.get("effective_n")
         rows.append(
             [
                 s["stratum"],
                 str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
+                "—" if differ is None else str(differ) + ("†" if _rough(differ) else ""),
                 _fmt(s["incumbent"]),
                 _fmt(s["candidate"]),
                 _fmt(s["delta"], True),
@@ -70,6 +80,13 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     lines = [title, *table(header, rows)]
     if any(s["sign_disagrees"] for s in strata):
         lines.append("* the sign test disagrees with the mean: a few queries drive the difference.")
+    if any(_rough(s.get("effective_n")) for s in strata):
+        lines.append(
+            f"† fewer than {ROUGH_BELOW} queries differ between the arms: the interval rests on few queries."
+        )
+    lines += family_lines(golden, strata)
+    lines += tie_lines(strata)
+    lines += consensus_lines(golden, strata)
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
         index = golden[role].get("index")
@@ -84,6 +101,75 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     if any("rerank" in s for s in strata):
         lines += rerank_lines(golden, strata)
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
+
+
+def _rough(differ: int | None) -> bool:
+    """An interval on some, but fewer than `ROUGH_BELOW`, differing queries (none: all differences zero)."""
+    return differ is not None and 0 < differ < ROUGH_BELOW
+
+
+def family_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How the strata were decided together: with ``none``, the family size and the chance of a false
+    verdict somewhere if nothing changed; with an adjustment, the level each stratum was decided at."""
+    families = [s["family"] for s in strata if s.get("family") is not None]
+    if not families or families[0]["size"] < 2:
+        return []
+    method, size = families[0]["method"], families[0]["size"]
+    alpha = 1.0 - golden["confidence"]
+    if method == "none":
+        chance = familywise_error(alpha, size)
+        return [
+            f"{size} strata tested at {golden['confidence']:.0%} each: if nothing changed, the chance of at "
+            f"least one false BETTER or WORSE among them is up to {chance:.0%} "
+            f"(multiple_comparisons: holm keeps it within {alpha:.0%})."
+        ]
+    levels = ", ".join(
+        f"{s['stratum']} {s['family']['level']:.3g}"
+        for s in strata
+        if s.get("family") is not None and s["family"]["level"] is not None
+    )
+    return [
+        f"multiple comparisons: {method} over {size} strata, family-wise level {alpha:g}; levels: {levels}."
+    ]
+
+
+def tie_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per stratum with ties across the primary cutoff: how many queries tie in each arm, and a warning when
+    some order of the tied documents gives another verdict."""
+    lines = []
+    for s in strata:
+        tied = s.get("tied")
+        if tied is None or not (tied["incumbent"] or tied["candidate"] or tied["could_change"]):
+            continue
+        counts = (
+            f"{s['stratum']}: tied scores across {tied['metric']} in {tied['incumbent']} incumbent and "
+            f"{tied['candidate']} candidate queries of {s['n']}"
+        )
+        if tied["could_change"]:
+            others = ", ".join(f"{verdict} ({order})" for order, verdict in tied["verdicts"].items())
+            lines.append(
+                f"embeval: WARNING: {counts}: the tie order changes the verdict: {others}; ties: expected "
+                "scores every order alike"
+            )
+        else:
+            lines.append(f"ties: {counts}; no order of them changes the verdict")
+    return lines
+
+
+def consensus_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Queries where neither arm finds a relevant document within the cutoff: counted per stratum, with the
+    command that writes a sheet to re-judge them."""
+    counted = [(s["stratum"], len(s.get("consensus_failures", ()))) for s in strata]
+    counted = [(name, count) for name, count in counted if count]
+    if not counted:
+        return []
+    k = str(golden["metric"]).split("@")[-1]
+    per_stratum = ", ".join(f"{name} {count}" for name, count in counted)
+    return [
+        f"check the labels: queries where neither arm finds a relevant document in the top {k}: "
+        f"{per_stratum} (listed under consensus_failures in the JSON report; `embeval pool "
+        f"{golden['path']} --from-report REPORT.json --consensus-failures` writes a sheet to re-judge them)"
+    ]
 
 
 def pipeline_lines(golden: Mapping[str, Any]) -> list[str]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -39,6 +39,8 @@ from types import MappingProxyType
 from pytest_embeval.stats import PairedComparison, paired_n
 
 __all__ = [
+    "MULTIPLE_COMPARISONS",
+    "ROUGH_BELOW",
     "Decision",
     "GuardOutcome",
     "MetricDecision",
@@ -47,8 +49,15 @@ __all__ = [
     "classify_metric",
     "decide",
     "decide_metric",
+    "family_levels",
+    "familywise_error",
     "sign_test_disagrees",
 ]
+
+#: How the strata of one golden file are adjusted for being tested together.
+MULTIPLE_COMPARISONS: tuple[str, ...] = ("none", "holm", "bonferroni")
+#: Fewer queries than this whose scores differ, and a reason says that the interval rests on few queries.
+ROUGH_BELOW = 10
 
 
 class Verdict(str, Enum):
@@ -234,6 +243,8 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
 
     ci = f"CI [{signed(low)}, {signed(high)}]"
     note = f"; {c.note}" if c.note else ""
+    if 0 < c.effective_n < ROUGH_BELOW:
+        note += f"; only {c.effective_n} of {n} queries differ: the interval rests on few queries"
     if n < floor:
         return MetricDecision(
             Verdict.TIE,
@@ -258,15 +269,82 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
     needed = None
     if m > 0 and math.isfinite(c.sd) and c.sd > 0:
         needed = paired_n(m, c.sd, alpha=1.0 - c.confidence)
+        if needed <= n:
+            # n already detects a margin-sized difference with 80 % power: more queries are not the remedy.
+            needed = None
     resolution = f"MDE {c.mde:.3f} at n={n}"
     if needed is not None:
         resolution += f"; ~{needed} queries needed to resolve a {plain(m)} margin"
     resolution += note
     if abs(delta) < m:
-        detail = f"|Δ| {plain(abs(delta))} < {plain(m)} but {ci} is not inside ±{plain(m)}; {resolution}"
+        if low > 0 or high < 0:
+            side = signed(-m) if high < 0 else signed(m)
+            detail = (
+                f"|Δ| {plain(abs(delta))} < {plain(m)}; {ci} excludes 0 and reaches past {side}: a real "
+                f"difference, not shown to be smaller than the margin; {resolution}"
+            )
+        else:
+            detail = f"|Δ| {plain(abs(delta))} < {plain(m)} but {ci} is not inside ±{plain(m)}; {resolution}"
         return MetricDecision(Verdict.TIE, TieReason.WITHIN_MARGIN, detail, needed)
     if low <= 0 <= high:
         detail = f"{ci} covers 0; {resolution}"
     else:  # only for a Δ outside its own interval, which a bootstrap of real data does not produce
         detail = f"Δ {signed(delta)} lies outside its {ci}; {resolution}"
     return MetricDecision(Verdict.TIE, TieReason.UNRESOLVED, detail, needed)
+
+
+# ------------------------------------------------------------------------------------------------------
+# A family of strata
+
+
+def family_levels(p_values: Sequence[float | None], *, alpha: float, method: str) -> tuple[float | None, ...]:
+    """The level (``1 - confidence``) at which each stratum's intervals decide, so that the strata's
+    decisions are those of ``method`` at family-wise level ``alpha``.
+
+    ``p_values`` holds one entry per stratum, None for a stratum outside the family (below the floor, or
+    without an interval): it gets None. The family size m counts the others.
+
+    - ``none``: every member at ``alpha`` (the chance of at least one false verdict grows with m; see
+      :func:`familywise_error`);
+    - ``bonferroni``: every member at ``alpha / m``;
+    - ``holm``: the step-down procedure. Sorted by p (ties in stratum order), the member of rank r gets
+      ``alpha / (m - r + 1)`` until the first rank j whose p is not below its level; it and every later
+      member get ``alpha / (m - j + 1)``, which none of their p-values (all at least p_(j)) is below. So a
+      member's interval at its level excludes 0 exactly when Holm rejects its null.
+
+    The p-values must be those that invert the intervals (``PairedComparison.p_value``: p < a exactly when
+    the interval at confidence 1 - a, from the same resamples, excludes 0). That is what makes a stratum's
+    printed interval, computed at its adjusted level, agree with the family's decision; the sign test's p
+    tests another hypothesis (the median difference, not the mean) and could contradict the interval.
+    """
+    if method not in MULTIPLE_COMPARISONS:
+        raise ValueError(f"method must be one of {', '.join(MULTIPLE_COMPARISONS)}, got {method!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
+    members: dict[int, float] = {}
+    for i, p in enumerate(p_values):
+        if p is None:
+            continue
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+            raise ValueError(f"p_values[{i}] must be a number in [0, 1] or None, got {p!r}")
+        members[i] = float(p)
+    levels: list[float | None] = [None] * len(p_values)
+    m = len(members)
+    if method == "holm":
+        stopped: float | None = None
+        for rank, i in enumerate(sorted(members, key=lambda i: (members[i], i)), start=1):
+            level = alpha / (m - rank + 1)
+            if stopped is None and not members[i] < level:
+                stopped = level
+            levels[i] = level if stopped is None else stopped
+    else:
+        for i in members:
+            levels[i] = alpha / m if method == "bonferroni" else float(alpha)
+    return tuple(levels)
+
+
+def familywise_error(alpha: float, size: int) -> float:
+    """``1 - (1 - alpha) ** size``: the chance of at least one false verdict among ``size`` independent
+    tests at level ``alpha`` when nothing differs. Strata of one golden set overlap (``overall`` holds the
+    others), which makes their tests positively dependent and the true chance somewhat lower."""
+    return 1.0 - (1.0 - alpha) ** size

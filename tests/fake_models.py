@@ -39,6 +39,23 @@ class AxisModel:
         return np.stack(rows)
 
 
+class TiedModel(AxisModel):
+    """Puts query i of a language in `ties` halfway between doc i and doc i+1: the two tie at the top, and
+    trec_eval's order (larger id first) ranks doc i+1, the wrong one, first."""
+
+    def __init__(self, name: str, ties: tuple[str, ...]) -> None:
+        super().__init__(name)
+        self.ties = ties
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            language, number = text.split()
+            i = int(number)
+            rows.append(_axis(i) + _axis(i + 1) if language in self.ties else _axis(i))
+        return np.stack(rows)
+
+
 class BrokenModel(AxisModel):
     """Returns NaN for every query: the plugin must fail the golden set's items, not score garbage."""
 
@@ -70,6 +87,7 @@ good = AxisModel("good")
 bad = AxisModel("bad", misses=("en", "es"))
 bad_english = AxisModel("bad-english", misses=("en",))
 broken = BrokenModel("broken")
+tied_spanish = TiedModel("tied-spanish", ties=("es",))
 counted_good = CountingModel("counted-good")
 counted_bad = CountingModel("counted-bad", misses=("en", "es"))
 counted_bad_english = CountingModel("counted-bad-english", misses=("en",))

@@ -114,6 +114,59 @@ def test_pool_from_a_report_writes_a_blind_sheet(
     assert status == 0 and sheet.read_text(encoding="utf-8") == text  # the golden set's seed is 7
 
 
+def test_pool_consensus_failures_writes_a_sheet_to_rejudge_them(
+    embeval: Callable[..., Result], tmp_path: Path
+) -> None:
+    golden = write_golden(tmp_path)
+    strata = [
+        {"stratum": "overall", "consensus_failures": ["q0", "q3"]},
+        {"stratum": "language=en", "consensus_failures": ["q0"]},
+    ]
+    arms = {"incumbent": rankings(TOP_A), "candidate": rankings(TOP_B)}
+    report = write_report(tmp_path / "report.json", arms, strata=strata)
+    sheet = tmp_path / "rejudge.csv"
+    status, out, err = embeval(
+        "pool", golden, "--from-report", report, "--consensus-failures", "--out", sheet
+    )
+    assert (status, err) == (0, "")
+    rows = sheet_rows(sheet)
+    # only the two queries, every pooled pair of theirs (the judged ones too), blind
+    assert {row["query_id"] for row in rows} == {"q0", "q3"}
+    assert len(rows) == 2 * 22
+    assert {("q0", "d00"), ("q0", "d01"), ("q3", "d03")} <= {(row["query_id"], row["doc_id"]) for row in rows}
+    assert all(row["grade"] == "" for row in rows)
+    assert out.splitlines()[-1] == (
+        "judged pairs are on the sheet again, blind: where a new grade differs from the qrels, revise the "
+        "qrels by hand (embeval merge never overwrites a judgment)"
+    )
+
+
+def test_pool_consensus_failures_needs_a_report_that_lists_them(
+    embeval: Callable[..., Result], tmp_path: Path, setup: tuple[Path, Path]
+) -> None:
+    golden, report = setup
+    sheet = tmp_path / "rejudge.csv"
+    status, _, err = embeval("pool", golden, "--model", "x:y", "--consensus-failures", "--out", sheet)
+    assert (status, err) == (
+        2,
+        "embeval pool: error: --consensus-failures needs --from-report REPORT.json: the report lists them\n",
+    )
+    status, _, err = embeval("pool", golden, "--from-report", report, "--consensus-failures", "--out", sheet)
+    assert (status, err) == (
+        2,
+        f"embeval pool: error: {report}: no consensus_failures in the report "
+        "(written by an older embeval?)\n",
+    )
+    none = write_report(
+        tmp_path / "none.json",
+        {"incumbent": rankings(TOP_A), "candidate": rankings(TOP_B)},
+        strata=[{"stratum": "overall", "consensus_failures": []}],
+    )
+    status, out, _ = embeval("pool", golden, "--from-report", none, "--consensus-failures", "--out", sheet)
+    assert status == 0 and not sheet.exists()
+    assert out.startswith("no consensus failures in the report")
+
+
 def test_pool_split_hands_whole_queries_to_each_judge(
     embeval: Callable[..., Result], tmp_path: Path, setup: tuple[Path, Path]
 ) -> None:

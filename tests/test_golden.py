@@ -126,6 +126,7 @@ def test_files_form_loads_documents_queries_qrels_and_defaults(tmp_path: Path) -
     assert golden.index == IndexSpec("exact")
     assert golden.relevance_level == 1
     assert golden.separate == {}
+    assert (golden.interval, golden.ties, golden.multiple_comparisons) == ("studentized", "docid", "none")
 
 
 def test_name_defaults_to_the_file_stem(tmp_path: Path) -> None:
@@ -146,8 +147,12 @@ def test_every_setting_is_read(tmp_path: Path) -> None:
         "seed: 7\n"
         "index: {hnsw: {M: 8, ef_construction: 100, ef_search: 64}}\n"
         "relevance_level: 2\n"
+        "interval: percentile\n"
+        "ties: expected\n"
+        "multiple_comparisons: holm\n"
     )
     golden = load(tmp_path, text)
+    assert (golden.interval, golden.ties, golden.multiple_comparisons) == ("percentile", "expected", "holm")
     assert golden.guards == {"recall@50": 0.02, "ndcg@10": 0.0}
     assert all(isinstance(margin, float) for margin in golden.guards.values())
     assert golden.report_metrics == (MetricSpec("ndcg", 10), MetricSpec("mrr", 10), MetricSpec("recall", 5))
@@ -339,6 +344,9 @@ PLAN = BASE + (
     "seed: 0\n"
     "index: {hnsw: {M: 16, ef_construction: 200, ef_search: 128}}\n"
     "relevance_level: 1\n"
+    "interval: studentized\n"
+    "ties: docid\n"
+    "multiple_comparisons: none\n"
 )
 
 
@@ -375,6 +383,7 @@ def test_defaults_and_the_same_values_written_out_fingerprint_alike(tmp_path: Pa
     explicit = BASE + (
         "tie_margin: 0.02\nconfidence: 0.95\nmin_queries: 20\nbootstrap: 10000\nseed: 0\n"
         "index: exact\nrelevance_level: 1\nschema_version: 1\n"
+        "interval: studentized\nties: docid\nmultiple_comparisons: none\n"
     )
     assert load(tmp_path / "a").plan_fingerprint() == load(tmp_path / "b", explicit).plan_fingerprint()
 
@@ -400,6 +409,10 @@ def test_defaults_and_the_same_values_written_out_fingerprint_alike(tmp_path: Pa
         ("strata: [shape, language]", "strata: [language, shape]"),
         ("strata: [shape, language]", "strata: [shape]"),
         ("relevance_level: 1", "relevance_level: 1\nseparate: {shape: [question]}"),
+        ("interval: studentized", "interval: percentile"),
+        ("ties: docid", "ties: expected"),
+        ("multiple_comparisons: none", "multiple_comparisons: holm"),
+        ("multiple_comparisons: none", "multiple_comparisons: bonferroni"),
     ],
 )
 def test_fingerprints_change_with_every_declared_field(tmp_path: Path, old: str, new: str) -> None:
@@ -485,8 +498,8 @@ INLINE_HEAD = "corpus: corpus.jsonl\nstrata: [shape]\nmetric: recall@5\nqueries:
 NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": None}
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, strata, separate, metric, guards, report, "
-    "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, production, "
-    "corpus_sample, fold, rerank"
+    "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, interval, ties, "
+    "multiple_comparisons, production, corpus_sample, fold, rerank"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
@@ -778,6 +791,42 @@ ERROR_CASES = [
     ),
     pytest.param(
         BASE + "index: flat\n", None, f"{G}:7: index: {ACCEPTED_INDEX}, got flat", id="index-unknown"
+    ),
+    pytest.param(
+        BASE + "interval: bca\n",
+        None,
+        f"{G}:7: interval: must be 'studentized' or 'percentile', got bca",
+        id="interval-unknown",
+    ),
+    pytest.param(
+        BASE + "interval: [percentile]\n",
+        None,
+        f"{G}:7: interval: must be 'studentized' or 'percentile', got a list",
+        id="interval-list",
+    ),
+    pytest.param(
+        BASE + "ties: random\n",
+        None,
+        f"{G}:7: ties: must be 'docid' or 'expected', got random",
+        id="ties-unknown",
+    ),
+    pytest.param(
+        BASE + "ties:\n",
+        None,
+        f"{G}:7: ties: must be 'docid' or 'expected', got an empty value",
+        id="ties-empty",
+    ),
+    pytest.param(
+        BASE + "multiple_comparisons: sidak\n",
+        None,
+        f"{G}:7: multiple_comparisons: must be 'none', 'holm' or 'bonferroni', got sidak",
+        id="multiple-comparisons-unknown",
+    ),
+    pytest.param(
+        BASE + "multiple_comparison: holm\n",
+        None,
+        f"{G}:7: multiple_comparison: unknown key, did you mean 'multiple_comparisons'?",
+        id="multiple-comparisons-typo",
     ),
     pytest.param(
         BASE + "index: {}\n", None, f"{G}:7: index: {ACCEPTED_INDEX}, got an empty mapping", id="index-empty"

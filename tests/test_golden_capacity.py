@@ -60,10 +60,11 @@ def test_recall_target_is_part_of_the_plan_and_files_without_the_new_keys_keep_t
     plan = load(tmp_path / "a", PLAN)
     target = load(tmp_path / "b", PLAN.replace("ef_search: 128", "recall_target: 0.95"))
     assert target.plan_fingerprint() != plan.plan_fingerprint()
-    # A plan that declares none of the new keys hashes the keys it always had.
+    # A plan that declares none of the new keys hashes the keys it always had, and the interval, tie order
+    # and multiple comparisons it is decided with (the default interval changed: its results did too).
     assert set(plan.plan()) == {
         "metric", "guards", "report", "tie_margin", "confidence", "min_queries", "bootstrap", "seed",
-        "index", "relevance_level", "strata", "separate",
+        "index", "relevance_level", "strata", "separate", "interval", "ties", "multiple_comparisons",
     }  # fmt: skip
     assert plan.plan()["index"] == {"kind": "hnsw", "M": 16, "ef_construction": 200, "ef_search": 128}
 

@@ -17,6 +17,7 @@ from pytest_embeval.index import (
     TargetNotReached,
     ann_recall,
     effective_ef,
+    equal_scores,
     exact_search,
     flat_query_seconds,
     hnsw_search,
@@ -393,6 +394,35 @@ def test_exact_search_of_200k_documents_stays_within_bounded_memory() -> None:
     print(
         f"exact search 200k x 384, 1k queries: {time.perf_counter() - started:.1f} s, {peak / 2**20:.0f} MiB"
     )
+
+
+# ------------------------------------------------------------------------------------- equal_scores
+
+
+def test_equal_scores_finds_every_document_of_a_tie_group_in_any_block() -> None:
+    # Six copies of one vector among other vectors: whatever the block size, all six tie with each other,
+    # and exact_search's top 3 lists only the three with the largest ids.
+    gen = np.random.default_rng(3)
+    documents = gen.standard_normal((50, 8)).astype(np.float32)
+    documents /= np.linalg.norm(documents, axis=1, keepdims=True)
+    copies = [4, 11, 12, 30, 41, 49]
+    documents[copies] = documents[4]
+    query = documents[4:5] + np.float32(0.01)
+    doc_ids = [f"d{i:02d}" for i in range(50)]
+    positions, scores = exact_search(query, documents, 3, doc_ids=doc_ids)
+    assert positions[0].tolist() == [49, 41, 30]
+    for block_size in (1, 7, 50, 8192):
+        found = equal_scores(query, documents, scores[:, -1], block_size=block_size)
+        assert [group.tolist() for group in found] == [copies]
+
+
+def test_equal_scores_per_query_and_none_found() -> None:
+    documents = np.eye(4, dtype=np.float32)
+    queries = np.array([[1, 1, 0, 0], [0, 0, 1, 0]], dtype=np.float32)
+    found = equal_scores(queries, documents, np.array([1.0, 0.5]))
+    assert [group.tolist() for group in found] == [[0, 1], []]
+    with pytest.raises(ValueError, match=r"^targets must hold one score per query \(2\), got shape \(3,\)$"):
+        equal_scores(queries, documents, np.zeros(3))
 
 
 # --------------------------------------------------------------------------------- the ef of a recall target

@@ -18,12 +18,12 @@ from pytest_embeval.golden import CorpusSample, Document, IndexSpec, Query
 from pytest_embeval.metrics import parse_metric
 from pytest_embeval.pipeline import (
     RecallTargetError,
-    evaluate_stratum,
     golden_control,
     run_arm,
     run_golden,
 )
 from pytest_embeval.slices import GAP_STILL_MOVING, corpus_slices
+from pytest_embeval.strata import evaluate_stratum
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -264,6 +264,68 @@ def test_json_report_content(pytester: pytest.Pytester, golden: Golden) -> None:
     assert q01["ranked"]["incumbent"][0] == "d01"
     assert q01["ranked"]["candidate"][0] == "d02"
     assert len(q01["ranked"]["candidate"]) == 60  # all documents: fewer than the depth of 100
+    assert (golden_set["interval"], golden_set["ties"], golden_set["multiple_comparisons"]) == (
+        "studentized",
+        "docid",
+        "none",
+    )
+    assert (en["interval"], en["ci_confidence"], en["effective_n"]) == ("studentized", 0.95, 18)
+    assert 0 <= en["p_value"] < 0.05
+    assert en["family"] == {"method": "none", "size": 3, "level": 0.05}
+    assert en["tied"]["metric"] == "hit@1" and en["tied"]["could_change"] is False
+    assert en["consensus_failures"] == []
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_ties_that_change_a_verdict_are_counted_and_warned_about(
+    pytester: pytest.Pytester, golden: Golden, xdist: list[str]
+) -> None:
+    golden()
+    path = pytester.path / "r.json"
+    result = run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:tied_spanish",
+        f"--embeval-json={path}",
+        *xdist,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "embeval: WARNING: language=es: tied scores across hit@1 in 0 incumbent and 24 candidate queries "
+            "of 24: the tie order changes the verdict: WORSE (docid), TIE (docid-ascending), "
+            "WORSE (expected);*"
+        ]
+    )
+    es = json.loads(path.read_text(encoding="utf-8"))["golden_sets"][0]["strata"][2]
+    assert es["verdict"] == "WORSE"
+    assert es["tied"]["verdicts"] == {"docid": "WORSE", "docid-ascending": "TIE", "expected": "WORSE"}
+
+
+def test_expected_ties_score_a_tie_at_the_cutoff_as_half_a_hit(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden(ties="expected")
+    path = pytester.path / "r.json"
+    run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:tied_spanish",
+        f"--embeval-json={path}",
+    )
+    report = json.loads(path.read_text(encoding="utf-8"))
+    es_query = next(q for q in report["golden_sets"][0]["queries"] if q["strata"] == {"language": "es"})
+    assert es_query["scores"]["candidate"]["hit@1"] == 0.5
+
+
+def test_holm_reports_the_level_of_each_stratum(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden(multiple_comparisons="holm", strata=["language", "shape"])
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad_english"
+    )
+    result.stdout.fnmatch_lines(
+        ["multiple comparisons: holm over 5 strata, family-wise level 0.05; levels: *"]
+    )
+    result.stdout.fnmatch_lines(["*stratum*n*differ*CI (holm)*"])
 
 
 def test_trec_run_files_reproduce_the_report(pytester: pytest.Pytester, golden: Golden) -> None:

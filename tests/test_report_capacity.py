@@ -12,8 +12,9 @@ from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.capacity import Production
 from pytest_embeval.encoders import Arm
 from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import evaluate_stratum, run_golden
+from pytest_embeval.pipeline import run_golden
 from pytest_embeval.report import golden_record, report_json, stratum_record
+from pytest_embeval.strata import evaluate_stratum
 from pytest_embeval.terminal import capacity_lines, golden_table, slice_lines, stratum_failure
 
 

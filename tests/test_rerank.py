@@ -17,9 +17,10 @@ from test_pipeline import make_golden
 from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.golden import Document, GoldenError, GoldenSet, Query, load_golden
 from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import evaluate_stratum, golden_control, run_golden
+from pytest_embeval.pipeline import golden_control, run_golden
 from pytest_embeval.report import golden_record, rerank_run, stratum_record
 from pytest_embeval.rerank import RerankError, RerankSpec
+from pytest_embeval.strata import evaluate_stratum
 from pytest_embeval.terminal import golden_table, stratum_failure
 from pytest_embeval.verdict import Verdict
 

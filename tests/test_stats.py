@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
-import time
 import warnings
 from collections.abc import Iterator
 
@@ -17,6 +17,8 @@ from scipy import stats as sps
 
 from pytest_embeval import stats
 from pytest_embeval.stats import (
+    DEFAULT_INTERVAL,
+    INTERVALS,
     DegenerateComparisonWarning,
     PairedComparison,
     compare_paired,
@@ -79,22 +81,43 @@ def test_generator_advances_so_a_second_call_draws_anew() -> None:
     assert paired_bootstrap_ci(d, confidence=0.95, n_resamples=1000, rng=replay) == second
 
 
-@pytest.mark.parametrize("n_resamples", [1, 999, 1000, 2500])
-def test_interval_does_not_depend_on_thread_count(n_resamples: int) -> None:
+@pytest.mark.parametrize("n_resamples", [2, 999, 1000, 2500])
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_interval_does_not_depend_on_thread_count(n_resamples: int, interval: str) -> None:
     d = differences(1500, mean=0.01, sd=0.2, seed=6)
     results = {
-        workers: paired_bootstrap_ci(d, confidence=0.9, n_resamples=n_resamples, rng=rng(7), workers=workers)
+        workers: paired_bootstrap_ci(
+            d, confidence=0.9, n_resamples=n_resamples, rng=rng(7), workers=workers, interval=interval
+        )
         for workers in (1, 2, 3, None)
     }
     assert len(set(results.values())) == 1, results
 
 
-def test_interval_is_pinned_for_a_fixed_seed() -> None:
+@pytest.mark.parametrize(
+    ("interval", "low", "high"),
+    [
+        ("percentile", -0.015645804692328513, 0.08693888371022424),
+        ("studentized", -0.018890638908265096, 0.0873440543811492),
+    ],
+)
+def test_interval_is_pinned_for_a_fixed_seed(interval: str, low: float, high: float) -> None:
     # Guards the resampling stream itself: a change of generator, seeding or index mapping moves these.
     d = rng(3).normal(0.03, 0.17, 50)
-    c = compare_paired(np.zeros(50), d, n_resamples=2000, rng=rng(0))
-    assert c.ci_low == pytest.approx(-0.015645804692328513, rel=1e-12)
-    assert c.ci_high == pytest.approx(0.08693888371022424, rel=1e-12)
+    c = compare_paired(np.zeros(50), d, n_resamples=2000, rng=rng(0), interval=interval)
+    assert (c.interval, c.ci_low, c.ci_high) == (
+        interval,
+        pytest.approx(low, rel=1e-12),
+        pytest.approx(high, rel=1e-12),
+    )
+
+
+def test_the_default_interval_is_the_studentized_one() -> None:
+    d = rng(3).normal(0.03, 0.17, 50)
+    assert DEFAULT_INTERVAL == "studentized"
+    assert compare_paired(np.zeros(50), d, n_resamples=500, rng=rng(0)) == compare_paired(
+        np.zeros(50), d, n_resamples=500, rng=rng(0), interval="studentized"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -107,7 +130,9 @@ def test_interval_agrees_with_scipy_percentile_bootstrap(confidence: float) -> N
     a = gen.uniform(0, 1, 200)
     b = np.clip(a + gen.exponential(0.1, 200) - 0.08, 0, 1)  # skewed differences
     d = b - a
-    ours = paired_bootstrap_ci(d, confidence=confidence, n_resamples=20_000, rng=rng(12))
+    ours = paired_bootstrap_ci(
+        d, confidence=confidence, n_resamples=20_000, rng=rng(12), interval="percentile"
+    )
     theirs = sps.bootstrap(
         (d,), np.mean, method="percentile", confidence_level=confidence, n_resamples=20_000, rng=rng(13)
     ).confidence_interval
@@ -117,80 +142,11 @@ def test_interval_agrees_with_scipy_percentile_bootstrap(confidence: float) -> N
     assert ours[1] == pytest.approx(theirs.high, abs=tolerance)
 
 
-@pytest.mark.parametrize(("n", "n_resamples"), [(37, 40_000), (40_000, 400), (70_000, 300)])
-def test_resampled_means_have_the_bootstrap_mean_and_variance(n: int, n_resamples: int) -> None:
-    d = rng(14).gamma(2.0, 0.05, n) - 0.1
-    means = stats._bootstrap_means(d, n_resamples, rng(15), workers=None)
-    assert means.shape == (n_resamples,)
-    # E[mean*] = mean(d); Var[mean*] = population variance of d / n.
-    spread = d.std() / math.sqrt(d.size)
-    assert means.mean() == pytest.approx(d.mean(), abs=4 * spread / math.sqrt(means.size))
-    assert means.var() == pytest.approx(d.var() / d.size, rel=5 * math.sqrt(2 / n_resamples))
-
-
-@pytest.mark.parametrize("n", [2, 3, 7, 1500, 4096, 4097, 40_000, 65_535, 65_536])
-def test_every_index_has_the_same_number_of_accepted_words(n: int) -> None:
-    q, limit = stats._word_split(n)
-    assert (q, limit) == (2**16 // n, n * (2**16 // n))
-    assert 2**16 - limit < n  # fewer than n of the 65,536 words are ever rejected
-    index = np.arange(limit) // q  # the mapping of every accepted word
-    assert index.max() == n - 1
-    assert (np.bincount(index, minlength=n) == q).all()
-
-
-class ScriptedBits:
-    """Stands in for a bit generator: 64-bit outputs that pack a scripted sequence of 16-bit words."""
-
-    def __init__(self, words: list[int]) -> None:
-        self.words = np.array(words, dtype=np.uint16)
-        self.position = 0
-
-    def random_raw(self, size: int) -> np.ndarray:
-        chunk = self.words[self.position : self.position + 4 * size]
-        assert chunk.size == 4 * size, "script exhausted"
-        self.position += 4 * size
-        return chunk.copy().view(np.uint64)
-
-
-def test_rejected_words_are_redrawn_in_place_and_in_order() -> None:
-    limit = 1500 * (2**16 // 1500)  # 64,500: words from 64,500 up are rejected
-    first = [5, 64_500, 7, 65_535, 9, 10, 11, 12, 64_999, 1, 2, 3]  # 9 words wanted: 3 whole outputs
-    redraw_1 = [13, 65_000, 15, 4]  # for positions 1, 3, 8; position 3 is rejected again
-    redraw_2 = [16, 17, 18, 19]  # for position 3
-    bits = ScriptedBits(first + redraw_1 + redraw_2)
-    words = stats._accepted_words(bits, 9, limit, np.empty(9, dtype=np.bool_))
-    # words left over in a 64-bit output are dropped, never carried into the next draw
-    assert words.tolist() == [5, 13, 7, 16, 9, 10, 11, 12, 15]
-    assert bits.position == 20
-
-
-def test_accepted_words_skip_the_check_when_nothing_can_be_rejected() -> None:
-    bits = ScriptedBits([65_535, 0, 1, 2])
-    assert stats._accepted_words(bits, 3, 2**16, np.empty(3, dtype=np.bool_)).tolist() == [65_535, 0, 1]
-
-
-def test_resampling_is_exactly_multinomial() -> None:
-    # With d = 8**j the sum of a resample of n=5 encodes how often each element was drawn (each count
-    # is at most 5 < 8), so the counts behind every resample can be read back exactly.
-    n, n_resamples = 5, 50_000
-    d = 8.0 ** np.arange(n)
-    sums = np.rint(stats._bootstrap_means(d, n_resamples, rng(16), workers=None) * n).astype(np.int64)
-    counts = (sums[:, None] // 8 ** np.arange(n)) % 8
-    assert (counts.sum(axis=1) == n).all()
-    # every element equally likely overall ...
-    assert sps.chisquare(counts.sum(axis=0)).pvalue > 1e-3
-    # ... and each element's count per resample is Binomial(5, 1/5)
-    for j in range(n):
-        observed = np.bincount(counts[:, j], minlength=n + 1)
-        expected = sps.binom.pmf(np.arange(n + 1), n, 1 / n) * n_resamples
-        assert expected.min() > 5  # enough for the chi-square approximation in every bin
-        assert sps.chisquare(observed, expected).pvalue > 1e-3
-
-
-def test_large_n_uses_numpy_integers_and_stays_reproducible() -> None:
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_large_n_uses_numpy_integers_and_stays_reproducible(interval: str) -> None:
     d = rng(17).normal(0.0, 1.0, 70_000)  # more elements than 16-bit words
-    one = paired_bootstrap_ci(d, confidence=0.95, n_resamples=20, rng=rng(18))
-    two = paired_bootstrap_ci(d, confidence=0.95, n_resamples=20, rng=rng(18))
+    one = paired_bootstrap_ci(d, confidence=0.95, n_resamples=20, rng=rng(18), interval=interval)
+    two = paired_bootstrap_ci(d, confidence=0.95, n_resamples=20, rng=rng(18), interval=interval)
     assert one == two
     assert abs(one[0]) < 0.03 and abs(one[1]) < 0.03 and one[0] < one[1]
 
@@ -214,7 +170,10 @@ def test_hand_derived_comparison(no_warnings: None) -> None:
     assert c.sign_p == pytest.approx(0.625)  # 2 * P(X >= 3 | Binomial(4, 1/2)) = 2 * 5/16
     assert c.mde == pytest.approx(Z * c.sd / math.sqrt(6))
     assert c.confidence == 0.95 and c.note is None
-    assert -0.3 <= c.ci_low < c.delta < c.ci_high <= 0.5
+    assert (c.interval, c.effective_n) == ("studentized", 4)
+    # symmetric around Δ, wider than the normal interval at this n: |t*| has heavy tails for six pairs
+    assert c.ci_high - c.delta == pytest.approx(c.delta - c.ci_low, abs=1e-15)
+    assert c.ci_high - c.delta > sps.norm.ppf(0.975) * c.sd / math.sqrt(6)
 
 
 def test_sign_test_of_32_wins_against_15_losses() -> None:
@@ -419,6 +378,147 @@ def test_power_helpers_validate(call: object, message: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
+# The studentized interval against an independent implementation and against theory
+
+
+def naive_studentized(d: np.ndarray, confidence: float, n_resamples: int, gen: np.random.Generator) -> float:
+    """The symmetric studentized half-width the textbook way: an index matrix, then every resample's t."""
+    n = d.size
+    x = d[gen.integers(0, n, (n_resamples, n))]
+    t = (x.mean(axis=1) - d.mean()) / (x.std(axis=1, ddof=1) / math.sqrt(n))
+    return float(np.quantile(np.abs(t), confidence)) * d.std(ddof=1) / math.sqrt(n)
+
+
+@pytest.mark.parametrize("confidence", [0.9, 0.95])
+@pytest.mark.parametrize("n", [25, 200])
+def test_studentized_interval_agrees_with_a_naive_implementation(confidence: float, n: int) -> None:
+    gen = rng(31)
+    d = gen.choice([-0.5, -0.2, 0.0, 0.0, 0.0, 0.1, 0.3, 0.6], size=n)  # lumpy, zero-heavy
+    low, high = paired_bootstrap_ci(d, confidence=confidence, n_resamples=40_000, rng=rng(32))
+    half = naive_studentized(d, confidence, 40_000, rng(33))
+    assert (low + high) / 2 == pytest.approx(d.mean(), abs=1e-15)
+    # Different draws: the quantile of |t*| has a Monte-Carlo sd near 1 % of itself at 40,000 resamples.
+    assert (high - low) / 2 == pytest.approx(half, rel=0.04)
+
+
+def test_studentized_statistic_has_the_exact_bootstrap_distribution() -> None:
+    # n=4: all 4**4 = 256 index tuples are equally likely; |t*| takes few values, so the engine's
+    # resampled |t*| can be checked against its exact distribution.
+    d = np.array([0.0, 0.1, 0.1, 0.5])
+    tuples = np.array(list(itertools.product(range(4), repeat=4)))
+    x = d[tuples]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = np.abs(x.mean(1) - d.mean()) / (x.std(1, ddof=1) / 2)
+    exact[x.std(1) == 0] = math.inf  # a constant resample other than Δ itself
+    resampled = stats._Studentized(d, 60_000, rng(34), None).t
+    values = np.unique(np.round(exact, 9))
+    observed = np.array([np.count_nonzero(np.isclose(resampled, v, rtol=1e-9)) for v in values])
+    expected = np.array([np.count_nonzero(np.isclose(exact, v, rtol=1e-9)) for v in values]) / 256 * 60_000
+    assert observed.sum() == 60_000
+    assert sps.chisquare(observed, expected).pvalue > 1e-3
+
+
+def test_studentized_width_tends_to_the_normal_one_for_large_n() -> None:
+    # Theory: for a smooth population t* -> N(0, 1), so w -> z_{0.975} = 1.96 (the percentile interval's
+    # half-width tends to the same 1.96 sd / sqrt(n)).
+    d = rng(35).normal(0.0, 1.0, 4000)
+    low, high = paired_bootstrap_ci(d, confidence=0.95, n_resamples=20_000, rng=rng(36))
+    w = (high - low) / 2 / (d.std(ddof=1) / math.sqrt(d.size))
+    assert w == pytest.approx(sps.norm.ppf(0.975), abs=0.04)
+
+
+def test_studentized_width_matches_student_t_for_normal_data_at_the_floor() -> None:
+    # Theory: for normal data t* has (nearly) Student's t with n - 1 degrees of freedom, whose 97.5 %
+    # point at n=20 is 2.093, against the 1.96 a percentile interval effectively uses. Mean of 200 samples.
+    widths = []
+    for i in range(200):
+        d = rng(100 + i).normal(0.0, 1.0, 20)
+        low, high = paired_bootstrap_ci(d, confidence=0.95, n_resamples=2000, rng=rng(500 + i))
+        widths.append((high - low) / 2 / (d.std(ddof=1) / math.sqrt(20)))
+    assert np.mean(widths) == pytest.approx(sps.t.ppf(0.975, 19), rel=0.04)
+    assert np.mean(widths) > sps.norm.ppf(0.975) * 1.03
+
+
+@pytest.mark.parametrize(
+    ("d", "low", "high"),
+    [
+        # 12 % of resamples are all zeros: no spread, |t*| infinite; nothing bounds the gain away from 0
+        ([0.0] * 18 + [0.5, 0.5], 0.0, 0.125),
+        # 36 % of resamples are all -1: an infinite |t*| again, yet 19 of 20 queries lost everything
+        ([-1.0] * 19 + [0.0], -1.0, -0.85),
+    ],
+)
+def test_where_the_studentized_interval_is_unbounded_the_percentile_one_runs(
+    d: list[float], low: float, high: float
+) -> None:
+    t = stats._Studentized(np.array(d), 2000, rng(37), None).t
+    assert np.mean(np.isinf(t)) > 0.05
+    message = (
+        "the studentized interval is unbounded (too many resamples have no spread): percentile interval of "
+        "the same resamples"
+    )
+    with pytest.warns(DegenerateComparisonWarning, match=f"^{re.escape(message)}$"):
+        c = compare_paired(np.zeros(20), d, n_resamples=2000, rng=rng(37))
+    assert (c.interval, c.note) == ("percentile", message)
+    assert (c.ci_low, c.ci_high) == pytest.approx((low, high), abs=1e-12)
+    percentile = compare_paired(np.zeros(20), d, n_resamples=2000, rng=rng(37), interval="percentile")
+    assert (percentile.ci_low, percentile.ci_high) == pytest.approx((c.ci_low, c.ci_high), abs=1e-12)
+    assert percentile.note is None and c.p_value == pytest.approx(percentile.p_value, abs=1e-12)
+
+
+def test_the_studentized_p_value_counts_the_resamples_without_spread() -> None:
+    d = np.array([0.0] * 17 + [0.5, 0.5, -0.2])  # 2 % of resamples flat: the interval is still bounded
+    t = stats._Studentized(d, 4000, rng(38), None).t
+    assert 0 < np.mean(np.isinf(t)) < 0.05
+    c = compare_paired(np.zeros(20), d, n_resamples=4000, rng=rng(38))
+    assert c.interval == "studentized" and c.note is None
+    statistic = abs(c.delta) / (c.sd / math.sqrt(20))
+    assert c.p_value == pytest.approx(np.mean(t >= statistic), abs=1 / 4000)
+
+
+def test_unknown_interval_is_rejected() -> None:
+    expected = "interval must be one of studentized, percentile, got 'bca'"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        compare_paired([0.1, 0.2], [0.3, 0.5], rng=rng(), interval="bca")
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        paired_bootstrap_ci([0.1, 0.2], confidence=0.9, n_resamples=5, rng=rng(), interval="bca")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The p-value inverts the interval
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+@pytest.mark.parametrize("seed", range(6))
+def test_p_value_is_below_alpha_exactly_when_the_interval_excludes_zero(interval: str, seed: int) -> None:
+    gen = rng(40 + seed)
+    d = gen.choice([-0.4, -0.1, 0.0, 0.0, 0.2, 0.5], size=30) + 0.05 * seed
+    c = compare_paired(np.zeros(30), d, n_resamples=3000, rng=rng(41), interval=interval)
+    for alpha in [*np.linspace(0.001, 0.999, 199), c.p_value * 0.999, c.p_value * 1.001]:
+        if not 0 < alpha < 1 or 1 - alpha == 1:
+            continue
+        low, high = paired_bootstrap_ci(
+            d, confidence=1 - alpha, n_resamples=3000, rng=rng(41), interval=interval
+        )
+        assert (low > 0 or high < 0) == (c.p_value < alpha), (alpha, low, high, c.p_value)
+
+
+def test_percentile_p_value_is_twice_the_smaller_tail() -> None:
+    d = differences(60, mean=0.02, sd=0.1, seed=42)
+    c = compare_paired(np.zeros(60), d, n_resamples=20_000, rng=rng(43), interval="percentile")
+    means = stats._bootstrap("percentile", d, 20_000, rng(43), None).means  # type: ignore[union-attr]
+    assert c.p_value == pytest.approx(2 * np.mean(means <= 0), abs=2e-4)
+
+
+def test_p_values_of_degenerate_comparisons() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateComparisonWarning)
+        assert compare_paired([0.1, 0.2], [0.1, 0.2], rng=rng()).p_value == 1.0
+        assert math.isnan(compare_paired([0.1], [0.3], rng=rng()).p_value)
+    assert compare_paired(np.zeros(5), np.full(5, -0.5), rng=rng()).p_value == 0.0
+
+
+# ---------------------------------------------------------------------------------------------------
 # Properties
 
 finite_scores = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
@@ -426,48 +526,83 @@ finite_scores = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
 
 @settings(max_examples=60, deadline=None)
 @given(d=st.lists(finite_scores, min_size=2, max_size=40), seed=st.integers(0, 2**32 - 1))
-def test_interval_lies_within_the_data_and_is_ordered(d: list[float], seed: int) -> None:
-    low, high = paired_bootstrap_ci(d, confidence=0.95, n_resamples=200, rng=rng(seed))
+def test_percentile_interval_lies_within_the_data_and_is_ordered(d: list[float], seed: int) -> None:
+    low, high = paired_bootstrap_ci(d, confidence=0.95, n_resamples=200, rng=rng(seed), interval="percentile")
     assert min(d) - 1e-12 <= low <= high <= max(d) + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=st.lists(finite_scores, min_size=2, max_size=40), seed=st.integers(0, 2**32 - 1))
+def test_studentized_interval_is_symmetric_around_delta(d: list[float], seed: int) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateComparisonWarning)
+        c = compare_paired(np.zeros(len(d)), d, n_resamples=200, rng=rng(seed))
+    assert c.ci_low <= c.delta <= c.ci_high
+    if c.interval == "studentized" and c.sd > 0:
+        assert c.ci_high - c.delta == pytest.approx(c.delta - c.ci_low, rel=1e-9, abs=1e-15)
+
+
+# Metric differences live on a coarse grid; on arbitrary floats (0.5 beside 1e-05) a shift changes the
+# rounding of the studentized statistic of near-constant resamples by more than any fixed tolerance.
+metric_differences = st.lists(st.integers(-100, 100).map(lambda k: k / 100), min_size=2, max_size=40)
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    d=st.lists(finite_scores, min_size=2, max_size=40),
+    d=metric_differences.filter(lambda d: len(set(d)) > 1),
     shift=st.floats(-1, 1),
     scale=st.floats(0.01, 10),
     seed=st.integers(0, 2**32 - 1),
+    interval=st.sampled_from(INTERVALS),
 )
 def test_interval_is_equivariant_under_shift_scale_and_sign(
-    d: list[float], shift: float, scale: float, seed: int
+    d: list[float], shift: float, scale: float, seed: int, interval: str
 ) -> None:
     x = np.asarray(d)
 
     def ci(values: np.ndarray) -> tuple[float, float]:
-        return paired_bootstrap_ci(values, confidence=0.9, n_resamples=200, rng=rng(seed))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateComparisonWarning)
+            return paired_bootstrap_ci(
+                values, confidence=0.9, n_resamples=200, rng=rng(seed), interval=interval
+            )
 
     low, high = ci(x)
-    assert ci(x + shift) == pytest.approx((low + shift, high + shift), abs=1e-9)
-    assert ci(x * scale) == pytest.approx((low * scale, high * scale), abs=1e-9)
-    assert ci(-x) == pytest.approx((-high, -low), abs=1e-9)
+    if not math.isfinite(high - low):
+        return
+    tolerance = 1e-9 * (1 + float(np.abs(x).max()))
+    assert ci(x + shift) == pytest.approx((low + shift, high + shift), abs=tolerance)
+    assert ci(x * scale) == pytest.approx((low * scale, high * scale), abs=tolerance * scale)
+    assert ci(-x) == pytest.approx((-high, -low), abs=tolerance)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     pairs=st.lists(st.tuples(finite_scores, finite_scores), min_size=2, max_size=30),
     seed=st.integers(0, 2**32 - 1),
+    interval=st.sampled_from(INTERVALS),
 )
-def test_swapping_the_arms_mirrors_the_comparison(pairs: list[tuple[float, float]], seed: int) -> None:
+def test_swapping_the_arms_mirrors_the_comparison_exactly(
+    pairs: list[tuple[float, float]], seed: int, interval: str
+) -> None:
     a, b = (np.asarray(arm) for arm in zip(*pairs, strict=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateComparisonWarning)
-        forward = compare_paired(a, b, n_resamples=200, rng=rng(seed))
-        backward = compare_paired(b, a, n_resamples=200, rng=rng(seed))
+        forward = compare_paired(a, b, n_resamples=200, rng=rng(seed), interval=interval)
+        backward = compare_paired(b, a, n_resamples=200, rng=rng(seed), interval=interval)
     assert (forward.wins, forward.losses) == (backward.losses, backward.wins)
-    assert forward.sign_p == backward.sign_p
-    assert forward.delta == pytest.approx(-backward.delta, abs=1e-12)
-    assert (forward.ci_low, forward.ci_high) == pytest.approx((-backward.ci_high, -backward.ci_low), abs=1e-9)
-    assert forward.wins + forward.losses <= forward.n
+    assert (forward.sign_p, forward.sd) == (backward.sign_p, backward.sd)
+    assert forward.delta == -backward.delta
+    assert forward.interval == backward.interval
+    if forward.interval == "studentized":  # exactly mirrored: |t*| does not see the sign
+        assert (forward.ci_low, forward.ci_high) == (-backward.ci_high, -backward.ci_low)
+        assert forward.p_value == backward.p_value
+    else:  # the quantiles of the mirrored means interpolate from the other end
+        assert forward.p_value == pytest.approx(backward.p_value, abs=1e-12)
+        assert (forward.ci_low, forward.ci_high) == pytest.approx(
+            (-backward.ci_high, -backward.ci_low), abs=1e-12
+        )
+    assert forward.effective_n <= forward.n
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -500,30 +635,3 @@ def test_stable_seed_encodes_parts_unambiguously() -> None:
 def test_stable_seed_rejects_other_types(part: object) -> None:
     with pytest.raises(TypeError, match="stable_seed parts must be str or int"):
         stable_seed("a", part)  # type: ignore[arg-type]
-
-
-# ---------------------------------------------------------------------------------------------------
-# Coverage (slow): the interval does what it says on data with a known mean difference.
-
-
-def _metric_like_differences(gen: np.random.Generator, size: int) -> np.ndarray:
-    """Skewed, discrete differences like those of a per-query recall@5: mostly ties, some big moves."""
-    return gen.choice([-1.0, -0.5, 0.0, 0.5, 1.0], p=[0.06, 0.10, 0.60, 0.14, 0.10], size=size)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("name", "truth"),
-    [("normal", 0.03), ("metric-like", -0.06 - 0.05 + 0.07 + 0.10)],
-)
-def test_95_percent_interval_covers_the_true_difference(name: str, truth: float) -> None:
-    started = time.perf_counter()
-    data = rng(stable_seed("coverage", name))
-    n_sets, n = 2000, 100  # the coverage estimate has a standard error of 0.5 %
-    covered = 0
-    for i in range(n_sets):
-        d = data.normal(truth, 0.17, n) if name == "normal" else _metric_like_differences(data, n)
-        low, high = paired_bootstrap_ci(d, confidence=0.95, n_resamples=2000, rng=rng(stable_seed(name, i)))
-        covered += low <= truth <= high
-    assert 0.93 <= covered / n_sets <= 0.97, covered / n_sets
-    assert time.perf_counter() - started < 60

@@ -14,12 +14,15 @@ import pytest
 
 from pytest_embeval.stats import PairedComparison, minimum_detectable_effect, paired_n
 from pytest_embeval.verdict import (
+    ROUGH_BELOW,
     Decision,
     TieReason,
     Verdict,
     classify_metric,
     decide,
     decide_metric,
+    family_levels,
+    familywise_error,
     sign_test_disagrees,
 )
 
@@ -40,6 +43,7 @@ def comparison(
     confidence: float = 0.95,
     mde: float | None = None,
     note: str | None = None,
+    p_value: float = 0.01,
 ) -> PairedComparison:
     return PairedComparison(
         n=n,
@@ -50,6 +54,8 @@ def comparison(
         ci_low=low,
         ci_high=high,
         confidence=confidence,
+        interval="studentized",
+        p_value=p_value,
         sd=sd,
         wins=wins,
         losses=losses,
@@ -392,3 +398,119 @@ def test_decision_is_frozen() -> None:
     assert isinstance(decision, Decision)
     with pytest.raises(dataclasses.FrozenInstanceError):
         decision.verdict = Verdict.WORSE  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------------------------------------
+# What a tie says about more queries
+
+
+def test_a_tie_within_margin_whose_interval_excludes_zero_says_so() -> None:
+    # The 1,500-query stratum of issue 10: it used to ask for "~365 queries" it already had.
+    c = comparison(-0.009, -0.012, -0.006, n=1500, sd=0.068, wins=400, losses=700)
+    decision = decide(c, tie_margin=0.01, min_queries=FLOOR)
+    assert (decision.verdict, decision.tie_reason) == (Verdict.TIE, TieReason.WITHIN_MARGIN)
+    assert decision.reason == (
+        "within margin: |Δ| 0.009 < 0.010; CI [-0.012, -0.006] excludes 0 and reaches past -0.010: "
+        "a real difference, not shown to be smaller than the margin; MDE 0.005 at n=1500"
+    )
+    assert decision.queries_needed is None
+    assert paired_n(0.01, 0.068) == 363  # what the old sentence would have asked for
+
+
+def test_queries_needed_appear_only_when_more_queries_would_help() -> None:
+    needed = paired_n(M, 0.15)  # 197
+    short = decide(comparison(0.04, -0.01, 0.09, n=needed - 1), tie_margin=M, min_queries=FLOOR)
+    assert short.queries_needed == needed and f"~{needed} queries needed" in short.reason
+    enough = decide(comparison(0.04, -0.01, 0.09, n=needed), tie_margin=M, min_queries=FLOOR)
+    assert enough.queries_needed is None and "queries needed" not in enough.reason
+    assert (
+        enough.reason == f"unresolved: CI [-0.010, +0.090] covers 0; MDE {enough_mde(needed)} at n={needed}"
+    )
+
+
+def enough_mde(n: int) -> str:
+    return f"{minimum_detectable_effect(0.15, n):.3f}"
+
+
+@pytest.mark.parametrize(("wins", "losses", "noted"), [(5, 4, True), (6, 4, False), (0, 0, False)])
+def test_an_interval_on_fewer_than_ten_differing_queries_is_noted(
+    wins: int, losses: int, noted: bool
+) -> None:
+    c = comparison(0.05, 0.02, 0.08, n=40, wins=wins, losses=losses)
+    reason = decide(c, tie_margin=M, min_queries=FLOOR).reason
+    note = f"only {wins + losses} of 40 queries differ: the interval rests on few queries"
+    assert (note in reason) is noted
+    assert ROUGH_BELOW == 10
+
+
+# ---------------------------------------------------------------------------------------------------
+# A family of strata
+
+
+def test_holm_levels_equal_a_hand_computation_on_four_strata() -> None:
+    # Sorted p: 0.010 (rank 1, level 0.05/4 = 0.0125: rejected), 0.013 (rank 2, 0.05/3 = 0.01667:
+    # rejected), 0.030 (rank 3, 0.05/2 = 0.025: not rejected, Holm stops), 0.20 (rank 4: retained, at the
+    # stopping level 0.025).
+    p = [0.010, 0.030, 0.013, 0.20]
+    levels = family_levels(p, alpha=0.05, method="holm")
+    assert levels == pytest.approx([0.0125, 0.025, 0.05 / 3, 0.025])
+    assert [pi < level for pi, level in zip(p, levels, strict=True)] == [True, False, True, False]
+
+
+def test_holm_decisions_are_the_verdicts_of_intervals_at_the_adjusted_levels() -> None:
+    # The same four strata, each with a CI at its adjusted level that excludes 0 exactly when p < level.
+    p = [0.010, 0.030, 0.013, 0.20]
+    levels = family_levels(p, alpha=0.05, method="holm")
+    strata = [
+        comparison(0.05, 0.01, 0.09, p_value=p[0], confidence=1 - levels[0]),  # type: ignore[operator]
+        comparison(0.05, -0.001, 0.10, p_value=p[1], confidence=1 - levels[1]),  # type: ignore[operator]
+        comparison(-0.06, -0.10, -0.02, p_value=p[2], confidence=1 - levels[2]),  # type: ignore[operator]
+        comparison(0.04, -0.03, 0.11, p_value=p[3], confidence=1 - levels[3]),  # type: ignore[operator]
+    ]
+    verdicts = [decide(c, tie_margin=M, min_queries=FLOOR).verdict for c in strata]
+    assert verdicts == [Verdict.BETTER, Verdict.TIE, Verdict.WORSE, Verdict.TIE]
+
+
+def test_bonferroni_and_none_levels() -> None:
+    p = [0.010, 0.030, 0.013, 0.20]
+    assert family_levels(p, alpha=0.05, method="bonferroni") == (0.0125,) * 4
+    assert family_levels(p, alpha=0.05, method="none") == (0.05,) * 4
+
+
+def test_strata_outside_the_family_get_no_level_and_do_not_count() -> None:
+    p = [0.004, None, 0.02, None]
+    assert family_levels(p, alpha=0.05, method="holm") == (0.025, None, 0.05, None)
+    assert family_levels(p, alpha=0.05, method="bonferroni") == (0.025, None, 0.025, None)
+    assert family_levels([None, None], alpha=0.05, method="holm") == (None, None)
+
+
+def test_holm_ties_in_p_keep_stratum_order_and_stop_together() -> None:
+    # rank 1: 0.001 < 0.05/3; ranks 2 and 3 (equal p, stratum order): 0.02 < 0.025, 0.02 < 0.05
+    assert family_levels([0.02, 0.02, 0.001], alpha=0.05, method="holm") == pytest.approx(
+        [0.025, 0.05, 0.05 / 3]
+    )
+    # 0.03 fails rank 2's 0.025: Holm stops, and the equal p of rank 3 is held at the same level
+    assert family_levels([0.03, 0.03, 0.001], alpha=0.05, method="holm") == pytest.approx(
+        [0.025, 0.025, 0.05 / 3]
+    )
+
+
+def test_familywise_error_of_eleven_strata() -> None:
+    assert familywise_error(0.05, 11) == pytest.approx(1 - 0.95**11)
+    assert round(familywise_error(0.05, 11), 3) == 0.431
+    assert familywise_error(0.05, 1) == pytest.approx(0.05) and familywise_error(0.05, 0) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method": "sidak"}, "method must be one of none, holm, bonferroni, got 'sidak'"),
+        ({"alpha": 0}, "alpha must be a number strictly between 0 and 1, got 0"),
+        ({"p_values": [0.1, 1.5]}, "p_values[1] must be a number in [0, 1] or None, got 1.5"),
+        ({"p_values": [math.nan]}, "p_values[0] must be a number in [0, 1] or None, got nan"),
+    ],
+)
+def test_family_levels_validate(kwargs: dict[str, object], message: str) -> None:
+    arguments: dict[str, object] = {"p_values": [0.1], "alpha": 0.05, "method": "holm", **kwargs}
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        family_levels(**arguments)  # type: ignore[arg-type]
