@@ -10,13 +10,19 @@ Layout under the cache root::
     embeddings/<model digest, 16 hex>/fingerprint.json      the model's fingerprint, for people
     embeddings/<model digest, 16 hex>/<kind>/<sha256>.pack  vectors; the file is named by its bytes' sha256
 
-A *pack* holds the vectors of texts embedded together (at most ``PACK_ROWS``), so a corpus of 100,000 texts
-is 25 files rather than 100,000. Its layout, little-endian, with no pickle anywhere::
+A *pack* holds the vectors of texts embedded together (at most ``PACK_ROWS``). Each encoder call's vectors
+are stored as a pack the moment the call returns, so a run that is interrupted (Ctrl-C, a killed CI job, an
+endpoint that gives up) loses at most the calls in flight; when an `EmbeddingCache.embed` call ends, its small
+packs (and any an interrupted run left) are merged into packs of up to ``PACK_ROWS``, so a corpus of 100,000
+texts is read from a few dozen files. Its layout, little-endian, with no pickle anywhere::
 
-    header   b"EMBVPK01" | model digest (32 bytes) | kind (u8: 0 query, 1 document) + 3 zero bytes
+    header   b"EMBVPK02" | model digest (32 bytes) | kind (u8: 0 query, 1 document) + 3 zero bytes
              | n (u32) | dim (u32) | sha256 of the header fields before it and of the index (32 bytes)
-    index    n text digests (32 bytes each), then n crc32 of the vector rows (u32 each)
+    index    n text digests (32 bytes each), n crc32 of the vector rows (u32 each), then n token counts
+             (u32 each: what embedding the text cost at an endpoint billed by the token, 0 otherwise)
     vectors  n x dim float32, as `encoders.embed` returned them (L2-normalised)
+
+Packs written by pytest-embeval 0.1 (b"EMBVPK01", no token counts) are read as costing no tokens.
 
 A pack's index is verified before any of it is used and every row against its crc32 before it is served, so
 a truncated or bit-flipped pack is detected: its intact rows are rewritten into a new pack, the damaged file
@@ -27,38 +33,48 @@ to a uniquely named temporary file in its directory and moved into place with ``
 atomic: readers see a whole pack or none. Its name is the sha256 of its bytes, so two processes writing the
 same pack write identical bytes under the same name, and whichever rename lands last changes nothing. Two
 processes that embed overlapping texts write different packs with some keys in common: a duplicate costs disk,
-never correctness, as any intact copy serves. The worst a race can do is delete a good pack (a process
-discarding a damaged pack just as another rewrote the same bytes under that name), which costs a
-recomputation, never a wrong vector. Packs are not fsync'ed: one torn by a crash fails its checksums like any
-other damage.
+never correctness, as any intact copy serves. A merge, like the repair of a damaged pack, writes the new pack
+before it deletes the old ones, so a reader that finds a pack gone scans again and finds its rows. The worst
+a race can do is delete a good pack (a process discarding a damaged pack just as another rewrote the same
+bytes under that name), which costs a recomputation, never a wrong vector. Packs are not fsync'ed: one torn by
+a crash fails its checksums like any other damage.
+
+A cache folder that cannot be created, read or written (under a file, read-only, disk full) never fails the
+run: what cannot be read is embedded, and the first error that kept vectors from being stored is kept in
+`CacheStats.write_error` for the plugin's one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
 from pytest_embeval.encoders import KINDS, Arm, EncoderError, Kind, embed, validate_texts
 from pytest_embeval.output import write_atomic
 
-__all__ = ["PACK_ROWS", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
+__all__ = ["MERGE_BELOW", "PACK_ROWS", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
 
-#: Texts per pack. A multiple of `embed`'s batch size (64), so embedding the missing texts pack by pack
-#: gives the model exactly the batches one call would.
+#: Most texts per pack.
 PACK_ROWS = 4096
+#: Packs with fewer rows are merged when an `EmbeddingCache.embed` call that stored something ends. Bigger
+#: packs are left alone, so a session that adds a few texts rewrites at most this many rows.
+MERGE_BELOW = PACK_ROWS // 4
 
-_MAGIC = b"EMBVPK01"
+_MAGIC = b"EMBVPK02"
+_MAGIC_V1 = b"EMBVPK01"  # without token counts
 _FIELDS = struct.Struct("<8s32sB3xII")  # magic, model digest, kind, n, dim
 _SHA = 32  # bytes of a sha256 digest: the index checksum, and each text key
 _CRC = 4
+_TOKENS = 4
 _FLOAT = np.dtype("<f4")
 _KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 # Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them.
@@ -109,34 +125,52 @@ class _Pack:
     offset: int  # of the vectors
     keys: tuple[bytes, ...]
     crcs: np.ndarray
+    tokens: np.ndarray  # per row, uint32
 
 
 class _Damaged(Exception):
-    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable)."""
+    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable),
+    ``identity`` which file it was (see `_identity`)."""
 
-    def __init__(self, entries: int) -> None:
+    def __init__(self, entries: int, identity: tuple[int, int]) -> None:
         super().__init__(entries)
         self.entries = entries
+        self.identity = identity
 
 
 class _Shelf:
     """The packs of one model and kind that this process has indexed."""
 
-    __slots__ = ("code", "directory", "model", "packs", "seen", "where")
+    __slots__ = ("_where", "code", "directory", "model", "noted", "packs", "seen")
 
     def __init__(self, directory: Path, model: bytes, code: int) -> None:
         self.directory = directory
         self.model = model
         self.code = code
+        self.noted = False  # fingerprint.json exists
         self.seen: set[str] = set()  # pack file names not to read again: indexed, or damaged and kept
         self.packs: dict[str, _Pack] = {}  # indexed packs by file name
-        self.where: dict[bytes, tuple[_Pack, int]] = {}  # text key -> its first copy in an indexed pack
+        self._where: dict[bytes, tuple[_Pack, int]] | None = {}  # None: to be rebuilt
+
+    @property
+    def where(self) -> dict[bytes, tuple[_Pack, int]]:
+        """Text key -> its first copy in an indexed pack."""
+        if self._where is None:
+            self._where = {}
+            for pack in self.packs.values():
+                self._locate(pack)
+        return self._where
 
     def add(self, pack: _Pack) -> None:
         self.seen.add(pack.path.name)
         self.packs[pack.path.name] = pack
+        if self._where is not None:
+            self._locate(pack)
+
+    def _locate(self, pack: _Pack) -> None:
+        assert self._where is not None
         for row, key in enumerate(pack.keys):
-            self.where.setdefault(key, (pack, row))
+            self._where.setdefault(key, (pack, row))
 
     def forget(self, pack: _Pack) -> None:
         """Drop a pack that vanished or is being replaced; a file by its name is indexed again if it appears
@@ -144,11 +178,9 @@ class _Shelf:
         self.seen.discard(pack.path.name)
         if self.packs.get(pack.path.name) is pack:
             del self.packs[pack.path.name]
-        # Keys it held may have copies in other packs.
-        self.where = {}
-        for other in self.packs.values():
-            for row, key in enumerate(other.keys):
-                self.where.setdefault(key, (other, row))
+        # Keys it held may have copies in other packs: found when the map is next needed, once however many
+        # packs were dropped meanwhile (a merge drops hundreds).
+        self._where = None
 
 
 class EmbeddingCache:
@@ -175,24 +207,48 @@ class EmbeddingCache:
         role: str | None = None,
     ) -> np.ndarray:
         """`encoders.embed` through the cache: each distinct text missing from it is embedded once (the model
-        is not touched, nor loaded, when none is missing) and stored; ``progress`` counts the missing texts.
+        is not touched, nor loaded, when none is missing), and each encoder call's vectors are stored as it
+        returns; ``progress`` counts the missing texts. An arm with `Arm.usage` is told the tokens the texts
+        served from the cache had cost.
         """
         validate_texts(texts, kind)
         if not texts:
             return np.empty((0, 0), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
-        vectors = self.lookup(arm, kind, unique)
-        missing = [text for text in unique if text not in vectors]
-        self._count(read=len(unique) - len(missing))
-        for start in range(0, len(missing), PACK_ROWS):
-            chunk = missing[start : start + PACK_ROWS]
-            fresh = embed(arm, chunk, kind, progress=_shifted(progress, start, len(missing)), role=role)
-            vectors.update(zip(chunk, fresh, strict=True))
-            self._count(embedded=len(chunk))
+        shelf = self._shelf(arm, kind)
+        found = self._find(shelf, unique)
+        vectors = {text: vector for text, (vector, _) in found.items()}
+        self._count(read=len(found))
+        if arm.usage is not None and found:
+            arm.usage.add(cached_tokens=sum(tokens for _, tokens in found.values()))
+        missing = [text for text in unique if text not in found]
+        if missing:
+            # This call's packs, with their rows: merged from memory rather than read back.
+            stored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+            def keep(rows: np.ndarray, batch: np.ndarray, tokens: np.ndarray | None) -> None:
+                # In text order (a batch comes longest text first): the pack does not depend on batching.
+                order = np.argsort(rows, kind="stable")
+                chunk = [missing[row] for row in rows[order].tolist()]
+                self._count(embedded=len(chunk))
+                try:
+                    written = self._store(
+                        shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
+                    )
+                except OSError as error:  # a read-only or full cache must not fail the comparison
+                    self._count(write_error=f"{type(error).__name__}: {error}")
+                else:
+                    stored.update((pack.path.name, (rows, counts)) for pack, rows, counts in written)
+
             try:
-                self.store(arm, kind, chunk, fresh)
-            except OSError as error:  # a read-only or full cache must not fail the comparison
-                self._count(write_error=f"{type(error).__name__}: {error}")
+                fresh = embed(arm, missing, kind, progress=progress, role=role, on_batch=keep)
+            except Exception:
+                if stored:
+                    self._merge(shelf, unique, stored)
+                raise
+            if stored:
+                self._merge(shelf, unique, stored)
+            vectors.update(zip(missing, fresh, strict=True))
         dims = sorted({vector.shape[0] for vector in vectors.values()})
         if len(dims) > 1:
             who = f"{role} encoder {arm.spec!r}" if role else f"encoder {arm.spec!r}"
@@ -205,16 +261,67 @@ class EmbeddingCache:
 
     def lookup(self, arm: Keyed, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``texts`` that have an intact entry, by text."""
-        shelf = self._shelf(arm, kind)
-        pending = list(dict.fromkeys(texts))
-        found: dict[str, np.ndarray] = {}
-        # A pack can vanish between indexing and reading when another process replaces it (a damaged one);
-        # the replacement is written before the deletion, so a fresh scan finds it.
+        found = self._find(self._shelf(arm, kind), list(dict.fromkeys(texts)))
+        return {text: vector for text, (vector, _) in found.items()}
+
+    def store(
+        self,
+        arm: Keyed,
+        kind: Kind,
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        tokens: Sequence[int] | np.ndarray | None = None,
+    ) -> None:
+        """Store the vectors of ``texts``: one finite float32 row per text, as `encoders.embed` returns them,
+        and optionally the tokens each text cost (non-negative integers).
+
+        This is also how embeddings computed elsewhere (a batch job) are brought in: ``arm`` from
+        `encoders.resolve_model` gives the same key without loading the model.
+        """
+        validate_texts(texts, kind)
+        self._store(self._shelf(arm, kind), arm, texts, vectors, tokens)
+
+    def _store(
+        self,
+        shelf: _Shelf,
+        arm: Keyed,
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        tokens: Sequence[int] | np.ndarray | None,
+    ) -> list[tuple[_Pack, np.ndarray, np.ndarray]]:
+        """Write the packs of ``texts`` (at most `PACK_ROWS` each); each with its float32 rows and tokens."""
+        matrix = np.ascontiguousarray(vectors, dtype=_FLOAT)
+        if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
+            raise ValueError(f"vectors must have shape ({len(texts)}, d) with d >= 1, got {matrix.shape}")
+        if not np.isfinite(matrix).all():
+            raise ValueError("vectors must be finite")
+        counts = _token_counts(tokens, len(texts))
+        shelf.directory.mkdir(parents=True, exist_ok=True)
+        if not shelf.noted:
+            note = shelf.directory.parent / "fingerprint.json"
+            if not note.exists():
+                _write_atomic(note, [arm.fingerprint.encode("utf-8"), b"\n"])
+            shelf.noted = True
+        written = []
+        for start in range(0, len(texts), PACK_ROWS):
+            keys = tuple(text_key(text) for text in texts[start : start + PACK_ROWS])
+            part = slice(start, start + PACK_ROWS)
+            pack = _write_pack(shelf, keys, matrix[part], counts[part])
+            shelf.add(pack)
+            written.append((pack, matrix[part], counts[part]))
+        return written
+
+    def _find(self, shelf: _Shelf, pending: list[str]) -> dict[str, tuple[np.ndarray, int]]:
+        """The cached vector and token count of each (distinct) ``pending`` text with an intact entry."""
+        found: dict[str, tuple[np.ndarray, int]] = {}
+        # A pack can vanish between indexing and reading when another process replaces it (a damaged one,
+        # or small ones merged); the replacement is written before the deletion, so a fresh scan finds it.
         for _ in range(_ATTEMPTS):
             self._scan(shelf)
             wanted: dict[Path, tuple[_Pack, list[tuple[str, int]]]] = {}
+            where = shelf.where
             for text in pending:
-                location = shelf.where.get(text_key(text))
+                location = where.get(text_key(text))
                 if location is not None:
                     pack, row = location
                     wanted.setdefault(pack.path, (pack, []))[1].append((text, row))
@@ -225,32 +332,72 @@ class EmbeddingCache:
                     vanished = True
                     continue
                 vectors, intact = read
-                found.update((text, vectors[row]) for text, row in rows if intact[row])
+                found.update(
+                    (text, (vectors[row], int(pack.tokens[row]))) for text, row in rows if intact[row]
+                )
             if not vanished:
                 break
             pending = [text for text in pending if text not in found]
         return found
 
-    def store(self, arm: Keyed, kind: Kind, texts: Sequence[str], vectors: np.ndarray) -> None:
-        """Store the vectors of ``texts``: one finite float32 row per text, as `encoders.embed` returns them.
-
-        This is also how embeddings computed elsewhere (a batch job) are brought in: ``arm`` from
-        `encoders.resolve_model` gives the same key without loading the model.
-        """
-        validate_texts(texts, kind)
-        matrix = np.ascontiguousarray(vectors, dtype=_FLOAT)
-        if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
-            raise ValueError(f"vectors must have shape ({len(texts)}, d) with d >= 1, got {matrix.shape}")
-        if not np.isfinite(matrix).all():
-            raise ValueError("vectors must be finite")
-        shelf = self._shelf(arm, kind)
-        shelf.directory.mkdir(parents=True, exist_ok=True)
-        note = shelf.directory.parent / "fingerprint.json"
-        if not note.exists():
-            _write_atomic(note, [arm.fingerprint.encode("utf-8"), b"\n"])
-        for start in range(0, len(texts), PACK_ROWS):
-            keys = tuple(text_key(text) for text in texts[start : start + PACK_ROWS])
-            shelf.add(_write_pack(shelf, keys, matrix[start : start + PACK_ROWS]))
+    def _merge(
+        self, shelf: _Shelf, order: Sequence[str], held: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    ) -> None:
+        """Merge the shelf's packs of fewer than `MERGE_BELOW` rows into packs of up to `PACK_ROWS`: first the
+        rows of ``order``'s texts in that order (so merging one call's packs gives the pack one store of its
+        texts would have), then any others (left by an interrupted run) by pack name and row. The rows of the
+        packs in ``held`` (by file name) are in memory already; the others are read."""
+        small = sorted(
+            (pack for pack in shelf.packs.values() if len(pack.keys) < MERGE_BELOW), key=lambda p: p.path.name
+        )
+        if len(small) < 2:
+            return
+        merged: list[_Pack] = []
+        keys: list[bytes] = []
+        vectors: list[np.ndarray] = []
+        tokens: list[np.ndarray] = []
+        for pack in small:
+            if pack.path.name in held:
+                rows, counts = held[pack.path.name]
+                intact = np.arange(len(pack.keys))
+            else:
+                read = self._read(shelf, pack)
+                if read is None:
+                    continue  # gone: merged or repaired by another process
+                rows, whole = read
+                counts = pack.tokens
+                intact = np.flatnonzero(whole)
+            merged.append(pack)
+            keys.extend(pack.keys[row] for row in intact.tolist())
+            vectors.append(rows[intact])
+            tokens.append(counts[intact])
+        if len(merged) < 2 or len({part.shape[1] for part in vectors}) > 1:
+            return  # nothing to merge, or a model changed without its fingerprint changing (`embed` says)
+        # Rank: position in ``order`` (texts not in it after), then pack name and row, which is the order the
+        # rows are gathered in; the first copy of a key wins.
+        position = {text_key(text): i for i, text in enumerate(order)}
+        ranked = np.argsort([position.get(key, len(position)) for key in keys], kind="stable")
+        first: dict[bytes, int] = {}
+        for i in ranked.tolist():
+            first.setdefault(keys[i], i)
+        chosen = np.fromiter(first.values(), dtype=np.intp, count=len(first))
+        all_vectors, all_tokens = np.concatenate(vectors), np.concatenate(tokens)
+        try:
+            for start in range(0, len(chosen), PACK_ROWS):
+                part = chosen[start : start + PACK_ROWS]
+                pack = _write_pack(
+                    shelf, tuple(keys[i] for i in part.tolist()), all_vectors[part], all_tokens[part]
+                )
+                shelf.add(pack)
+        except OSError:
+            return  # a full or read-only cache keeps its small packs, which serve as well
+        for pack in merged:
+            if shelf.packs.get(pack.path.name) is not pack and pack.path.name in shelf.packs:
+                continue  # the merged pack has the same bytes, and so the same name: it is the merge
+            shelf.forget(pack)
+            # Kept if it cannot be deleted (Windows, while a reader holds it open): a duplicate costs disk.
+            with contextlib.suppress(OSError):
+                _unlink(pack.path)
 
     # ---------------------------------------------------------------------------------------------- internals
 
@@ -277,7 +424,7 @@ class EmbeddingCache:
         """Index the packs that appeared since the last scan (other processes write them too)."""
         try:
             names = sorted(os.listdir(shelf.directory))
-        except FileNotFoundError:
+        except OSError:  # not there yet, or a cache folder that cannot be read (under a file, say)
             return
         for name in names:
             if not name.endswith(".pack") or name in shelf.seen:
@@ -289,8 +436,10 @@ class EmbeddingCache:
             except FileNotFoundError:  # deleted meanwhile by another process
                 shelf.seen.discard(name)
                 continue
+            except OSError:  # unreadable (permissions, I/O): not used, nor read again by this process
+                continue
             except _Damaged as damage:
-                self._discard(shelf, path, damage.entries)
+                self._discard(shelf, path, damage.entries, damage.identity)
                 continue
             if pack is not None:
                 shelf.add(pack)
@@ -302,10 +451,15 @@ class EmbeddingCache:
         n = len(pack.keys)
         try:
             with pack.path.open("rb") as handle:
+                identity = _identity(handle)
                 handle.seek(pack.offset)
                 raw = handle.read(n * row_bytes + 1)  # the byte too many reveals a file that grew
         except FileNotFoundError:
             shelf.forget(pack)
+            return None
+        except OSError:  # unreadable: its texts are embedded again, and it is not read again
+            shelf.forget(pack)
+            shelf.seen.add(pack.path.name)
             return None
         whole = min(len(raw) // row_bytes, n)
         view = memoryview(raw)
@@ -316,29 +470,34 @@ class EmbeddingCache:
         ]
         vectors = np.frombuffer(raw, dtype=_FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
         if len(raw) != n * row_bytes or not intact.all():
-            self._replace(shelf, pack, vectors, intact)
+            self._replace(shelf, pack, vectors, intact, identity)
         return vectors, intact
 
-    def _replace(self, shelf: _Shelf, pack: _Pack, vectors: np.ndarray, intact: np.ndarray) -> None:
+    def _replace(
+        self, shelf: _Shelf, pack: _Pack, vectors: np.ndarray, intact: np.ndarray, identity: tuple[int, int]
+    ) -> None:
         """Rewrite a damaged pack's intact rows into a new pack, then delete it and count what was lost."""
         rows = np.flatnonzero(intact)
         shelf.forget(pack)
         if rows.size:
             try:
-                kept = _write_pack(shelf, tuple(pack.keys[row] for row in rows), vectors[rows])
+                kept = _write_pack(
+                    shelf, tuple(pack.keys[row] for row in rows), vectors[rows], pack.tokens[rows]
+                )
             except OSError:
                 pass  # a read-only cache: the intact rows still serve this run, from memory
             else:
                 shelf.add(kept)
                 if kept.path == pack.path:
                     return  # nothing lost, bytes appended: the rewrite took the damaged file's place
-        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size))
+        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size), identity)
 
-    def _discard(self, shelf: _Shelf, path: Path, entries: int) -> None:
+    def _discard(self, shelf: _Shelf, path: Path, entries: int, identity: tuple[int, int]) -> None:
         """Delete a damaged pack and count its lost entries, unless another process deleted it first (and
-        counted them)."""
+        counted them): ``identity`` is the file that was read, and a file that took its name since (another
+        process's repair or merge, with the same name when it holds the same vectors) is left alone."""
         try:
-            first = _unlink(path)
+            first = _unlink(path, identity)
         except OSError:  # a read-only cache keeps it: not to be read (nor counted) again by this process
             shelf.seen.add(path.name)
             first = True
@@ -349,39 +508,51 @@ class EmbeddingCache:
             self._count(corrupt=entries)
 
 
-def _shifted(
-    progress: Callable[[int, int], None] | None, start: int, total: int
-) -> Callable[[int, int], None] | None:
-    """``progress`` for one pack of the missing texts, reporting over all of them."""
-    if progress is None:
-        return None
-    return lambda done, _: progress(start + done, total)
+def _token_counts(tokens: Sequence[int] | np.ndarray | None, n: int) -> np.ndarray:
+    """The tokens of ``n`` texts as uint32 (zeros when not given), validated."""
+    if tokens is None:
+        return np.zeros(n, dtype="<u4")
+    counts = np.asarray(tokens)
+    if counts.shape != (n,) or counts.dtype.kind not in "iu" or (counts < 0).any() or (counts >= 2**32).any():
+        raise ValueError(
+            f"tokens must be {n} integers from 0 to 2**32 - 1, got {counts.dtype} {counts.shape}"
+        )
+    return counts.astype("<u4")
 
 
 def _read_index(path: Path, shelf: _Shelf) -> _Pack | None:
     """The verified index of a pack; None for another model's pack (left alone); `_Damaged` if unusable."""
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
+        identity = _identity(handle)
         head = handle.read(_FIELDS.size + _SHA)
-        if len(head) < _FIELDS.size + _SHA or not head.startswith(_MAGIC):
-            raise _Damaged(1)
-        _, model, code, n, dim = _FIELDS.unpack_from(head)
+        if len(head) < _FIELDS.size + _SHA or not head.startswith((_MAGIC, _MAGIC_V1)):
+            raise _Damaged(1, identity)
+        magic, model, code, n, dim = _FIELDS.unpack_from(head)
         # Before the header is verified, n is only plausible if a writer could have written it.
         entries = n if 1 <= n <= PACK_ROWS else 1
-        if len(head) + n * (_SHA + _CRC) > size:
-            raise _Damaged(entries)  # truncated inside its index (or n is damaged)
-        index = handle.read(n * (_SHA + _CRC))
+        row_index = _SHA + _CRC + (_TOKENS if magic == _MAGIC else 0)
+        if len(head) + n * row_index > size:
+            raise _Damaged(entries, identity)  # truncated inside its index (or n is damaged)
+        index = handle.read(n * row_index)
     if hashlib.sha256(head[: _FIELDS.size] + index).digest() != head[_FIELDS.size :]:
-        raise _Damaged(entries)
+        raise _Damaged(entries, identity)
     if (model, code) != (shelf.model, shelf.code):
         return None  # not this model's: a misplaced file, or a 64-bit digest-prefix collision
     keys = tuple(index[i * _SHA : (i + 1) * _SHA] for i in range(n))
-    crcs = np.frombuffer(index, dtype="<u4", offset=n * _SHA)
-    return _Pack(path=path, dim=dim, offset=_FIELDS.size + _SHA + len(index), keys=keys, crcs=crcs)
+    crcs = np.frombuffer(index, dtype="<u4", count=n, offset=n * _SHA)
+    if magic == _MAGIC:
+        tokens = np.frombuffer(index, dtype="<u4", count=n, offset=n * (_SHA + _CRC))
+    else:
+        tokens = np.zeros(n, dtype="<u4")
+    return _Pack(
+        path=path, dim=dim, offset=_FIELDS.size + _SHA + len(index), keys=keys, crcs=crcs, tokens=tokens
+    )
 
 
-def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray) -> _Pack:
+def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tokens: np.ndarray) -> _Pack:
     matrix = np.ascontiguousarray(vectors, dtype=_FLOAT)
+    counts = np.ascontiguousarray(tokens, dtype="<u4")
     data = matrix.tobytes()
     rows = memoryview(data)
     row_bytes = matrix.shape[1] * _FLOAT.itemsize
@@ -389,12 +560,19 @@ def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray) -> 
         [zlib.crc32(rows[row * row_bytes : (row + 1) * row_bytes]) for row in range(len(keys))], dtype="<u4"
     )
     fields = _FIELDS.pack(_MAGIC, shelf.model, shelf.code, len(keys), matrix.shape[1])
-    index = b"".join(keys) + crcs.tobytes()
+    index = b"".join(keys) + crcs.tobytes() + counts.tobytes()
     parts = [fields, hashlib.sha256(fields + index).digest(), index, data]
     name = hashlib.sha256(b"".join(parts)).hexdigest()
     path = shelf.directory / f"{name}.pack"
     _write_atomic(path, parts)
-    return _Pack(path=path, dim=matrix.shape[1], offset=len(fields) + _SHA + len(index), keys=keys, crcs=crcs)
+    return _Pack(
+        path=path,
+        dim=matrix.shape[1],
+        offset=len(fields) + _SHA + len(index),
+        keys=keys,
+        crcs=crcs,
+        tokens=counts,
+    )
 
 
 def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
@@ -407,9 +585,20 @@ def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
             raise
 
 
-def _unlink(path: Path) -> bool:
-    """Delete ``path``; False if another process already did."""
+def _identity(handle: BinaryIO) -> tuple[int, int]:
+    """Which file an open handle reads (device and inode): a file written under the same name is another."""
+    status = os.fstat(handle.fileno())
+    return status.st_dev, status.st_ino
+
+
+def _unlink(path: Path, identity: tuple[int, int] | None = None) -> bool:
+    """Delete ``path`` (only if it is still the file ``identity`` names); False if another process already
+    did, or put another file there."""
     try:
+        if identity is not None:
+            status = os.stat(path)
+            if (status.st_dev, status.st_ino) != identity:
+                return False
         os.unlink(path)
     except FileNotFoundError:
         return False

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from pytest_embeval.batching import Batching, completed, plan
+from pytest_embeval.usage import TokenUsage
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "Arm",
+    "EncodedBatch",
     "Encoder",
     "EncoderError",
     "Kind",
@@ -47,6 +51,8 @@ __all__ = [
 
 Kind = Literal["query", "document"]
 KINDS: tuple[Kind, ...] = ("query", "document")
+#: Specs for a model behind an OpenAI-compatible endpoint start with this (see `endpoint`).
+ENDPOINT_PREFIX = "openai:"
 
 # Weight files of a model folder. ONNX / OpenVINO exports in hub repos are alternative backends that the torch
 # backend never reads, and they are large, so they are not hashed.
@@ -71,11 +77,25 @@ class EncoderError(Exception):
 
 
 class Encoder(Protocol):
-    """What the pipeline needs from a model: one embedding row per text, for queries and for documents."""
+    """What the pipeline needs from a model: one embedding row per text, for queries and for documents.
 
-    def encode_query(self, texts: list[str]) -> np.ndarray: ...
+    An encoder may also have a ``batching`` attribute (a `batching.Batching`): how :func:`embed` cuts texts
+    into its calls and how many calls it makes at once; and its methods may return an :class:`EncodedBatch`
+    (the vectors with the tokens each text cost) instead of an array.
+    """
 
-    def encode_document(self, texts: list[str]) -> np.ndarray: ...
+    def encode_query(self, texts: list[str]) -> np.ndarray | EncodedBatch: ...
+
+    def encode_document(self, texts: list[str]) -> np.ndarray | EncodedBatch: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBatch:
+    """One call's vectors, and the tokens the endpoint counted for each text (its ``usage`` for the request,
+    apportioned to the texts), which the embedding cache keeps so that a cached rerun knows what it saved."""
+
+    vectors: np.ndarray
+    tokens: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +109,18 @@ class Arm:
     # cache is keyed by, and what the report shows so two runs can be told apart.
     fingerprint: str
     prompts: Mapping[str, str]
-    # What the model costs per million tokens it reads, for the capacity projection; None: not priced.
+    #: What a million tokens cost this arm, as declared by whoever built it (None: not declared); read by the
+    #: capacity projection and by the report's usage costs.
     price_per_million_tokens: float | None = None
     # Counts the tokens the model reads per text (see `tokens`); None: they cannot be counted. Not part of
     # the fingerprint: it changes no vector.
     token_counter: TokenCounter | None = None
+    #: The tokens this arm's endpoint counted, for arms billed by the token (`endpoint.openai_arm`); None for
+    #: in-process models. ``usage.snapshot()`` is a `usage.UsageCount`: ``tokens`` the endpoint reported for
+    #: the requests this process sent, ``requests``, and ``cached_tokens``, what the texts the embedding cache
+    #: served had cost when they were embedded (tokens not spent). Snapshots subtract, so what one golden set
+    #: used is ``after - before``.
+    usage: TokenUsage | None = None
 
     @property
     def digest(self) -> str:
@@ -125,10 +152,10 @@ class LazyEncoder:
             self._encoder = self._load()
         return self._encoder
 
-    def encode_query(self, texts: list[str]) -> np.ndarray:
+    def encode_query(self, texts: list[str]) -> np.ndarray | EncodedBatch:
         return self.get().encode_query(texts)
 
-    def encode_document(self, texts: list[str]) -> np.ndarray:
+    def encode_document(self, texts: list[str]) -> np.ndarray | EncodedBatch:
         return self.get().encode_document(texts)
 
     def __repr__(self) -> str:
@@ -172,6 +199,8 @@ def resolve_model(spec_or_object: str | object) -> Arm:
 
     * an :class:`Arm` (returned as is);
     * an object with ``encode_query`` and ``encode_document`` (a ``SentenceTransformer`` included);
+    * ``"openai:MODEL[?dimensions=N&base_url=...&api_key_env=...]"``: a model behind an OpenAI-compatible
+      embeddings endpoint, see `endpoint.openai_arm` (nothing is sent until something must be encoded);
     * ``"module:attr"`` (``attr`` may be dotted) naming such an object, a class, or a factory called with no
       arguments;
     * a local sentence-transformers folder: see :func:`sentence_transformer_arm` (loaded on first use);
@@ -191,6 +220,10 @@ def _resolve_string(raw: str) -> Arm:
         raise EncoderError(
             f"empty model spec {raw!r}: give a sentence-transformers model name or path, or 'module:attr'"
         )
+    if spec.startswith(ENDPOINT_PREFIX):
+        from pytest_embeval.endpoint import arm_from_spec
+
+        return arm_from_spec(spec)
     # An existing path wins over the module:attr reading (a Windows drive letter contains a colon).
     if ":" in spec and not os.path.exists(spec):
         return _arm_from_object(import_attr(spec), spec=spec)
@@ -311,7 +344,10 @@ def _declared_prompts(obj: object) -> dict[str, str]:
 
 
 def _summary(exc: BaseException) -> str:
+    """The first line of an exception, after its class name unless it is one of ours (it says what it is)."""
     lines = str(exc).strip().splitlines()
+    if isinstance(exc, EncoderError) and lines:
+        return lines[0]
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
@@ -622,6 +658,11 @@ def validate_texts(texts: Sequence[str], kind: str) -> None:
             raise ValueError(f"texts[{position}] is {type(text).__name__}, not str: {text!r}")
 
 
+#: ``on_batch(rows, vectors, tokens)``: the rows of one call (positions in the texts), their unit vectors, and
+#: the tokens each cost (None when the encoder does not say).
+OnBatch = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], None]
+
+
 def embed(
     arm: Arm,
     texts: Sequence[str],
@@ -630,15 +671,19 @@ def embed(
     progress: Callable[[int, int], None] | None = None,
     batch_size: int = 64,
     role: str | None = None,
+    on_batch: OnBatch | None = None,
 ) -> np.ndarray:
     """Encode ``texts`` as queries or documents: float32 ``(len(texts), d)``, rows L2-normalised.
 
     The encoder is called in batches of ``batch_size``, longest texts first (as sentence-transformers orders
     one ``encode`` call), so a batch pads to similar lengths: in corpus order, batches of mixed lengths made
-    MiniLM 13 % slower on nfcorpus. ``progress(done, total)`` follows each batch. The output is
-    validated (2-D, one row per text, one dimension for all batches, finite, no zero vector) and any problem
-    raises :class:`EncoderError` naming ``role`` (e.g. "candidate"), the spec and the kind. No texts: an empty
-    ``(0, 0)`` array, without calling the model.
+    MiniLM 13 % slower on nfcorpus. An encoder with a ``batching`` attribute (`batching.Batching`, e.g. an
+    endpoint's) is called as that says instead: by count and token budget, several calls at once.
+    ``progress(done, total)`` follows each batch, and ``on_batch`` gets each batch whose vectors are all
+    valid as soon as it returns (the embedding cache stores it then, so an interrupted run keeps it). The
+    output is validated (2-D, one row per text, one dimension for all batches, finite, no zero vector) and
+    any problem raises :class:`EncoderError` naming ``role`` (e.g. "candidate"), the spec and the kind. No
+    texts: an empty ``(0, 0)`` array, without calling the model.
     """
     validate_texts(texts, kind)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -649,35 +694,45 @@ def embed(
 
     who = f"{role} encoder {arm.spec!r}" if role else f"encoder {arm.spec!r}"
     method = arm.encoder.encode_query if kind == "query" else arm.encoder.encode_document
+    batching = getattr(arm.encoder, "batching", None)
+    if not isinstance(batching, Batching):
+        batching = Batching(size=batch_size)
+    batches = plan(texts, batching)
+
+    def call(rows: np.ndarray) -> np.ndarray | EncodedBatch:
+        try:
+            return method([texts[row] for row in rows.tolist()])
+        except Exception as exc:
+            raise EncoderError(f"{who} failed on {_batch_where(rows, kind)}: {_summary(exc)}") from exc
+
     out: np.ndarray | None = None
     bad_rows: list[int] = []
     zero_rows: list[int] = []
-    # Stable, so equal lengths keep their order and the batches are the same on every run.
-    order = np.argsort([-len(text) for text in texts], kind="stable")
-    for start in range(0, total, batch_size):
-        rows = order[start : start + batch_size]
-        batch = [texts[row] for row in rows.tolist()]
-        where = f"a batch of {len(batch)} {kind} texts (first: row {rows.min()})"
-        try:
-            raw = method(batch)
-        except Exception as exc:
-            raise EncoderError(f"{who} failed on {where}: {_summary(exc)}") from exc
-        vectors = _as_float_matrix(raw, who=who, kind=kind, rows=len(batch))
+    done = 0
+    for number, raw in completed(call, batches, batching.concurrency):
+        rows = batches[number]
+        tokens = raw.tokens if isinstance(raw, EncodedBatch) else None
+        vectors = _as_float_matrix(
+            raw.vectors if isinstance(raw, EncodedBatch) else raw, who=who, kind=kind, rows=len(rows)
+        )
         if out is None:
             out = np.empty((total, vectors.shape[1]), dtype=np.float32)
         elif vectors.shape[1] != out.shape[1]:
             raise EncoderError(
-                f"{who} returned {vectors.shape[1]}-dimensional vectors for {where} "
+                f"{who} returned {vectors.shape[1]}-dimensional vectors for {_batch_where(rows, kind)} "
                 f"but {out.shape[1]}-dimensional ones before"
             )
         finite = np.isfinite(vectors).all(axis=1)
         norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        valid = finite & (norms > 0.0)
         bad_rows.extend(rows[~finite].tolist())
         zero_rows.extend(rows[finite & (norms == 0.0)].tolist())
-        safe = np.where(finite & (norms > 0.0), norms, 1.0)
-        out[rows] = vectors / safe[:, None]
+        out[rows] = vectors / np.where(valid, norms, 1.0)[:, None]
+        if on_batch is not None and valid.all():
+            on_batch(rows, out[rows], tokens)
+        done += len(rows)
         if progress is not None:
-            progress(start + len(batch), total)
+            progress(done, total)
     assert out is not None  # total > 0, so at least one batch ran
     if bad_rows:
         raise EncoderError(
@@ -690,6 +745,10 @@ def embed(
             f"(first: row {min(zero_rows)}); it cannot be normalised for cosine similarity"
         )
     return out
+
+
+def _batch_where(rows: np.ndarray, kind: str) -> str:
+    return f"a batch of {len(rows)} {kind} texts (first: row {rows.min()})"
 
 
 def _as_float_matrix(raw: object, *, who: str, kind: str, rows: int) -> np.ndarray:

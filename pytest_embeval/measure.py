@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity, Throughput, TokenCount
-from pytest_embeval.encoders import Arm, Encoder, LazyEncoder
+from pytest_embeval.encoders import Arm, EncodedBatch, Encoder, LazyEncoder
 from pytest_embeval.index import Latency
 from pytest_embeval.tokens import count
 
@@ -32,7 +32,7 @@ class TimedEncoder:
         self.documents: list[str] = []
         self.seconds = 0.0
 
-    def encode_document(self, texts: list[str]) -> np.ndarray:
+    def encode_document(self, texts: list[str]) -> np.ndarray | EncodedBatch:
         if isinstance(self.encoder, LazyEncoder):
             self.encoder.get()  # loading the model is not encoding: never timed
         start = time.perf_counter()
@@ -41,7 +41,7 @@ class TimedEncoder:
         self.documents.extend(texts)
         return vectors
 
-    def encode_query(self, texts: list[str]) -> np.ndarray:
+    def encode_query(self, texts: list[str]) -> np.ndarray | EncodedBatch:
         return self.encoder.encode_query(texts)
 
     def __getattr__(self, name: str) -> Any:

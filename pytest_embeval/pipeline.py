@@ -61,6 +61,7 @@ from pytest_embeval.rerank import (
 from pytest_embeval.retrievers import (
     ANN_SAMPLE,
     Component,
+    DenseRetriever,
     Embedder,
     HnswStats,
     IndexStats,
@@ -75,6 +76,7 @@ from pytest_embeval.retrievers import (
 )
 from pytest_embeval.scoring import ArmTies, score_arm
 from pytest_embeval.slices import corpus_slices, restrict
+from pytest_embeval.usage import UsageCount
 
 __all__ = [
     "ANN_SAMPLE",
@@ -136,6 +138,9 @@ class ArmResult:
     capacity: ArmCapacity | None = None
     #: with ``corpus_sample``: this arm on each smaller slice, smallest first (this result is the largest)
     slices: tuple[ArmResult, ...] = ()
+    #: the tokens the arm's endpoint counted (and the cache saved) for this golden set; None for arms without
+    #: `Arm.usage` (in-process models)
+    usage: UsageCount | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -324,8 +329,12 @@ def run_arm(
         held = prepare(searched)
     if golden.rerank is not None and scorer is None:
         scorer = RerankScorer(resolve_reranker(golden.rerank))
+    # The tokens an endpoint arm is billed for this golden set (`Arm.usage`); arms without one: None.
+    counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
+    before = counter.snapshot() if counter is not None else None
     searcher = retriever.open(_task(searched, held, role, embedder, progress))
-    result = _score(searched, retriever, searcher, held, role, scorer)
+    usage = counter.snapshot() - before if counter is not None and before is not None else None
+    result = dataclasses.replace(_score(searched, retriever, searcher, held, role, scorer), usage=usage)
     if len(drawn) < 2:
         return result
     # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.

@@ -8,7 +8,9 @@ Records are dicts of plain Python types (str, int, float, None, lists, dicts) be
 boundaries under pytest-xdist; NaN becomes None so the JSON report is strict JSON.
 
 The report is identical with and without pytest-xdist except for values under a ``timings`` key (wall-clock
-latencies, which vary run to run): tools comparing reports drop every ``timings`` key first.
+latencies, which vary run to run) and an arm's ``usage`` (the tokens an endpoint billed this run, which
+depend on what the embedding cache already held, and so on which worker got to a shared text first): tools
+comparing reports drop every ``timings`` and ``usage`` key first. An in-process arm's ``usage`` is None.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import Latency
 from pytest_embeval.pipeline import ArmResult, GoldenRun, IndexStats, ranked_depth, short_digest
 from pytest_embeval.rerank import RerankOutcome
-from pytest_embeval.retrievers import Component
+from pytest_embeval.retrievers import Component, DenseRetriever, Retriever
 from pytest_embeval.slices import GAP_STILL_MOVING
 from pytest_embeval.stats import PairedComparison
 from pytest_embeval.strata import Family, Mover, StratumOutcome
+from pytest_embeval.usage import UsageCount, cost
 
 SCHEMA_VERSION = 1
 ROLES = ("incumbent", "candidate")
@@ -192,6 +195,7 @@ def _arm_record(result: ArmResult, production: Production | None) -> Record:
         "fingerprint": result.arm.fingerprint,
         "prompts": dict(result.arm.prompts),
         "index": None if result.index is None else index_record(result.index),
+        "usage": None if result.usage is None else usage_record(result.usage, _price(result.arm)),
     }
     if result.capacity is not None and production is not None:
         record["capacity"] = capacity_record(result.capacity, production)
@@ -201,6 +205,11 @@ def _arm_record(result: ArmResult, production: Production | None) -> Record:
     if result.components:
         record["components"] = [_component_record(part) for part in result.components]
     return record
+
+
+def _price(arm: Retriever) -> float | None:
+    """An embedding arm's price per million tokens; arms that embed nothing themselves have none."""
+    return arm.arm.price_per_million_tokens if isinstance(arm, DenseRetriever) else None
 
 
 def _component_record(part: Component) -> Record:
@@ -248,6 +257,20 @@ def _pipeline_record(run: GoldenRun) -> Record:
             "timings": {"pairs_scored": run.reranker["scored"], "pairs_from_cache": run.reranker["cached"]},
         }
     return record
+
+
+def usage_record(usage: UsageCount, price_per_million_tokens: float | None) -> Record:
+    """What an endpoint arm spent on one golden set: ``tokens`` as the endpoint reported them, ``requests``,
+    ``cached_tokens`` (what the texts served from the embedding cache had cost: not spent), and with a
+    declared price their ``cost`` and ``cached_cost`` (None without one)."""
+    return {
+        "tokens": usage.tokens,
+        "requests": usage.requests,
+        "cached_tokens": usage.cached_tokens,
+        "price_per_million_tokens": price_per_million_tokens,
+        "cost": cost(usage.tokens, price_per_million_tokens),
+        "cached_cost": cost(usage.cached_tokens, price_per_million_tokens),
+    }
 
 
 def golden_record(run: GoldenRun, path: str) -> Record:

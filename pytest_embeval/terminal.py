@@ -97,6 +97,10 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
                 lines.append(_hnsw_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
     if "recall_target" in golden:
         lines.append(_recall_target_line(golden))
+    for role in ROLES:
+        usage = golden[role].get("usage")
+        if usage is not None:
+            lines.append(usage_line(role, usage))
     lines += pipeline_lines(golden)
     if any("rerank" in s for s in strata):
         lines += rerank_lines(golden, strata)
@@ -170,6 +174,19 @@ def consensus_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any
         f"{per_stratum} (listed under consensus_failures in the JSON report; `embeval pool "
         f"{golden['path']} --from-report REPORT.json --consensus-failures` writes a sheet to re-judge them)"
     ]
+
+
+def usage_line(role: str, usage: Mapping[str, Any]) -> str:
+    """What an endpoint arm spent on a golden set, e.g. ``candidate usage: 12,480 tokens in 42 requests
+    ($0.0002 at $0.02 per million); 1,200 tokens ($2.4e-05) not spent: served from the embedding cache``."""
+    requests = usage["requests"]
+    line = f"{role} usage: {usage['tokens']:,} tokens in {requests:,} request{'' if requests == 1 else 's'}"
+    if usage["cost"] is not None and requests:
+        line += f" (${usage['cost']:.4g} at ${usage['price_per_million_tokens']:g} per million)"
+    if usage["cached_tokens"]:
+        saved = "" if usage["cached_cost"] is None else f" (${usage['cached_cost']:.4g})"
+        line += f"; {usage['cached_tokens']:,} tokens{saved} not spent: served from the embedding cache"
+    return line
 
 
 def pipeline_lines(golden: Mapping[str, Any]) -> list[str]:

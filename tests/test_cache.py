@@ -161,18 +161,110 @@ def test_no_texts_touch_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists()
 
 
-def test_missing_texts_are_embedded_pack_by_pack_with_progress_over_all(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(cache_module, "PACK_ROWS", 64)
+class FailsOnCall(Recorder):
+    """A Recorder whose call number ``fail_on`` (from 1) raises, as a model or an endpoint may mid-corpus."""
+
+    def __init__(self, fail_on: int) -> None:
+        super().__init__()
+        self.fail_on = fail_on
+        self.calls = 0
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeError("the model fell over")
+        return super().encode_document(texts)
+
+
+def test_each_encoder_call_is_stored_as_it_returns(tmp_path: Path) -> None:
+    texts = [f"document {i:03d} about parcels" for i in range(300)]  # equal lengths: corpus order
+    failing = FailsOnCall(fail_on=3)
+    with pytest.raises(EncoderError, match="failed on a batch of 64 document texts"):
+        EmbeddingCache(tmp_path).embed(resolve_model(failing), texts, "document")
+    # The two calls that returned are on disk, merged into one pack of their 128 texts.
+    assert set(fresh(tmp_path).lookup(resolve_model(Recorder()), "document", texts)) == set(texts[:128])
+    assert len(packs(tmp_path)) == 1
+    model = Recorder()
+    cache = fresh(tmp_path)
+    vectors = cache.embed(resolve_model(model), texts, "document")
+    assert [text for _, text in model.encoded] == texts[128:]
+    assert cache.stats() == CacheStats(read=128, embedded=172)
+    np.testing.assert_array_equal(vectors, reference(texts))
+
+
+def test_progress_counts_the_missing_texts_batch_by_batch(tmp_path: Path) -> None:
     arm = resolve_model(Recorder())
     cache = EmbeddingCache(tmp_path)
     cache.embed(arm, TEXTS[:10], "document")
     calls: list[tuple[int, int]] = []
     vectors = cache.embed(arm, TEXTS, "document", progress=lambda *call: calls.append(call))
     assert calls == [(64, 140), (128, 140), (140, 140)]
-    assert len(packs(tmp_path)) == 4
     np.testing.assert_array_equal(vectors, embed(arm, TEXTS, "document"))
+
+
+def test_small_packs_are_merged_when_a_call_that_stored_ends(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    # What an interrupted run leaves: one small pack per encoder call that returned.
+    for start in (0, 64, 128):
+        EmbeddingCache(tmp_path).store(
+            arm, "document", TEXTS[start : start + 10], reference(TEXTS[start : start + 10])
+        )
+    assert len(packs(tmp_path)) == 3
+    # A call that reads everything it needs writes nothing and merges nothing.
+    EmbeddingCache(tmp_path).embed(arm, TEXTS[:10], "document")
+    assert len(packs(tmp_path)) == 3
+    # One that embeds: its texts in its order first, then the others (by pack name and row).
+    cache = fresh(tmp_path)
+    cache.embed(arm, TEXTS[:100], "document")
+    (pack,) = packs(tmp_path)
+    data = pack.read_bytes()
+    assert struct.unpack_from("<I", data, 44) == (110,)  # TEXTS[:100], and the 10 of TEXTS[128:138]
+    keys = [data[84 + i * 32 : 84 + (i + 1) * 32] for i in range(110)]
+    assert keys[:100] == [text_key(text) for text in TEXTS[:100]]
+    assert sorted(keys[100:]) == sorted(text_key(text) for text in TEXTS[128:138])
+    assert len(fresh(tmp_path).lookup(arm, "document", TEXTS)) == 110
+    np.testing.assert_array_equal(fresh(tmp_path).embed(arm, TEXTS, "document"), reference(TEXTS))
+
+
+def test_big_packs_are_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "MERGE_BELOW", 100)
+    arm = resolve_model(Recorder())
+    EmbeddingCache(tmp_path).store(arm, "document", TEXTS[:120], reference(TEXTS[:120]))
+    (big,) = packs(tmp_path)
+    fresh(tmp_path).embed(arm, TEXTS, "document")  # 30 more texts: one call
+    fresh(tmp_path).embed(arm, [*TEXTS, "one more"], "document")
+    assert big in packs(tmp_path) and len(packs(tmp_path)) == 2
+
+
+def test_token_counts_are_kept_with_the_vectors(tmp_path: Path) -> None:
+    arm = resolve_model(Recorder())
+    EmbeddingCache(tmp_path).store(arm, "document", TEXTS[:3], reference(TEXTS[:3]), tokens=[5, 0, 7])
+    cache = fresh(tmp_path)
+    found = cache._find(cache._shelf(arm, "document"), TEXTS[:3])
+    assert [tokens for _, tokens in found.values()] == [5, 0, 7]
+    with pytest.raises(
+        ValueError, match=re.escape("tokens must be 2 integers from 0 to 2**32 - 1, got int64 (1,)")
+    ):
+        cache.store(arm, "document", TEXTS[:2], reference(TEXTS[:2]), tokens=np.array([1]))
+
+
+def test_packs_of_version_1_are_read_as_costing_no_tokens(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    vectors = reference(TEXTS[:2])
+    shelf = EmbeddingCache(tmp_path)._shelf(arm, "document")
+    shelf.directory.mkdir(parents=True)
+    # The layout pytest-embeval 0.1 wrote: no token counts in the index.
+    fields = struct.pack("<8s32sB3xII", b"EMBVPK01", shelf.model, shelf.code, 2, DIM)
+    crcs = struct.pack("<2I", *(zlib.crc32(row.astype("<f4").tobytes()) for row in vectors))
+    index = b"".join(text_key(text) for text in TEXTS[:2]) + crcs
+    (shelf.directory / "old.pack").write_bytes(
+        fields + hashlib.sha256(fields + index).digest() + index + vectors.astype("<f4").tobytes()
+    )
+    cache = fresh(tmp_path)
+    np.testing.assert_array_equal(cache.embed(arm, TEXTS[:2], "document"), vectors)
+    assert model.encoded == [] and cache.stats() == CacheStats(read=2)
 
 
 def test_a_model_that_changed_without_a_new_fingerprint_is_an_error(tmp_path: Path) -> None:
@@ -238,7 +330,7 @@ def test_packs_are_raw_float32_without_pickle(tmp_path: Path, monkeypatch: pytes
     data = pack.read_bytes()
     magic, model, kind, n, dim = struct.unpack_from("<8s32sB3xII", data)
     assert (magic, model.hex(), kind, n, dim) == (
-        b"EMBVPK01",
+        b"EMBVPK02",
         arm.digest.removeprefix("sha256:"),
         1,
         150,
@@ -283,7 +375,7 @@ def flip(path: Path, offset: int) -> None:
 
 
 def vectors_offset(n: int) -> int:
-    return 84 + n * 36
+    return 84 + n * 40  # header, then per row a text key, a crc32 and a token count
 
 
 def test_bit_flipped_rows_are_recomputed_and_the_rest_kept(tmp_path: Path) -> None:
@@ -295,8 +387,9 @@ def test_bit_flipped_rows_are_recomputed_and_the_rest_kept(tmp_path: Path) -> No
     assert sorted(model.encoded) == sorted(("document", TEXTS[row]) for row in (3, 80, 149))
     assert cache.stats() == CacheStats(read=147, embedded=3, corrupt=3)
     np.testing.assert_array_equal(vectors, reference(TEXTS))
-    # The damaged pack is gone; its intact rows and the recomputed ones are in new packs.
-    assert pack not in packs(tmp_path) and len(packs(tmp_path)) == 2
+    # The damaged pack was replaced by a pack of its intact rows, and the recomputed rows were merged with
+    # them: into the very bytes first written, so under the same name.
+    assert packs(tmp_path) == [pack]
     model.encoded.clear()
     healed = fresh(tmp_path)
     healed.embed(arm, TEXTS, "document")

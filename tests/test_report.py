@@ -11,8 +11,9 @@ from test_pipeline import DIMENSIONS, DOCUMENTS, hash_arm, make_golden
 
 from pytest_embeval.golden import IndexSpec
 from pytest_embeval.pipeline import golden_control, run_golden
-from pytest_embeval.report import control_diff, golden_record, report_json
-from pytest_embeval.terminal import golden_table
+from pytest_embeval.report import control_diff, golden_record, report_json, usage_record
+from pytest_embeval.terminal import golden_table, usage_line
+from pytest_embeval.usage import UsageCount
 
 STRATUM = {
     "stratum": "overall",
@@ -138,6 +139,45 @@ def test_exact_arm_record() -> None:
         "dimension": DIMENSIONS,
         "memory_bytes": DOCUMENTS * DIMENSIONS * 4,
     }
+
+
+def test_an_in_process_arm_has_no_usage() -> None:
+    run = run_golden(make_golden(), hash_arm("old"), hash_arm("new"))
+    assert golden_record(run, "golden.yaml")["candidate"]["usage"] is None
+
+
+def test_usage_records_cost_what_the_price_says() -> None:
+    usage = UsageCount(tokens=12_480, requests=42, cached_tokens=1_200)
+    assert usage_record(usage, 0.02) == {
+        "tokens": 12_480,
+        "requests": 42,
+        "cached_tokens": 1_200,
+        "price_per_million_tokens": 0.02,
+        "cost": pytest.approx(0.0002496),
+        "cached_cost": pytest.approx(0.000024),
+    }
+    assert usage_record(usage, None)["cost"] is usage_record(usage, None)["cached_cost"] is None
+
+
+def test_usage_lines_say_what_was_spent_and_what_the_cache_saved() -> None:
+    priced = usage_record(UsageCount(tokens=12_480, requests=42, cached_tokens=1_200), 0.02)
+    assert usage_line("candidate", priced) == (
+        "candidate usage: 12,480 tokens in 42 requests ($0.0002496 at $0.02 per million); "
+        "1,200 tokens ($2.4e-05) not spent: served from the embedding cache"
+    )
+    cached = usage_record(UsageCount(cached_tokens=500), 0.02)
+    assert usage_line("incumbent", cached) == (
+        "incumbent usage: 0 tokens in 0 requests; "
+        "500 tokens ($1e-05) not spent: served from the embedding cache"
+    )
+    assert usage_line("candidate", usage_record(UsageCount(tokens=7, requests=1), None)) == (
+        "candidate usage: 7 tokens in 1 request"
+    )
+    table = golden_table(
+        {**golden_set({"kind": "exact"}, {"kind": "exact"}), "candidate": {"spec": "new", "usage": priced}},
+        [STRATUM],
+    )
+    assert table[-1] == usage_line("candidate", priced)
 
 
 def report(*golden_sets: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,164 @@
+"""`--embeval-candidate openai:...` through pytest, against the tests' own server serving the fake models.
+
+The server serves fake_models.py's models under their names, so an endpoint arm and the in-process model of
+the same name must give the same report, verdict for verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openai")
+
+from openai_server import EmbeddingServer, Reply, fake_model_vectors
+
+Golden = Callable[..., Path]
+KEY = "sk-plugin-test-fedcba9876543210"
+KEY_ENV = "EMBEVAL_PLUGIN_KEY"
+#: The conftest golden set's texts for one arm: 60 documents and 48 queries.
+TEXTS = 60 + 48
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with EmbeddingServer(fake_model_vectors(), models=("bad", "good"), key=KEY, lifetime=120) as running:
+        yield running
+
+
+def endpoint_spec(server: EmbeddingServer, model: str, **parameters: object) -> str:
+    query = {"base_url": server.base_url, "api_key_env": KEY_ENV, "query_prompt": "query:%20", **parameters}
+    return f"openai:{model}?" + "&".join(f"{name}={value}" for name, value in query.items())
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any] | None]:
+    path = pytester.path / "report.json"
+    path.unlink(missing_ok=True)
+    result = pytester.runpytest("--embeval", "-p", "no:cacheprovider", f"--embeval-json={path}", *args)
+    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, str]:
+    return {s["stratum"]: s["verdict"] for g in report["golden_sets"] for s in g["strata"]}
+
+
+@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")])
+def test_an_endpoint_candidate_gives_the_in_process_models_report(
+    pytester: pytest.Pytester, golden: Golden, server: EmbeddingServer, xdist: list[str]
+) -> None:
+    golden()
+    local, expected = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad"
+    )
+    spec = endpoint_spec(server, "bad", price_per_million_tokens=0.02)
+    hosted, report = run(
+        pytester, "--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}", *xdist
+    )
+    assert report is not None and expected is not None
+    assert (
+        verdicts(report)
+        == verdicts(expected)
+        == {"overall": "WORSE", "language=en": "WORSE", "language=es": "WORSE"}
+    )
+    assert hosted.ret == local.ret == pytest.ExitCode.TESTS_FAILED
+    (golden_set,), (local_set,) = report["golden_sets"], expected["golden_sets"]
+    assert [q["ranked"] for q in golden_set["queries"]] == [q["ranked"] for q in local_set["queries"]]
+    assert golden_set["strata"] == local_set["strata"]
+    # 60 documents and 48 queries in requests of at most 32 texts; a token per word ("doc 7", "query: en 7").
+    usage = golden_set["candidate"]["usage"]
+    assert usage == {
+        "tokens": 60 * 2 + 48 * 3,
+        "requests": 2 + 2,
+        "cached_tokens": 0,
+        "price_per_million_tokens": 0.02,
+        "cost": pytest.approx(264 * 0.02e-6),
+        "cached_cost": 0.0,
+    }
+    assert golden_set["incumbent"]["usage"] is None
+    assert len(server.received) == 4 and server.texts().count("query: en 7") == 1
+    hosted.stdout.fnmatch_lines(
+        ["candidate usage: 264 tokens in 4 requests ($5.28e-06 at $0.02 per million)"]
+    )
+
+
+def test_a_cached_rerun_sends_no_request_and_says_what_it_saved(
+    pytester: pytest.Pytester, golden: Golden, server: EmbeddingServer
+) -> None:
+    golden()
+    args = ["--embeval-incumbent=fake_models:good", f"--embeval-candidate={endpoint_spec(server, 'bad')}"]
+    run(pytester, *args)
+    sent = len(server.received)
+    again, report = run(pytester, *args)
+    assert len(server.received) == sent == 4
+    assert report is not None
+    usage = report["golden_sets"][0]["candidate"]["usage"]
+    assert (usage["tokens"], usage["requests"], usage["cached_tokens"]) == (0, 0, 264)
+    again.stdout.fnmatch_lines(
+        [
+            "embeval: embedding cache .embeval_cache/: 216 texts read, 0 embedded",
+            "candidate usage: 0 tokens in 0 requests; 264 tokens not spent: served from the embedding cache",
+        ]
+    )
+    # --embeval-no-cache re-embeds (a provider may have changed the weights behind the name).
+    run(pytester, *args, "--embeval-no-cache")
+    assert len(server.received) == 2 * sent
+
+
+def test_a_spec_in_the_ini_file(pytester: pytest.Pytester, golden: Golden, server: EmbeddingServer) -> None:
+    golden()
+    candidate = endpoint_spec(server, "good")
+    pytester.makeini(f"[pytest]\nembeval_incumbent = fake_models:good\nembeval_candidate = {candidate}\n")
+    result, report = run(pytester)
+    assert report is not None and set(verdicts(report).values()) == {"TIE"}
+    assert result.ret == pytest.ExitCode.OK and len(server.received) == 4
+
+
+def test_an_endpoint_fault_is_one_line_naming_it_and_no_verdict(
+    pytester: pytest.Pytester, golden: Golden, server: EmbeddingServer
+) -> None:
+    golden()
+    server.script.extend(Reply(status=503, headers={"retry-after-ms": "5"}) for _ in range(3))
+    spec = endpoint_spec(server, "bad", max_retries=2, concurrency=1)
+    result, report = run(pytester, "--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}")
+    assert report is None
+    lines = [line for line in result.stdout.lines if "gave up after" in line]
+    assert lines and all(
+        line.endswith(
+            f"{server.base_url}/embeddings answered 503 Service Unavailable; gave up after 2 of 2 retries"
+        )
+        for line in lines
+    )
+    assert "WORSE" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
+def test_the_key_is_in_no_output_report_cache_or_log(
+    pytester: pytest.Pytester, golden: Golden, server: EmbeddingServer
+) -> None:
+    golden()
+    server.script.extend(
+        [Reply(status=429, headers={"retry-after-ms": "5"}), Reply(status=400, message=f"rejected {KEY}")]
+    )
+    spec = endpoint_spec(server, "bad", concurrency=1)
+    args = ["--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}", "--log-level=DEBUG", "-rA"]
+    failed, _ = run(pytester, *args, "--log-cli-level=DEBUG")
+    passed, report = run(pytester, *args, "--log-file=embeval.log", "--log-file-level=DEBUG")
+    assert report is not None and "rejected ***" in failed.stdout.str()
+    assert "Retrying request" in failed.stdout.str()  # the client's debug log was shown
+    outputs = [
+        failed.stdout.str(),
+        failed.stderr.str(),
+        passed.stdout.str(),
+        passed.stderr.str(),
+        json.dumps(report),
+    ]
+    assert not [text for text in outputs if KEY in text]
+    written = [
+        path for path in pytester.path.rglob("*") if path.is_file() and KEY.encode() in path.read_bytes()
+    ]
+    assert written == []
+    assert (pytester.path / "embeval.log").stat().st_size > 0
