@@ -4,6 +4,7 @@ errors, and the pipeline's document rankings and report counts."""
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import math
 from pathlib import Path
@@ -15,11 +16,13 @@ from test_pipeline import DIMENSIONS, make_golden
 
 from pytest_embeval.folding import ChunkMap, FoldSpec, chunk_map, fold_hits, search_documents
 from pytest_embeval.golden import Document, GoldenError, GoldenSet, Query, load_golden
+from pytest_embeval.htmlpage import report_html
 from pytest_embeval.index import tie_ranks
+from pytest_embeval.markdown import report_markdown
 from pytest_embeval.metrics import parse_metric
 from pytest_embeval.pipeline import golden_control, run_arm, run_golden
-from pytest_embeval.report import golden_record
-from pytest_embeval.terminal import pipeline_lines
+from pytest_embeval.readout_pipeline import pipeline_notes
+from pytest_embeval.report import build_report, golden_record
 
 OWNERS = {"c1": "A", "c2": "A", "c3": "B", "c4": "C", "c5": "B", "c6": "C"}
 
@@ -188,10 +191,15 @@ def test_the_report_says_how_many_chunks_were_folded_into_how_many_documents() -
     assert record["fold"] == {"field": "doc", "score": "max", "chunks": 12, "documents": 4}
     assert record["depth"] == 4
     assert record["queries"][0]["ranked"]["incumbent"] == ["D0", "D1", "D2", "D3"]
-    assert pipeline_lines(record) == [
+    said = (
         "folded 12 chunks into 4 documents by 'doc' "
         "(a document ranks by its best chunk; 4 documents per query)"
-    ]
+    )
+    assert pipeline_notes(record) == [said]
+    # The Markdown report and the HTML page say it as the terminal does.
+    report = build_report([record], [])
+    assert said in report_markdown(report).splitlines()
+    assert f"<p>{html.escape(said)}</p>" in report_html(report)
 
 
 def test_a_judge_reads_a_folded_document_whole() -> None:

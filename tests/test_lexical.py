@@ -18,6 +18,8 @@ from pytest_embeval.golden import Document, GoldenSet, Query
 from pytest_embeval.lexical import bm25_arm
 from pytest_embeval.metrics import parse_metric
 from pytest_embeval.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.readout import settings_table
+from pytest_embeval.report import golden_record
 from pytest_embeval.retrievers import resolve_arm
 
 #: The public collections: beside the repository (../shared/data), or where this machine keeps them.
@@ -195,6 +197,10 @@ def test_a_bm25_arm_is_held_to_the_same_control_as_an_embedding_arm() -> None:
     run = run_golden(golden, hash_arm(), "bm25")
     assert run.candidate.control == golden_control(golden) == run.incumbent.control
     assert run.candidate.arm.kind == "bm25" and run.candidate.index is None
+    record = json.loads(json.dumps(golden_record(run, "g.yaml")))
+    settings = dict(settings_table(record).rows)
+    assert settings["candidate index"] == "none: BM25 scores its records itself"
+    assert settings["incumbent index"] == f"exact, dimension {run.incumbent.index.dimension}"
 
 
 # --------------------------------------------------------------------------------------- parity with bm25s

@@ -58,7 +58,7 @@ def test_filters_a_reranker_and_a_hybrid_arm_in_one_run_serially_and_with_xdist(
         [
             "filters: 48 of 48 queries search only the documents their filters allow (2 distinct filters)",
             "reranked by rerankers:BY_NUMBER (top 60, all queries, hit@1); "
-            "the verdict rests on the first stage",
+            "the verdict rests on the first stage:",
             "stratum*n*first stage Δ*CI*verdict*after rerank Δ*CI*verdict*",
             "overall*48*BETTER*+0.000*TIE*the first-stage gain vanishes after reranking",
             "reranker: * pairs scored, 0 from the cache",

@@ -16,9 +16,11 @@ from test_pipeline import make_golden
 
 from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.golden import Document, GoldenError, GoldenSet, Query, load_golden
+from pytest_embeval.htmlpage import report_html
+from pytest_embeval.markdown import report_markdown
 from pytest_embeval.metrics import parse_metric
 from pytest_embeval.pipeline import golden_control, run_golden
-from pytest_embeval.report import golden_record, rerank_run, stratum_record
+from pytest_embeval.report import build_report, golden_record, rerank_run, stratum_record
 from pytest_embeval.rerank import RerankError, RerankSpec
 from pytest_embeval.strata import evaluate_stratum
 from pytest_embeval.terminal import golden_table, stratum_failure
@@ -151,6 +153,31 @@ def test_a_reranker_that_knows_the_labels_absorbs_the_first_stage_gain_and_the_s
         )
         for line in lines
     )
+
+
+def test_the_markdown_report_and_the_html_page_show_both_comparisons_side_by_side() -> None:
+    run = run_golden(golden(rerank=RerankSpec("test_rerank:LABELS", depth=10)), THIRD, EXACT)
+    records = [
+        stratum_record(run.golden, "g.yaml", order, evaluate_stratum(run, stratum))
+        for order, stratum in enumerate(run.golden.strata())
+    ]
+    report = json.loads(json.dumps(build_report([golden_record(run, "g.yaml")], records)))
+    markdown = report_markdown(report).splitlines()
+    start = markdown.index(
+        "reranked by test_rerank:LABELS (top 10, all queries, mrr@10); the verdict rests on the first stage:"
+    )
+    assert markdown[start + 2 : start + 5] == [
+        "| stratum | n | first stage Δ | CI | verdict | after rerank Δ | CI | verdict |  |",
+        "| :-- | --: | --: | --: | :-- | --: | --: | :-- | :-- |",
+        "| `overall` | 30 | +0.667 | [+0.667, +0.667] | **BETTER** | +0.000 | [+0.000, +0.000] | **TIE** "
+        "| the first-stage gain vanishes after reranking |",
+    ]
+    # 12 documents per query in the union of both arms' top 10 (d_i-2 .. d_i+9).
+    assert markdown[start + 8] == "reranker: 360 pairs scored, 0 from the cache"
+    page = report_html(report)
+    assert "<h3>After the reranker</h3>" in page
+    assert '<td class="v-BETTER">BETTER</td>' in page and '<td class="v-TIE">TIE</td>' in page
+    assert '<td class="text">the first-stage gain vanishes after reranking</td>' in page
 
 
 def test_with_decides_the_verdict_rests_on_the_after_rerank_comparison() -> None:
