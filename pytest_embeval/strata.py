@@ -204,7 +204,9 @@ def _rerank_outcome(run: GoldenRun, stratum: Stratum, confidence: float) -> Rera
         )
         return comparisons, decision
 
-    first, first_decision = compared((run.incumbent.per_query, run.candidate.per_query), "reranked")
+    # The first stage is seeded as the stratum's own comparison is: reranking every query, its column
+    # repeats the stratum's interval rather than one from other resamples of the same pairs.
+    first, first_decision = compared((run.incumbent.per_query, run.candidate.per_query), "")
     reranked, reranked_decision = compared((before.per_query, after.per_query), "after-rerank")
     level = golden.relevance_level
     scorable = sum(any(g >= level for g in held.qrels[qid].values()) for qid in stratum.query_ids)

@@ -4,6 +4,7 @@ schema and the errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -222,6 +223,36 @@ def test_a_sample_is_seeded_per_stratum_and_the_same_for_both_arms() -> None:
     assert outcome.rerank is not None and outcome.rerank.sampled
     assert outcome.rerank.after["mrr@10"].n == outcome.rerank.first_stage["mrr@10"].n == 6
     assert outcome.comparisons["mrr@10"].n == 15  # the first stage decides, on every query
+
+
+class Varied(Offset):
+    """Query i ranks document i at place ``i mod 4`` + 1: differences from EXACT that vary by query."""
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            self.offset = -(int(text.split()[-1]) % 4)
+            rows.append(super().encode_query([text])[0])
+        return np.stack(rows)
+
+
+@pytest.mark.filterwarnings("ignore::pytest_embeval.metrics.NoRelevantDocumentsWarning")
+def test_reranking_every_query_the_first_stage_column_is_the_stratums_own_comparison() -> None:
+    # q00-q05 have no judgments: excluded alike from the stratum's comparison and from the reranked queries.
+    qrels = {f"q{i:02d}": {f"d{i:02d}": 1} for i in range(6, N_QUERIES)}
+    run = run_golden(
+        dataclasses.replace(golden(rerank=RerankSpec("test_rerank:LABELS", depth=10)), qrels=qrels),
+        Varied("varied", 0),
+        EXACT,
+    )
+    for stratum in run.golden.strata():
+        outcome = evaluate_stratum(run, stratum)
+        assert outcome.rerank is not None and not outcome.rerank.sampled
+        first, own = outcome.rerank.first_stage["mrr@10"], outcome.comparisons["mrr@10"]
+        assert first.ci_low < first.ci_high  # not a degenerate interval
+        same = ("n", "delta", "ci_low", "ci_high", "p_value")
+        assert [getattr(first, key) for key in same] == [getattr(own, key) for key in same]
+        assert own.excluded == (6 if stratum.name == "overall" else 3)
 
 
 def test_scores_are_cached_and_reused_on_a_rerun(tmp_path: Path) -> None:
