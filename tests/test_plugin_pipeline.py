@@ -109,3 +109,31 @@ def test_a_filter_on_a_field_no_document_has_is_a_collection_error(
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_a_filter_matching_no_document_is_a_warning_naming_its_query(
+    pytester: pytest.Pytester, golden: Golden, workers: tuple[str, ...]
+) -> None:
+    path = golden()
+    with_languages(path)
+    queries = path.parent / path.stem / "queries.jsonl"
+    lines = queries.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[2])
+    record["filters"] = {"language": "fr"}
+    lines[2] = json.dumps(record)
+    queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad", *workers
+    )
+    assert result.ret == 1  # the bad model is WORSE: the warning fails nothing
+    assert (
+        'EmptyFilterWarning: the filter {"language":["fr"]} of query \'q02\' matches no document: it '
+        "scores NaN, excluded from both arms"
+    ) in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "filters: 48 of 48 queries search only the documents their filters allow (3 distinct filters); "
+            "1 match no document: q02"
+        ]
+    )
