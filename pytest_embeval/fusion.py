@@ -22,7 +22,7 @@ import numpy as np
 
 from pytest_embeval.encoders import EncoderError
 from pytest_embeval.index import tie_ranks
-from pytest_embeval.retrievers import Hits, RetrievalTask, Retriever, Searcher, spec_parameters
+from pytest_embeval.retrievers import EmbedsNothing, Hits, RetrievalTask, Retriever, Searcher, spec_parameters
 
 __all__ = ["DEFAULT_K", "FusedRetriever", "rrf_arm", "rrf_fuse", "split_parts"]
 
@@ -113,7 +113,7 @@ class FusedRetriever:
         return FusedSearcher(self.k, tuple(part.open(task) for part in self.parts), tie_ranks(task.doc_ids))
 
 
-class FusedSearcher:
+class FusedSearcher(EmbedsNothing):
     def __init__(self, k: int, parts: tuple[Searcher, ...], ranks: np.ndarray) -> None:
         self.k = k
         self.parts = parts
@@ -123,15 +123,6 @@ class FusedSearcher:
         return rrf_fuse(
             [part.search(rows, depth) for part in self.parts], k=self.k, depth=depth, ranks=self.ranks
         )
-
-    def index_stats(self, depth: int) -> None:
-        return None
-
-    def capacity(self, depth: int) -> None:
-        return None
-
-    def vectors(self) -> None:
-        return None
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> FusedSearcher:
         return FusedSearcher(

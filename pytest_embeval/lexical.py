@@ -32,7 +32,7 @@ import numpy as np
 
 from pytest_embeval.encoders import EncoderError
 from pytest_embeval.index import tie_ranks, top_k
-from pytest_embeval.retrievers import Hits, RetrievalTask, Retriever, spec_parameters
+from pytest_embeval.retrievers import EmbedsNothing, Hits, RetrievalTask, Retriever, spec_parameters
 
 __all__ = ["BM25_DEFAULTS", "METHODS", "Bm25Retriever", "bm25_arm"]
 
@@ -112,7 +112,7 @@ class Bm25Retriever:
         return Bm25Searcher(self, task, index, queries)
 
 
-class Bm25Searcher:
+class Bm25Searcher(EmbedsNothing):
     """A bm25s index over the records, and each query's tokens."""
 
     def __init__(
@@ -150,15 +150,6 @@ class Bm25Searcher:
         if not positions:
             return Hits.empty(0, min(depth, n_records))
         return Hits(np.concatenate(positions), np.concatenate(scores))
-
-    def index_stats(self, depth: int) -> None:
-        return None
-
-    def capacity(self, depth: int) -> None:
-        return None
-
-    def vectors(self) -> None:
-        return None
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> Bm25Searcher:
         # Term statistics (document frequencies, average length) are the subset's own: index it afresh.

@@ -173,6 +173,20 @@ class Searcher(Protocol):
         ...
 
 
+class EmbedsNothing:
+    """The `Searcher` answers of an arm with no vectors of its own (BM25, a fusion): no index to measure,
+    no capacity to project, no vectors to scan for tied scores."""
+
+    def index_stats(self, depth: int) -> None:
+        return None
+
+    def capacity(self, depth: int) -> None:
+        return None
+
+    def vectors(self) -> None:
+        return None
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """An arm: identified like an embedding model (what reports show, what caches are keyed by)."""

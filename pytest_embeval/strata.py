@@ -180,6 +180,26 @@ def _deciding(run: GoldenRun, stratum: Stratum) -> tuple[Scores, np.ndarray, str
     return (before.per_query, after.per_query), held.rerank_samples[stratum.name], "after-rerank"
 
 
+def _decided(
+    golden: GoldenSet, stratum: Stratum, scores: Scores, rows: np.ndarray, confidence: float, stage: str = ""
+) -> tuple[dict[str, PairedComparison], Decision]:
+    """Every metric of the golden set compared on ``rows`` of both arms' ``scores``, and the verdict rule
+    applied to them (primary and guards)."""
+    comparisons = {
+        str(m): _compare(
+            golden, stratum, str(m), scores[0][str(m)][rows], scores[1][str(m)][rows], confidence, stage
+        )
+        for m in golden.all_metrics()
+    }
+    decision = decide(
+        comparisons[str(golden.metric)],
+        tie_margin=golden.tie_margin,
+        min_queries=golden.min_queries,
+        guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
+    )
+    return comparisons, decision
+
+
 def _rerank_outcome(run: GoldenRun, stratum: Stratum, confidence: float) -> RerankOutcome | None:
     """The stratum before and after the reranker, on the queries reranked for it; None without one."""
     golden, held = run.golden, run.held
@@ -187,27 +207,14 @@ def _rerank_outcome(run: GoldenRun, stratum: Stratum, confidence: float) -> Rera
     if spec is None or held is None or before is None or after is None:
         return None
     rows = held.rerank_samples[stratum.name]
-    primary = str(golden.metric)
-
-    def compared(scores: Scores, stage: str) -> tuple[dict[str, PairedComparison], Decision]:
-        comparisons = {
-            str(m): _compare(
-                golden, stratum, str(m), scores[0][str(m)][rows], scores[1][str(m)][rows], confidence, stage
-            )
-            for m in golden.all_metrics()
-        }
-        decision = decide(
-            comparisons[primary],
-            tie_margin=golden.tie_margin,
-            min_queries=golden.min_queries,
-            guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
-        )
-        return comparisons, decision
-
     # The first stage is seeded as the stratum's own comparison is: reranking every query, its column
     # repeats the stratum's interval rather than one from other resamples of the same pairs.
-    first, first_decision = compared((run.incumbent.per_query, run.candidate.per_query), "")
-    reranked, reranked_decision = compared((before.per_query, after.per_query), "after-rerank")
+    first, first_decision = _decided(
+        golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
+    )
+    reranked, reranked_decision = _decided(
+        golden, stratum, (before.per_query, after.per_query), rows, confidence, "after-rerank"
+    )
     level = golden.relevance_level
     scorable = sum(any(g >= level for g in held.qrels[qid].values()) for qid in stratum.query_ids)
     return RerankOutcome(
@@ -240,22 +247,9 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
         )
 
     primary = str(golden.metric)
-    comparisons: Mapping[str, PairedComparison] = {
-        str(metric): _compare(
-            golden,
-            stratum,
-            str(metric),
-            run.incumbent.per_query[str(metric)][rows],
-            run.candidate.per_query[str(metric)][rows],
-            confidence,
-        )
-        for metric in golden.all_metrics()
-    }
-    decision = decide(
-        comparisons[primary],
-        tie_margin=golden.tie_margin,
-        min_queries=golden.min_queries,
-        guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
+    comparisons: Mapping[str, PairedComparison]
+    comparisons, decision = _decided(
+        golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
     )
 
     first_stage, first_decision = comparisons, decision
