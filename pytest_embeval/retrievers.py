@@ -42,6 +42,7 @@ from pytest_embeval.index import (
 )
 from pytest_embeval.measure import TimedEncoder, measure_capacity
 from pytest_embeval.stats import stable_seed
+from pytest_embeval.usage import UsageCount
 
 __all__ = [
     "ANN_SAMPLE",
@@ -247,13 +248,24 @@ class DenseRetriever:
         # Encoding is timed only when a capacity is to be measured; the timer changes nothing else.
         timer = TimedEncoder(self.arm.encoder) if task.measure else None
         encoding = self.arm if timer is None else dataclasses.replace(self.arm, encoder=timer)
+        before = self._usage()
         documents = task.embedder(
             encoding, task.doc_texts, "document", progress=task.reporter("document"), role=task.role
         )
+        after_documents = self._usage()
         queries = task.embedder(
             encoding, task.query_texts, "query", progress=task.reporter("query"), role=task.role
         )
-        return DenseSearcher(task, self.arm, documents, queries, timer)
+        after = self._usage()
+        # What the endpoint counted for each kind of text: an endpoint arm's tokens for its capacity.
+        usage = None
+        if before is not None and after_documents is not None and after is not None:
+            usage = (after_documents - before, after - after_documents)
+        return DenseSearcher(task, self.arm, documents, queries, timer, usage)
+
+    def _usage(self) -> UsageCount | None:
+        """What the arm's endpoint has counted so far (None for an in-process arm)."""
+        return self.arm.usage.snapshot() if self.arm.usage is not None else None
 
 
 class DenseSearcher:
@@ -266,12 +278,15 @@ class DenseSearcher:
         documents: np.ndarray,
         queries: np.ndarray,
         timer: TimedEncoder | None = None,
+        usage: tuple[UsageCount, UsageCount] | None = None,
     ) -> None:
         self.task = task
         self.arm = arm
         self.documents = documents
         self.queries = queries
         self.timer = timer
+        #: an endpoint arm's counts while its documents and its queries were embedded
+        self.usage = usage
         self._hnsw: HnswIndex | None = None
         #: the ef searched with: ef_search, or the one reaching the recall target (chosen on first search)
         self._ef: int | None = None
@@ -379,6 +394,8 @@ class DenseSearcher:
             document_texts=self.task.doc_texts,
             query_texts=self.task.query_texts,
             timer=self.timer,
+            document_usage=None if self.usage is None else self.usage[0],
+            query_usage=None if self.usage is None else self.usage[1],
             index=stats.kind,
             index_bytes=stats.memory_bytes,
             M=self.task.index.M if stats.hnsw is not None else None,
