@@ -75,7 +75,7 @@ def main() -> None:
     plain = Latency.of(index.query_seconds(queries, args.k, ef_search=args.k))
     print(
         f"{'share':>6}  {'recall':>7}  {'hnsw p50 ms':>11}  {'x unfiltered':>12}  {'flat p50 ms':>11}  "
-        f"{'exact_search all s':>18}"
+        f"{'exact_search all s':>18}  {'visited':>8}"
     )
     for share in args.shares:
         mask = rng.random(args.documents) < share
