@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -110,6 +111,7 @@ def control_of(
     index: Mapping[str, Any],
     depth: int,
     plan: str,
+    textless: Sequence[str] = (),
     filters: Sequence[object] | None = None,
     fold: Iterable[object] | None = None,
     rerank: Sequence[object] | None = None,
@@ -117,10 +119,12 @@ def control_of(
     """The `Control` of what an arm (or the golden set) consumed; the optional components from their parts,
     only when given."""
     # Texts are hashed one by one so a large corpus is never serialised whole.
-    documents = (
+    documents: Iterable[object] = (
         [doc_id, hashlib.sha256(text.encode("utf-8")).hexdigest()]
         for doc_id, text in zip(doc_ids, doc_texts, strict=True)
     )
+    if textless:  # documents without text, never embedded; only then, so other digests do not change
+        documents = itertools.chain(documents, [["textless", list(textless)]])
     query_rows = (
         [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
     )

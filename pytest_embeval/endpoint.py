@@ -128,6 +128,17 @@ class EndpointEncoder:
     def encode_document(self, texts: list[str]) -> EncodedBatch:
         return self._encode(texts, "document")
 
+    def missing_key(self) -> str | None:
+        """Why no request could be sent now: the key's variable is not set; None when it is. Asked by the
+        plugin before anything runs, so that the command line's arms fail as a usage error, not mid-run."""
+        settings = self.settings
+        if os.environ.get(settings.api_key_env):
+            return None
+        return (
+            f"the API key for {settings.url} is read from ${settings.api_key_env}, which is not set (for a "
+            "server that needs no key, set it to any value)"
+        )
+
     def __repr__(self) -> str:
         return f"EndpointEncoder({self.settings.model!r} at {self.settings.url})"
 
@@ -159,11 +170,9 @@ class EndpointEncoder:
             if self._client is None:
                 openai = _import_openai(f"{ENDPOINT_PREFIX}{self.settings.model}")
                 settings = self.settings
-                if not os.environ.get(settings.api_key_env):
-                    raise EncoderError(
-                        f"the API key for {settings.url} is read from ${settings.api_key_env}, which is not "
-                        "set (for a server that needs no key, set it to any value)"
-                    )
+                missing = self.missing_key()
+                if missing is not None:
+                    raise EncoderError(missing)
                 # The key goes from the environment to the client, through no variable of ours.
                 self._client = openai.OpenAI(
                     api_key=os.environ[settings.api_key_env],

@@ -25,7 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,8 @@ __all__ = [
     "Filter",
     "FilterPlan",
     "allowed_qrels",
+    "field_names",
+    "field_problem",
     "filter_value",
     "matches",
     "plan_filters",
@@ -104,6 +107,20 @@ class FieldReader:
         if shared is None:
             shared = self._shared[key] = dict(items)
         return shared
+
+
+def field_problem(name: str, document_fields: AbstractSet[str]) -> str | None:
+    """Why a filter cannot name this field, if it cannot: no corpus record has it."""
+    if name in document_fields:
+        return None
+    listed = ", ".join(sorted(document_fields)) if document_fields else "none"
+    return f"no document has a field {name!r} to filter on (document fields: {listed})"
+
+
+def field_names(fields_of_records: Iterable[Mapping[str, object]]) -> frozenset[str]:
+    """Every field name of the records' fields (shared mappings, `FieldReader`, looked at once each)."""
+    distinct = {id(fields): fields for fields in fields_of_records}
+    return frozenset(name for fields in distinct.values() for name in fields)
 
 
 def matches(fields: Mapping[str, Sequence[str]], wanted: Filter) -> bool:
@@ -214,9 +231,11 @@ def allowed_qrels(
     result: dict[str, dict[str, int]] = {}
     for query_id, row in zip(query_ids, plan.rows.tolist(), strict=True):
         mask = plan.masks[row]
+        # A judged document without text is no record (never embedded nor retrievable): no filter can be
+        # matched against it, so its judgment counts as it does unfiltered, against both arms alike.
         result[query_id] = {
             doc_id: grade
             for doc_id, grade in qrels.get(query_id, {}).items()
-            if bool(mask[records_of[doc_id]].any())
+            if doc_id not in records_of or bool(mask[records_of[doc_id]].any())
         }
     return result

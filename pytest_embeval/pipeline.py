@@ -45,7 +45,7 @@ from pytest_embeval.control import (
     declared_index,
     short_digest,
 )
-from pytest_embeval.encoders import Arm, embed
+from pytest_embeval.encoders import Arm, EncoderError, embed
 from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
 from pytest_embeval.golden import GoldenSet
@@ -109,6 +109,21 @@ __all__ = [
 RANKED_DEPTH = 100
 
 Role = Literal["incumbent", "candidate"]
+
+
+class ArmFault(EncoderError):
+    """One arm's model failed: it could not be resolved, or its encoder raised or returned vectors that cannot
+    be used. ``role`` and ``spec`` say which (``spec`` is None when there is no model at all); the message,
+    one line, says what was wrong."""
+
+    def __init__(self, role: Role, spec: str | None, problem: str) -> None:
+        self.role = role
+        self.spec = spec
+        self.problem = problem
+        super().__init__(problem)
+
+    def __reduce__(self) -> tuple[type[ArmFault], tuple[Role, str | None, str]]:
+        return ArmFault, (self.role, self.spec, self.problem)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -280,6 +295,7 @@ def golden_control(golden: GoldenSet, held: HeldConstant | None = None) -> Contr
         index=declared_index(golden, held.depth),
         depth=held.depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
         **_declared_parts(golden, held),
     )
 
@@ -321,7 +337,8 @@ def run_arm(
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
     declares a reranker and none is given). With ``corpus_sample``, the arm is opened on the largest slice
-    and every smaller one is searched by restricting it (an embedding arm embeds once)."""
+    and every smaller one is searched by restricting it (an embedding arm embeds once). Raises `ArmFault`
+    when the arm's encoder fails or returns vectors that cannot be searched."""
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = restrict(golden, drawn[-1].rows) if drawn else golden
@@ -332,7 +349,10 @@ def run_arm(
     # The tokens an endpoint arm is billed for this golden set (`Arm.usage`); arms without one: None.
     counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
     before = counter.snapshot() if counter is not None else None
-    searcher = retriever.open(_task(searched, held, role, embedder, progress))
+    try:
+        searcher = retriever.open(_task(searched, held, role, embedder, progress))
+    except EncoderError as error:
+        raise ArmFault(role, retriever.spec, str(error)) from error
     usage = counter.snapshot() - before if counter is not None and before is not None else None
     result = dataclasses.replace(_score(searched, retriever, searcher, held, role, scorer), usage=usage)
     if len(drawn) < 2:
@@ -429,6 +449,7 @@ def _score(
         index=consumed_index(declared_index(golden, depth), _all_indexes(index, parts)),
         depth=depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
         **_declared_parts(golden, held),
     )
     return ArmResult(

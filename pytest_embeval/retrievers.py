@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity
-from pytest_embeval.encoders import Arm, embed, resolve_model
+from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
 from pytest_embeval.golden import IndexSpec
 from pytest_embeval.index import (
     Allowed,
@@ -257,6 +257,11 @@ class DenseRetriever:
             encoding, task.query_texts, "query", progress=task.reporter("query"), role=task.role
         )
         after = self._usage()
+        if queries.shape[1] != documents.shape[1]:
+            raise EncoderError(
+                f"{task.role} encoder {self.arm.spec!r} returned {queries.shape[1]}-dimensional query "
+                f"vectors but {documents.shape[1]}-dimensional document vectors: they cannot be compared"
+            )
         # What the endpoint counted for each kind of text: an endpoint arm's tokens for its capacity.
         usage = None
         if before is not None and after_documents is not None and after is not None:

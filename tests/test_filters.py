@@ -131,6 +131,37 @@ def test_jsonl_queries_carry_filters_of_values_and_lists(tmp_path: Path) -> None
     ]
 
 
+def test_a_tsv_corpus_with_a_header_filters_on_its_other_columns(tmp_path: Path) -> None:
+    corpus = (
+        "id\ttext\tlanguage\nd1\talpha text\ten\nd2\tbeta text\tde\nd3\tgamma text\ten\nd4\tdelta text\tde\n"
+    )
+    yaml_text = BASE.replace("corpus: corpus.jsonl", "corpus: corpus.tsv")
+    golden = load_golden(
+        write_set(tmp_path, yaml_text, {"corpus.tsv": corpus, "queries.jsonl": _queries({"language": "de"})})
+    )
+    assert [dict(doc.fields) for doc in golden.documents] == [
+        {"language": (lang,)} for lang in ["en", "de", "en", "de"]
+    ]
+    assert prepare(golden).qrels["q1"] == {"d2": 0}  # d1 is English: the filter drops its judgment
+    unknown = _queries({"tenant": "acme"})
+    with pytest.raises(GoldenError) as raised:
+        load_golden(write_set(tmp_path, yaml_text, {"corpus.tsv": corpus, "queries.jsonl": unknown}))
+    assert str(raised.value).endswith(
+        "queries.jsonl:1: filters.tenant: query 'q1': no document has a field 'tenant' to filter on "
+        "(document fields: language)"
+    )
+
+
+def test_a_judged_document_without_text_counts_under_a_filter_as_it_does_without(tmp_path: Path) -> None:
+    # d1 has no text: never embedded nor searched, so no filter is matched against it; its judgment stays.
+    corpus = LANGUAGE_CORPUS.replace('"text": "alpha text"', '"text": ""')
+    golden = load_golden(
+        write_set(tmp_path, BASE, {"corpus.jsonl": corpus, "queries.jsonl": _queries({"language": "de"})})
+    )
+    assert golden.textless == ("d1",) and [doc.id for doc in golden.documents] == ["d2", "d3", "d4"]
+    assert prepare(golden).qrels["q1"] == {"d1": 2, "d2": 0}
+
+
 def test_inline_queries_carry_filters_taken_as_written(tmp_path: Path) -> None:
     text = INLINE.replace(
         "language: en, relevant: {d1: 2, d2: 0}}",

@@ -5,6 +5,7 @@ error."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,16 @@ class ByNumber:
 
 
 BY_NUMBER = ByNumber()
+
+
+class Short:
+    name = "short"
+
+    def score(self, query, documents):
+        return [0.0]
+
+
+SHORT = Short()
 """
 
 
@@ -137,3 +148,43 @@ def test_a_filter_matching_no_document_is_a_warning_naming_its_query(
             "1 match no document: q02"
         ]
     )
+
+
+def test_a_bm25_arm_without_its_extra_is_a_usage_error_before_anything_runs(
+    pytester: pytest.Pytester, golden: Golden, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    golden()
+    # None in sys.modules makes `import bm25s` raise ImportError, as on a machine without it.
+    monkeypatch.setitem(sys.modules, "bm25s", None)
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=rrf:fake_models:bad,bm25"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "ERROR: --embeval-candidate: model spec 'bm25' needs bm25s, which is not installed: "
+        "install the extra: pip install 'pytest-embeval[bm25]'"
+    ) in result.errlines
+    assert not (pytester.path / ".embeval_cache").exists()
+
+
+def test_a_failing_reranker_is_an_error_of_the_golden_set_reported_once(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden(rerank={"model": "rerankers:SHORT", "depth": 5})
+    pytester.makepyfile(rerankers=RERANKERS)
+    report_path = pytester.path / "report.json"
+    result = run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad",
+        f"--embeval-json={report_path}",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=3)  # an error of the golden set's items, never a failure
+    line = "support: reranker 'rerankers:SHORT' returned 1 scores for 5 documents"
+    assert line in result.stdout.lines
+    assert "support: not run; the error is reported under support.yaml::overall" in result.stdout.lines
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert report["golden_sets"] == []
+    assert [error["message"] for error in report["errors"]] == [line.removeprefix("support: ")]
+    assert "Traceback" not in result.stdout.str()
