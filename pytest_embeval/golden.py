@@ -30,6 +30,9 @@ Decisions the schema leaves open, taken here:
   ``sizes`` are fractions in (0, 1], kept sorted.
 * ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
   least 2 (hnswlib cannot build a graph with M = 1).
+* ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
+  file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
+  the fingerprint: the judgments are, and the guidelines change no score.
 """
 
 from __future__ import annotations
@@ -96,6 +99,7 @@ KNOWN_KEYS = (
     "multiple_comparisons",
     "production",
     "corpus_sample",
+    "guidelines",
 )
 _DATA_KEYS = ("corpus", "queries", "qrels")
 _INLINE_QUERY_KEYS = ("id", "text", "relevant")
@@ -189,6 +193,14 @@ class CorpusSample:
 
 
 @dataclass(frozen=True, slots=True)
+class Guidelines:
+    """The relevance definition judges grade by: the file, and its text as read."""
+
+    path: Path
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Stratum:
     name: str  # "overall" | "field=value"
     query_ids: tuple[str, ...]
@@ -225,6 +237,8 @@ class GoldenSet:
     #: the production index each arm's capacity is projected to; None: no capacity is measured
     production: Production | None = None
     corpus_sample: CorpusSample | None = None
+    #: the written relevance definition (``guidelines``), for people and the LLM judge; None: not declared
+    guidelines: Guidelines | None = None
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -667,6 +681,7 @@ class _GoldenLoader:
         corpus_sample: CorpusSample | None = setting(
             "corpus_sample", lambda node: self.corpus_sample(node, seed), None
         )
+        guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
         return GoldenSet(
             path=self.path,
             name=name,
@@ -690,6 +705,7 @@ class _GoldenLoader:
             multiple_comparisons=multiple_comparisons,
             production=production,
             corpus_sample=corpus_sample,
+            guidelines=guidelines,
         )
 
     def check_structure(self, top: Mapping[str, _Entry]) -> None:
@@ -848,6 +864,14 @@ class _GoldenLoader:
         if "seed" in entries:
             seed = self.integer(entries["seed"][1], "corpus_sample.seed", 0)
         return CorpusSample(sizes=tuple(sorted(sizes)), seed=seed)
+
+    def guidelines(self, node: yaml.Node) -> Guidelines:
+        path = self.data_file(node, "guidelines")
+        text = _read_text(path)
+        if not text.strip():
+            problem = f"{path.resolve()} is empty: write down the relevance definition judges grade by"
+            raise self.error(node, "guidelines", problem)
+        return Guidelines(path, text)
 
     # --- data: corpus, queries, qrels
 
