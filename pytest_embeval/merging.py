@@ -26,6 +26,7 @@ __all__ = [
     "append_qrels",
     "check_max_grade",
     "merge_sheets",
+    "pair_problems",
     "qrels_file",
     "sheet_grades",
 ]
@@ -132,6 +133,20 @@ def _check_ids(golden: GoldenSet, query_ids: Set[str], doc_ids: Set[str], row: S
             f"pair_id {row.pair_id!r} does not belong to {_describe_pair((row.query_id, row.doc_id))} "
             "(were cells moved, e.g. by sorting one column only?)"
         )
+
+
+def pair_problems(golden: GoldenSet, sheet: Sheet) -> list[str]:
+    """One line for every row of ``sheet`` that does not name a pair of ``golden`` (unknown or empty ids,
+    a ``pair_id`` that is not the row's), in row order."""
+    query_ids = {query.id for query in golden.queries}
+    doc_ids = {doc.id for doc in golden.documents}
+    problems = []
+    for row in sheet.rows:
+        try:
+            _check_ids(golden, query_ids, doc_ids, row)
+        except _CellError as exc:
+            problems.append(f"{sheet.name}: row {row.row}: {exc}")
+    return problems
 
 
 def merge_sheets(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_embeval.golden import GoldenSet
+from pytest_embeval.golden import Document, GoldenSet, Query
 from pytest_embeval.output import table, write_atomic
 from pytest_embeval.rankings import Pair, Rankings, check_rankings
 from pytest_embeval.stats import stable_seed
@@ -43,8 +43,10 @@ __all__ = [
     "pool_command",
     "pool_from_rankings",
     "pool_lines",
+    "pool_row",
     "read_sheet",
     "sample_pool",
+    "sheet_cells",
     "sheet_pairs",
     "sheet_text",
     "split_pool",
@@ -123,6 +125,18 @@ class Pool:
         return tuple(row for query in self.queries for row in query.rows)
 
 
+def pool_row(golden_name: str, query: Query, document: Document) -> PoolRow:
+    """The sheet row of a pair, with the texts the golden set holds."""
+    return PoolRow(
+        pair_id=pair_id(golden_name, query.id, document.id),
+        query_id=query.id,
+        query_text=query.text,
+        doc_id=document.id,
+        doc_title=document.title,
+        doc_text=document.text,
+    )
+
+
 def pool_from_rankings(
     golden: GoldenSet,
     rankings: Rankings,
@@ -174,17 +188,7 @@ def pool_from_rankings(
         order = np.random.default_rng(stable_seed("embeval pool", base_seed, query.id)).permutation(
             len(fresh)
         )
-        rows = tuple(
-            PoolRow(
-                pair_id=pair_id(golden.name, query.id, doc_id),
-                query_id=query.id,
-                query_text=query.text,
-                doc_id=doc_id,
-                doc_title=documents[doc_id].title,
-                doc_text=documents[doc_id].text,
-            )
-            for doc_id in (fresh[i] for i in order.tolist())
-        )
+        rows = tuple(pool_row(golden.name, query, documents[fresh[i]]) for i in order.tolist())
         queries.append(
             QueryPool(
                 query_id=query.id,
@@ -251,9 +255,23 @@ def sheet_text(pool: Pool) -> str:
     writer = csv.writer(buffer)
     writer.writerow(SHEET_COLUMNS)
     for row in pool.rows:
-        texts = [row.pair_id, row.query_id, row.query_text, row.doc_id, row.doc_title, row.doc_text]
-        writer.writerow([*texts, "", "", ""])  # grade, judge, notes: for the judge to fill in
+        writer.writerow(sheet_cells(row))  # grade, judge, notes empty: for the judge to fill in
     return buffer.getvalue()
+
+
+def sheet_cells(row: PoolRow, grade: str = "", judge: str = "", notes: str = "") -> list[str]:
+    """A sheet row's cells, in `SHEET_COLUMNS` order."""
+    return [
+        row.pair_id,
+        row.query_id,
+        row.query_text,
+        row.doc_id,
+        row.doc_title,
+        row.doc_text,
+        grade,
+        judge,
+        notes,
+    ]
 
 
 def write_sheet(path: str | PathLike[str], pool: Pool) -> None:
