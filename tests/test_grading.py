@@ -251,7 +251,8 @@ def test_an_output_of_another_judge_is_refused(
         grade_sheet(golden, read_sheet(sheet_path), judge, out)
     assert str(error.value).startswith(f"{out}: row 2: graded by 'openai:{MODEL}?base_url=")
     assert str(error.value).endswith(
-        f"not by this judge {judge.name!r} (another model, endpoint, guidelines or scale); choose another --out"
+        f"not by this judge {judge.name!r} (another model, endpoint, guidelines or scale); "
+        "choose another --out"
     )
     people = tmp_path / "people.csv"
     people.write_text("query_id,doc_id,grade\nq0,d1,2\n", encoding="utf-8")
