@@ -150,8 +150,7 @@ class OpenAIClient:
             line = f"{url} refused the API key in ${env} ({_status(error.status_code)})"
         elif isinstance(error, openai.NotFoundError):
             line = (
-                f"{url} has no model {where.model!r} ({_status(404)}): check the model name and the "
-                "base URL"
+                f"{url} has no model {where.model!r} ({_status(404)}): check the model name and the base URL"
             )
         elif isinstance(error, openai.APIStatusError):
             status = error.status_code
@@ -301,6 +300,7 @@ class EndpointEncoder:
                 f"{url} returned NaN or inf in {int(bad.sum())} of {n} vectors (first: input {first})"
             )
         return vectors
+
 
 # ------------------------------------------------------------------------------------------------ the arm
 
