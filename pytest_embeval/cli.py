@@ -12,21 +12,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_embeval import cli_judge
 from pytest_embeval.agreement import agreement, agreement_lines
+from pytest_embeval.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from pytest_embeval.cli_support import add_scale as _add_scale
+from pytest_embeval.cli_support import bounded_float as _bounded_float
+from pytest_embeval.cli_support import golden_set as _golden
+from pytest_embeval.cli_support import nonnegative_int as _nonnegative_int
+from pytest_embeval.cli_support import positive_int as _positive_int
+from pytest_embeval.cli_support import print_lines as _print
+from pytest_embeval.cli_support import sheets as _sheets
 from pytest_embeval.coverage import DEFAULT_COVERAGE_GAP, coverage, coverage_lines, coverage_warnings
-from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
-from pytest_embeval.merging import DEFAULT_MAX_GRADE, append_qrels, merge_sheets, qrels_file, sheet_grades
+from pytest_embeval.golden import GoldenSet
+from pytest_embeval.merging import append_qrels, merge_sheets, qrels_file, sheet_grades
 from pytest_embeval.planning import DEFAULT_SD, observed_sd, plan, plan_lines
 from pytest_embeval.pooling import (
     DEFAULT_DEPTH,
-    Sheet,
     SheetError,
     pool_from_rankings,
     pool_lines,
-    read_sheet,
     sample_pool,
     sheet_pairs,
     split_pool,
@@ -41,63 +48,7 @@ from pytest_embeval.rankings import (
     read_trec_run,
 )
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """Bad input: printed as ``embeval <command>: error: <line>`` for each line, exit status 2."""
-
-
-# ----------------------------------------------------------------------------------------- argument types
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def _bounded_float(low: float, high: float, *, include_high: bool) -> Callable[[str], float]:
-    closing = "]" if include_high else ")"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not (low <= value <= high if include_high else low <= value < high):
-            raise argparse.ArgumentTypeError(
-                f"expected a number in [{low:g}, {high:g}{closing}, got {text!r}"
-            )
-        return value
-
-    return parse
-
-
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def _golden(path: str) -> GoldenSet:
-    try:
-        return load_golden(path)
-    except GoldenError as error:
-        raise CliError(str(error)) from None
 
 
 def _report_record(path: str, golden: GoldenSet) -> Mapping[str, object]:
@@ -158,24 +109,6 @@ def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict
             for query, row in zip(golden.queries, positions.tolist(), strict=True)
         }
     return rankings
-
-
-def _sheets(paths: Sequence[str]) -> list[Sheet]:
-    problems: list[str] = []
-    sheets: list[Sheet] = []
-    for path in paths:
-        try:
-            sheets.append(read_sheet(path))
-        except SheetError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise CliError("\n".join(problems))
-    return sheets
-
-
-def _print(lines: Sequence[str]) -> None:
-    for line in lines:
-        print(line)
 
 
 # ----------------------------------------------------------------------------------------------- commands
@@ -338,16 +271,6 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------------- parser
-
-
-def _add_scale(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--max-grade",
-        type=_positive_int,
-        default=DEFAULT_MAX_GRADE,
-        metavar="N",
-        help="grades are integers 0..N (default %(default)s).",
-    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -535,6 +458,7 @@ def _parser() -> argparse.ArgumentParser:
         help="use each stratum's observed paired standard deviation from this embeval JSON report.",
     )
     plan_parser.set_defaults(run=_plan)
+    cli_judge.add_parsers(commands)
     return parser
 
 

@@ -498,7 +498,7 @@ def test_the_same_grade_twice_counts_once(tmp_path: Path, golden: GoldenSet) -> 
         tmp_path / "s.csv", [("q1", "d10", "1", "ann"), ("q1", "d10", "1", "ann"), ("q1", "d10", "1", "bob")]
     )
     result = merge_sheets(golden, [sheet])
-    assert result.new == (Judgment("q1", "d10", 1),)
+    assert result.new == (Judgment("q1", "d10", 1, "ann"),)
     assert dict(result.judges) == {"ann": 2, "bob": 1}
 
 
@@ -509,10 +509,10 @@ def test_judges_who_disagree_need_resolve(tmp_path: Path, golden: GoldenSet) -> 
         f"{tmp_path / 'bob.csv'}: row 3: judges 'ann' (2 on {tmp_path / 'ann.csv'} row 2) and 'bob' (0 here) "
         "disagree on query 'q1' and document 'd10'; reconcile the grades or pass --resolve max|min|first",
     )
-    expected: dict[Resolve, int] = {"max": 2, "min": 0, "first": 2}
-    for resolve, grade in expected.items():
+    expected: dict[Resolve, tuple[int, str]] = {"max": (2, "ann"), "min": (0, "bob"), "first": (2, "ann")}
+    for resolve, (grade, judge) in expected.items():
         result = merge_sheets(golden, [ann, bob], resolve=resolve)
-        assert result.new == (Judgment("q1", "d10", grade), Judgment("q2", "d10", 0))
+        assert result.new == (Judgment("q1", "d10", grade, judge), Judgment("q2", "d10", 0, "ann"))
         assert result.resolved == 1
     assert merge_sheets(golden, [bob, ann], resolve="first").new[0].grade == 0
 
@@ -563,16 +563,16 @@ def test_merge_returns_new_judgments_in_golden_order_and_counts_unchanged(
     )
     result = merge_sheets(golden, [sheet])
     assert result.new == (
-        Judgment("q0", "d11", 2),
-        Judgment("q0", "d12", 0),
-        Judgment("q4", "d20", 1),
+        Judgment("q0", "d11", 2, "ann"),
+        Judgment("q0", "d12", 0, "bob"),
+        Judgment("q4", "d20", 1, "ann"),
     )
     assert (result.unchanged, result.resolved, dict(result.judges)) == (1, 0, {"ann": 3, "bob": 1})
 
 
 def test_a_wider_scale_is_declared_with_max_grade(tmp_path: Path, golden: GoldenSet) -> None:
     sheet = graded(tmp_path / "s.csv", [("q1", "d10", "3", "ann")])
-    assert merge_sheets(golden, [sheet], max_grade=3).new == (Judgment("q1", "d10", 3),)
+    assert merge_sheets(golden, [sheet], max_grade=3).new == (Judgment("q1", "d10", 3, "ann"),)
     with pytest.raises(ValueError, match="max_grade must be an integer >= 1, got 0"):
         merge_sheets(golden, [sheet], max_grade=0)
 

@@ -1,0 +1,105 @@
+"""What every ``embeval`` command shares: exit statuses, the one-line error, argument types, reading the
+golden set and sheets, printing lines."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+
+from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
+from pytest_embeval.merging import DEFAULT_MAX_GRADE
+from pytest_embeval.pooling import Sheet, SheetError, read_sheet
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "add_scale",
+    "bounded_float",
+    "golden_set",
+    "nonnegative_int",
+    "positive_int",
+    "print_lines",
+    "sheets",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """Bad input: printed as ``embeval <command>: error: <line>`` for each line, exit status 2."""
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def bounded_float(low: float, high: float, *, include_high: bool) -> Callable[[str], float]:
+    closing = "]" if include_high else ")"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not (low <= value <= high if include_high else low <= value < high):
+            raise argparse.ArgumentTypeError(
+                f"expected a number in [{low:g}, {high:g}{closing}, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+def golden_set(path: str) -> GoldenSet:
+    try:
+        return load_golden(path)
+    except GoldenError as error:
+        raise CliError(str(error)) from None
+
+
+def sheets(paths: Sequence[str]) -> list[Sheet]:
+    problems: list[str] = []
+    read: list[Sheet] = []
+    for path in paths:
+        try:
+            read.append(read_sheet(path))
+        except SheetError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise CliError("\n".join(problems))
+    return read
+
+
+def print_lines(lines: Sequence[str]) -> None:
+    for line in lines:
+        print(line)
+
+
+def add_scale(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-grade",
+        type=positive_int,
+        default=DEFAULT_MAX_GRADE,
+        metavar="N",
+        help="grades are integers 0..N (default %(default)s).",
+    )
