@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -38,6 +39,14 @@ from pytest_embeval.pooling import (
     sheet_pairs,
     split_pool,
     write_sheet,
+)
+from pytest_embeval.provenance import (
+    append_provenance,
+    calibration_sources,
+    model_lines,
+    provenance_line,
+    provenance_path,
+    read_calibration,
 )
 from pytest_embeval.rankings import (
     Pair,
@@ -184,18 +193,35 @@ def _merge(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     try:
         target = qrels_file(args.golden)
+        calibrations = [read_calibration(Path(path)) for path in args.calibration]
     except ValueError as error:
         raise CliError(str(error)) from None
     sheets = _sheets(args.sheets)
     try:
         result = merge_sheets(golden, sheets, max_grade=args.max_grade, resolve=args.resolve)
+        sources = calibration_sources(
+            Counter(judgment.judge for judgment in result.new),
+            calibrations,
+            query_ids={query.id for query in golden.queries},
+            doc_ids={doc.id for doc in golden.documents},
+            golden_name=golden.name,
+            accept_uncalibrated=args.accept_uncalibrated,
+        )
     except SheetError as error:
         raise CliError("\n".join([*error.problems, "nothing was merged"])) from None
+    except ValueError as error:
+        raise CliError("\n".join([*str(error).splitlines(), "nothing was merged"])) from None
     judges = ", ".join(f"{judge} ({rows} rows)" for judge, rows in result.judges.items())
     print(f"{len(sheets)} sheet(s), judges: {judges or 'none'}")
     print(f"already in the qrels with the same grade: {result.unchanged}")
     if result.resolved:
         print(f"judges disagreed on {result.resolved} pair(s), resolved by --resolve {args.resolve}")
+    if result.set_aside:
+        print(
+            f"a model's grades set aside (people graded the pair, or the qrels judge it): {result.set_aside}"
+        )
+    _print(model_lines(result.new, sources))
+    sidecar = provenance_path(target)
     if not result.new:
         print(f"nothing new to merge into {target}")
     elif args.dry_run:
@@ -203,6 +229,10 @@ def _merge(args: argparse.Namespace) -> int:
     else:
         append_qrels(target, result.new)
         print(f"appended {len(result.new)} judgments to {target}")
+        append_provenance(
+            sidecar, [provenance_line(j.query_id, j.doc_id, j.grade, sources[j.judge]) for j in result.new]
+        )
+        print(f"where each came from: {sidecar}")
     return EXIT_OK
 
 
@@ -383,6 +413,19 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="when different judges graded a pair differently, keep the highest, the lowest, or the first "
         "grade (sheets in the order given, then rows); default: it is an error.",
+    )
+    merge_parser.add_argument(
+        "--calibration",
+        action="append",
+        default=[],
+        metavar="CALIBRATION.json",
+        help="the record of embeval calibrate --record for a model judge on the sheets (repeatable); a "
+        "model's grades are merged only when its calibration found it usable.",
+    )
+    merge_parser.add_argument(
+        "--accept-uncalibrated",
+        action="store_true",
+        help="merge a model's grades without a passed calibration; recorded with each such judgment.",
     )
     merge_parser.add_argument("--dry-run", action="store_true", help="validate and report, write nothing.")
     merge_parser.set_defaults(run=_merge)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any
 from pytest_embeval.disagreement import Calibration, Verdict
 from pytest_embeval.golden import GoldenError
 from pytest_embeval.judge import is_model_judge
+from pytest_embeval.merging import Judgment
 from pytest_embeval.output import write_atomic
 from pytest_embeval.rankings import Pair
 
@@ -42,6 +44,7 @@ __all__ = [
     "append_provenance",
     "calibration_record",
     "calibration_sources",
+    "model_lines",
     "provenance_line",
     "provenance_path",
     "read_calibration",
@@ -225,6 +228,24 @@ def calibration_sources(
     if problems:
         raise ValueError("\n".join(problems))
     return sources
+
+
+def model_lines(new: Sequence[Judgment], sources: Mapping[str, Source]) -> list[str]:
+    """What ``embeval merge`` says of the judgments a model made, per model judge."""
+    made = Counter(judgment.judge for judgment in new)
+    lines = []
+    for judge, count in made.items():
+        source = sources[judge]
+        if not source.by_model:
+            continue
+        if source.calibration is None:
+            how = "UNCALIBRATED (--accept-uncalibrated, recorded with each)"
+        else:
+            kappa = source.calibration.get("weighted_kappa")
+            shown = "" if kappa is None else f", weighted kappa {kappa:.3f}"
+            how = f"calibrated: {source.calibration['file']} ({source.calibration['verdict']}{shown})"
+        lines.append(f"judgments by model {judge}: {count} of {len(new)}, {how}")
+    return lines
 
 
 # --------------------------------------------------------------------------------------------- sidecar
