@@ -149,7 +149,9 @@ def grade_sheet(golden: GoldenSet, sheet: Sheet, judge: Judge, out: Path) -> Gra
         resumed=resumed,
         graded=sum(1 for j in results.values() if j.grade is not None),
         ungraded=tuple(
-            Ungraded(pair[0], pair[1], j.problem or "") for pair, j in results.items() if j.grade is None
+            Ungraded(pair[0], pair[1], results[pair].problem or "")
+            for pair in rows
+            if pair in results and results[pair].grade is None
         ),
         spend=spend,
         total=audit_spend(audit, price),
