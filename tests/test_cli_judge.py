@@ -115,8 +115,8 @@ def test_judge_lists_the_pairs_it_left_ungraded_and_exits_1(
     )
     assert status == 1
     assert (
-        "left ungraded after 2 answer(s) each, never guessed (6 of 6 listed); the same command asks for them again:"
-        in printed
+        "left ungraded after 2 answer(s) each, never guessed (6 of 6 listed); "
+        "the same command asks for them again:" in printed
     )
     listed = [line.split(maxsplit=2) for line in printed.splitlines()[-6:]]
     in_sheet_order = [(row["query_id"], row["doc_id"]) for row in rows(pool) if row["doc_id"] in ("d2", "d5")]
@@ -131,17 +131,20 @@ def test_judge_lists_the_pairs_it_left_ungraded_and_exits_1(
     [
         (
             "no-guidelines",
-            "{golden}: guidelines: missing key; the judge grades by the written relevance definition people grade by: write it into a file and name it under 'guidelines:'",
+            "{golden}: guidelines: missing key; the judge grades by the written relevance definition people "
+            "grade by: write it into a file and name it under 'guidelines:'",
         ),
         ("out-folder", "--out {tmp} is a folder; name the graded sheet, e.g. {tmp}/graded.csv"),
         (
             "bad-spec",
-            "model spec 'openai:judge-model': unknown parameter 'temperature'; known: base_url, api_key_env, price_per_million_tokens, concurrency, attempts, max_tokens, max_retries, timeout",
+            "model spec 'openai:judge-model': unknown parameter 'temperature'; known: base_url, api_key_env, "
+            "price_per_million_tokens, concurrency, attempts, max_tokens, max_retries, timeout",
         ),
         ("same-file", "--out {pool} is the sheet itself; write the model's grades to a file of their own"),
         (
             "scale",
-            "{golden}: the qrels hold grade 2, above --max-grade 1; declare the golden set's scale with --max-grade",
+            "{golden}: the qrels hold grade 2, above --max-grade 1; "
+            "declare the golden set's scale with --max-grade",
         ),
     ],
 )
@@ -220,8 +223,8 @@ def test_calibrate_records_a_usable_judge_and_merge_takes_it_after_the_people(
     assert "a model's grades set aside (people graded the pair, or the qrels judge it): 18" in printed
     pool_pairs = len(rows(model))
     assert (
-        f"judgments by model {judge}: {pool_pairs - 18} of {pool_pairs}, calibrated: {record} (usable, weighted kappa"
-        in printed
+        f"judgments by model {judge}: {pool_pairs - 18} of {pool_pairs}, "
+        f"calibrated: {record} (usable, weighted kappa" in printed
     )
     merged = load_golden(golden)
     assert [merged.qrels["q1"][doc] for doc in ("d1", "d2", "d3", "d7")] == [1, 2, 0, 1]
@@ -237,7 +240,7 @@ def test_calibrate_records_a_usable_judge_and_merge_takes_it_after_the_people(
 def test_merge_refuses_an_uncalibrated_model_unless_told_and_records_the_flag(
     server: EmbeddingServer, files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    golden, people, model = afternoon(server, files, tmp_path, capsys)
+    golden, _, model = afternoon(server, files, tmp_path, capsys)
     qrels = (golden.parent / "qrels.tsv").read_text()
     judge = rows(model)[0]["judge"]
     status, printed, err = run(capsys, "merge", golden, model)
@@ -290,7 +293,8 @@ def test_calibrate_refuses_sheets_the_wrong_way_round(
     judge = rows(model)[0]["judge"]
     assert (status, err) == (
         2,
-        f"embeval calibrate: error: {model}: graded by a model ({judge!r}): calibrate a model against people\n",
+        f"embeval calibrate: error: {model}: graded by a model ({judge!r}): "
+        "calibrate a model against people\n",
     )
 
 
