@@ -10,6 +10,7 @@ who installs us.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 from pathlib import Path
 
@@ -31,6 +32,11 @@ class Settings:
     #: where to write blind judging sheets after the run, and how deep to pool each arm
     pool_dir: Path | None
     pool_depth: int
+    #: the Markdown report, the GitHub step summary it is appended to, the HTML page, the forest plot's PNG
+    markdown_path: Path | None = None
+    step_summary: Path | None = None
+    html_path: Path | None = None
+    plot_path: Path | None = None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -99,12 +105,44 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="neither read nor write the embedding cache: embed every text.",
     )
+    group.addoption(
+        "--embeval-md",
+        metavar="PATH",
+        default=None,
+        help="write the Markdown report (for a pull-request comment) to PATH; '-' appends it to the GitHub "
+        "step summary ($GITHUB_STEP_SUMMARY).",
+    )
+    group.addoption(
+        "--embeval-step-summary",
+        action="store_true",
+        default=None,
+        help="append the Markdown report to the GitHub step summary when $GITHUB_STEP_SUMMARY is set "
+        "(overrides the ini key embeval_step_summary).",
+    )
+    group.addoption(
+        "--embeval-html",
+        metavar="PATH",
+        default=None,
+        help="write the HTML report (one self-contained file: forest plot, strata, movers) to PATH.",
+    )
+    group.addoption(
+        "--embeval-plot",
+        metavar="PATH.png",
+        default=None,
+        help="draw the forest plot of every golden set into a PNG picture (needs the [plot] extra).",
+    )
     parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
     parser.addini("embeval_candidate", "candidate model spec (see --embeval-candidate).", default=None)
     parser.addini(
         "embeval_cache_dir",
         "embedding cache folder, relative to the rootdir (default: .embeval_cache).",
         default=None,
+    )
+    parser.addini(
+        "embeval_step_summary",
+        "append the Markdown report to $GITHUB_STEP_SUMMARY when it is set (see --embeval-step-summary).",
+        type="bool",
+        default=False,
     )
 
 
@@ -137,7 +175,38 @@ def resolve_settings(config: pytest.Config) -> Settings:
         cache_dir=_cache_dir(config),
         pool_dir=Path(pool_dir) if pool_dir else None,
         pool_depth=pool_depth,
+        **_report_outputs(config),
     )
+
+
+PLOT_MISSING = "--embeval-plot needs matplotlib: pip install 'pytest-embeval[plot]'"
+#: The variable GitHub Actions names the job step's summary file in.
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+
+def _report_outputs(config: pytest.Config) -> dict[str, Path | None]:
+    """The Markdown, step-summary, HTML and PNG outputs; `-` for the Markdown is the step summary, which
+    must then exist, while --embeval-step-summary (or its ini key) appends to it only when it is set."""
+    markdown = _nonempty(config.getoption("--embeval-md"))
+    summary = _nonempty(os.environ.get(STEP_SUMMARY))
+    wanted = config.getoption("--embeval-step-summary")
+    if wanted is None:
+        wanted = config.getini("embeval_step_summary")
+    if markdown == "-" and summary is None and config.getoption("--embeval"):
+        raise pytest.UsageError(f"--embeval-md -: ${STEP_SUMMARY} is not set (GitHub Actions sets it)")
+    html = _nonempty(config.getoption("--embeval-html"))
+    plot = _nonempty(config.getoption("--embeval-plot"))
+    if plot is not None and config.getoption("--embeval"):
+        if not plot.lower().endswith(".png"):
+            raise pytest.UsageError(f"--embeval-plot {plot}: the picture is a PNG; name it PATH.png")
+        if importlib.util.find_spec("matplotlib") is None:
+            raise pytest.UsageError(PLOT_MISSING)
+    return {
+        "markdown_path": Path(markdown) if markdown not in (None, "-") else None,
+        "step_summary": Path(summary) if summary is not None and (markdown == "-" or wanted) else None,
+        "html_path": Path(html) if html else None,
+        "plot_path": Path(plot) if plot else None,
+    }
 
 
 def _cache_dir(config: pytest.Config) -> Path | None:

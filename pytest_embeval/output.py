@@ -50,3 +50,17 @@ def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` (UTF-8) to ``path`` in one ``write`` on an ``O_APPEND`` descriptor, so text that other
+    processes append meanwhile (every step of a GitHub Actions job appends to its step summary) is never
+    interleaved with it. The file is created if missing; the folder must exist."""
+    data = text.encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        written = os.write(fd, data)
+        while written < len(data):  # a short write (a full disk, a signal): finish what was started
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)

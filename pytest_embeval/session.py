@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.encoders import Arm
 from pytest_embeval.golden import GoldenSet, load_golden
 from pytest_embeval.options import Settings
-from pytest_embeval.output import write_atomic
+from pytest_embeval.output import append_text, write_atomic
 from pytest_embeval.pipeline import GoldenRun
 from pytest_embeval.pooling import (
     SheetError,
@@ -92,6 +92,12 @@ def start(config: pytest.Config, settings: Settings) -> None:
     state = EmbevalState(settings=settings)
     config.stash[STATE] = state
     config.pluginmanager.register(SessionHooks(config, state), "embeval-session")
+    # pytest-html is active when installed and writing a report (--html), which only its controller does.
+    html_report = config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None)
+    if html_report and not hasattr(config, "workerinput"):
+        from pytest_embeval.htmlextras import PytestHtmlSection
+
+        config.pluginmanager.register(PytestHtmlSection(state), "embeval-pytest-html")
 
 
 class SessionHooks:
@@ -182,6 +188,34 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
             for role in ROLES:
                 write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
         reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
+    _write_readable(report, settings, reporter)
+
+
+def _write_readable(report: Record, settings: Settings, reporter: pytest.TerminalReporter) -> None:
+    """The reports people read, each when asked for: Markdown (to a file, appended to the GitHub step
+    summary, or both), the HTML page and the forest plot's PNG; every one made from the merged report."""
+    from pytest_embeval.htmlpage import report_html
+    from pytest_embeval.markdown import report_markdown, size_warning
+    from pytest_embeval.plot import forest_png
+
+    markdown = report_markdown(report) if settings.markdown_path or settings.step_summary else ""
+    made: dict[str, tuple[Path | None, Callable[[], str | bytes]]] = {
+        "Markdown report": (settings.markdown_path, lambda: markdown),
+        "HTML report": (settings.html_path, lambda: report_html(report)),
+        "forest plot": (settings.plot_path, lambda: forest_png(report)),
+    }
+    for what, (path, render) in made.items():
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, render())
+            reporter.write_line(f"embeval: {what} written to {path}")
+    if settings.step_summary is not None:
+        append_text(settings.step_summary, markdown)
+        reporter.write_line(f"embeval: Markdown report appended to the step summary {settings.step_summary}")
+    for where, path in ((False, settings.markdown_path), (True, settings.step_summary)):
+        warning = size_warning(markdown, step_summary=where) if path is not None else None
+        if warning is not None:
+            reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
 
 
 def _pool(

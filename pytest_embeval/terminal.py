@@ -6,181 +6,52 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_embeval.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.output import table
+from pytest_embeval.readout import (
+    COMPARISON,
+    arm_title,
+    coverage_notes,
+    fmt_interval,
+    fmt_number,
+    fmt_sign,
+    interval_words,
+    strata_notes,
+    strata_table,
+)
+from pytest_embeval.readout_capacity import (
+    Block,
+    capacity_assumptions,
+    capacity_blocks,
+    recall_target_note,
+    slices_block,
+    usage_lines,
+)
 from pytest_embeval.report import ROLES
-from pytest_embeval.verdict import ROUGH_BELOW, familywise_error
 
-
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _fmt_ci(ci: Sequence[float | None]) -> str:
-    return f"[{_fmt(ci[0], True)}, {_fmt(ci[1], True)}]"
-
-
-def _fmt_sign(record: Mapping[str, Any]) -> str:
-    p = record["sign_p"]
-    return f"{record['wins']}/{record['losses']} p={p:.2g}" if p is not None else "—"
-
-
-def _arm_title(arm: Mapping[str, Any]) -> str:
-    """The arm's spec, and the prompts its model applies when it has any (the JSON report always has them)."""
-    prompts = {kind: text for kind, text in arm.get("prompts", {}).items() if text}
-    if not prompts:
-        return str(arm["spec"])
-    return f"{arm['spec']} (prompts: " + ", ".join(f"{kind} {text!r}" for kind, text in prompts.items()) + ")"
+#: The terminal's strata table: golden-file order, with the MDE, the reasons left to the failures.
+TERMINAL_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "MDE", "verdict")
 
 
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
     """The per-golden-set table of DESIGN.md: one row per stratum that ran, then what the verdicts rest on
     (the family of strata, ties, queries both arms miss, intervals on few differing queries)."""
-    # .get: reports written before these settings existed ran percentile intervals on trec_eval's ties.
-    interval, ties = golden.get("interval", "percentile"), golden.get("ties", "docid")
-    adjusted = golden.get("multiple_comparisons", "none")
-    ci = f"{golden['confidence']:.0%} CI" if adjusted == "none" else f"CI ({adjusted})"
-    level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
     title = (
         f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}; "
-        f"incumbent {_arm_title(golden['incumbent'])} vs candidate {_arm_title(golden['candidate'])}"
+        f"{interval_words(golden)}; "
+        f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
-    header = [
-        "stratum",
-        "n",
-        "differ",
-        "incumbent",
-        "candidate",
-        "Δ",
-        ci,
-        "W/L sign",
-        "MDE",
-        "verdict",
-    ]
-    rows = []
-    for s in strata:
-        differ = s.get("effective_n")
-        rows.append(
-            [
-                s["stratum"],
-                str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
-                "—" if differ is None else str(differ) + ("†" if _rough(differ) else ""),
-                _fmt(s["incumbent"]),
-                _fmt(s["candidate"]),
-                _fmt(s["delta"], True),
-                _fmt_ci(s["ci"]),
-                _fmt_sign(s),
-                _fmt(s["mde"]),
-                s["verdict"] + ("*" if s["sign_disagrees"] else ""),
-            ]
-        )
-    lines = [title, *table(header, rows)]
-    if any(s["sign_disagrees"] for s in strata):
-        lines.append("* the sign test disagrees with the mean: a few queries drive the difference.")
-    if any(_rough(s.get("effective_n")) for s in strata):
-        lines.append(
-            f"† fewer than {ROUGH_BELOW} queries differ between the arms: the interval rests on few queries."
-        )
-    lines += family_lines(golden, strata)
-    lines += tie_lines(strata)
-    lines += consensus_lines(golden, strata)
+    shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
+    lines = [title, *table(shown.header, shown.rows)]
+    lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
         index = golden[role].get("index")
         if index is not None and index["kind"] == "hnsw":
             lines.append(_hnsw_line(role, index, golden["depth"]))
     if "recall_target" in golden:
-        lines.append(_recall_target_line(golden))
-    for role in ROLES:
-        usage = golden[role].get("usage")
-        if usage is not None:
-            lines.append(usage_line(role, usage))
+        lines.append(str(recall_target_note(golden)))
+    lines += usage_lines(golden)
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
-
-
-def _rough(differ: int | None) -> bool:
-    """An interval on some, but fewer than `ROUGH_BELOW`, differing queries (none: all differences zero)."""
-    return differ is not None and 0 < differ < ROUGH_BELOW
-
-
-def family_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """How the strata were decided together: with ``none``, the family size and the chance of a false
-    verdict somewhere if nothing changed; with an adjustment, the level each stratum was decided at."""
-    families = [s["family"] for s in strata if s.get("family") is not None]
-    if not families or families[0]["size"] < 2:
-        return []
-    method, size = families[0]["method"], families[0]["size"]
-    alpha = 1.0 - golden["confidence"]
-    if method == "none":
-        chance = familywise_error(alpha, size)
-        return [
-            f"{size} strata tested at {golden['confidence']:.0%} each: if nothing changed, the chance of at "
-            f"least one false BETTER or WORSE among them is up to {chance:.0%} "
-            f"(multiple_comparisons: holm keeps it within {alpha:.0%})."
-        ]
-    levels = ", ".join(
-        f"{s['stratum']} {s['family']['level']:.3g}"
-        for s in strata
-        if s.get("family") is not None and s["family"]["level"] is not None
-    )
-    return [
-        f"multiple comparisons: {method} over {size} strata, family-wise level {alpha:g}; levels: {levels}."
-    ]
-
-
-def tie_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Per stratum with ties across the primary cutoff: how many queries tie in each arm, and a warning when
-    some order of the tied documents gives another verdict."""
-    lines = []
-    for s in strata:
-        tied = s.get("tied")
-        if tied is None or not (tied["incumbent"] or tied["candidate"] or tied["could_change"]):
-            continue
-        counts = (
-            f"{s['stratum']}: tied scores across {tied['metric']} in {tied['incumbent']} incumbent and "
-            f"{tied['candidate']} candidate queries of {s['n']}"
-        )
-        if tied["could_change"]:
-            others = ", ".join(f"{verdict} ({order})" for order, verdict in tied["verdicts"].items())
-            lines.append(
-                f"embeval: WARNING: {counts}: the tie order changes the verdict: {others}; ties: expected "
-                "scores every order alike"
-            )
-        else:
-            lines.append(f"ties: {counts}; no order of them changes the verdict")
-    return lines
-
-
-def consensus_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Queries where neither arm finds a relevant document within the cutoff: counted per stratum, with the
-    command that writes a sheet to re-judge them."""
-    counted = [(s["stratum"], len(s.get("consensus_failures", ()))) for s in strata]
-    counted = [(name, count) for name, count in counted if count]
-    if not counted:
-        return []
-    k = str(golden["metric"]).split("@")[-1]
-    per_stratum = ", ".join(f"{name} {count}" for name, count in counted)
-    return [
-        f"check the labels: queries where neither arm finds a relevant document in the top {k}: "
-        f"{per_stratum} (listed under consensus_failures in the JSON report; `embeval pool "
-        f"{golden['path']} --from-report REPORT.json --consensus-failures` writes a sheet to re-judge them)"
-    ]
-
-
-def usage_line(role: str, usage: Mapping[str, Any]) -> str:
-    """What an endpoint arm spent on a golden set, e.g. ``candidate usage: 12,480 tokens in 42 requests
-    ($0.0002 at $0.02 per million); 1,200 tokens ($2.4e-05) not spent: served from the embedding cache``."""
-    requests = usage["requests"]
-    line = f"{role} usage: {usage['tokens']:,} tokens in {requests:,} request{'' if requests == 1 else 's'}"
-    if usage["cost"] is not None and requests:
-        line += f" (${usage['cost']:.4g} at ${usage['price_per_million_tokens']:g} per million)"
-    if usage["cached_tokens"]:
-        saved = "" if usage["cached_cost"] is None else f" (${usage['cached_cost']:.4g})"
-        line += f"; {usage['cached_tokens']:,} tokens{saved} not spent: served from the embedding cache"
-    return line
 
 
 def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
@@ -193,18 +64,6 @@ def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
         f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
     )
-
-
-def _recall_target_line(golden: Mapping[str, Any]) -> str:
-    target = golden["recall_target"]
-    ef = target["ef"]
-    more = target["needs_more"]
-    if more is None:
-        needs = f"both arms reach it at ef {ef['incumbent']}"
-    else:
-        other = "incumbent" if more == "candidate" else "candidate"
-        needs = f"the {more} needs more: ef {ef[more]} against the {other}'s {ef[other]}"
-    return f"recall target {target['target']:g}: {needs}; {target['held_constant']}"
 
 
 def _fmt_ms(value: float) -> str:
@@ -226,9 +85,9 @@ def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -
     rows = [
         [
             m["id"],
-            _fmt(m["incumbent"]),
-            _fmt(m["candidate"]),
-            _fmt(m["candidate"] - m["incumbent"], True),
+            fmt_number(m["incumbent"]),
+            fmt_number(m["candidate"]),
+            fmt_number(m["candidate"] - m["incumbent"], True),
             m["text"],
         ]
         for m in movers
@@ -246,12 +105,12 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
     rows = [
         [
             name + (" (primary)" if name == metric else ""),
-            _fmt(m["incumbent"]),
-            _fmt(m["candidate"]),
-            _fmt(m["delta"], True),
-            _fmt_ci(m["ci"]),
+            fmt_number(m["incumbent"]),
+            fmt_number(m["candidate"]),
+            fmt_number(m["delta"], True),
+            fmt_interval(m["ci"]),
             str(m["n"]),
-            _fmt_sign(m),
+            fmt_sign(m),
         ]
         for name, m in record["metrics"].items()
     ]
@@ -262,7 +121,8 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
         *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
     ]
     if record.get("gap_moving"):
-        moved = ", ".join(f"{one['fraction']:.0%} {_fmt(one['delta'], True)}" for one in record["slices"])
+        sizes = record["slices"]
+        moved = ", ".join(f"{one['fraction']:.0%} {fmt_number(one['delta'], True)}" for one in sizes)
         lines += ["", f"Δ by corpus size: {moved}; {record['slices_note']}"]
     lines += _mover_lines("queries that moved most:", record["movers"], metric)
     if record["sign_disagrees"]:
@@ -273,11 +133,8 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
 
 
 def coverage_warning_lines(golden: Mapping[str, Any], report_path: str | None) -> list[str]:
-    """A warning for each arm of the golden set whose top k was judged much less than another's (see
-    `coverage.coverage_warnings`), from the report's ``coverage`` records."""
-    rows = [CoverageRow(**row) for row in golden["coverage"]]
-    warnings = coverage_warnings(rows, golden_path=golden["path"], report_path=report_path)
-    return [f"embeval: WARNING: {warning}" for warning in warnings]
+    """A warning for each arm of the golden set whose top k was judged much less than another's."""
+    return [f"embeval: WARNING: {note.text}" for note in coverage_notes(golden, report_path)]
 
 
 def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None, where: str) -> list[str]:
@@ -299,144 +156,22 @@ def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None,
 # ---------------------------------------------------------------- capacity and corpus slices
 
 
+def _block_lines(block: Block) -> list[str]:
+    return ["", block.caption, *table(block.table.header, block.table.rows), *block.notes]
+
+
 def slice_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per stratum, the primary Δ, CI and verdict at each corpus size, and the strata whose gap still
     moved between the two largest sizes; nothing without ``corpus_sample``."""
-    ran = [s for s in strata if s.get("slices")]
-    if not ran:
-        return []
-    sample = golden["corpus_sample"]
-    sizes = ran[0]["slices"]
-    header = ["stratum", *(f"{one['fraction']:.0%} ({one['documents']:,} documents)" for one in sizes)]
-    rows = [
-        [
-            s["stratum"],
-            *(f"{_fmt(one['delta'], True)} {_fmt_ci(one['ci'])} {one['verdict']}" for one in s["slices"]),
-        ]
-        for s in ran
-    ]
-    lines = [
-        "",
-        f"{golden['metric']} Δ by corpus size, of {sample['corpus_documents']:,} documents (every judged one "
-        f"in each slice, the rest a draw seeded {sample['seed']}); the verdicts are the largest slice's:",
-        *table(header, rows),
-    ]
-    for s in ran:
-        if s["gap_moving"]:
-            lines.append(f"{s['stratum']}: {s['slices_note']}")
-    return lines
+    block = slices_block(golden, strata)
+    return [] if block is None else _block_lines(block)
 
 
 def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
     """Each arm's capacity, measured here and projected to ``production``, with what every projected figure
     assumes; nothing when the golden set declares no production size."""
-    arms = [(role, golden[role]["capacity"]) for role in ROLES if "capacity" in golden[role]]
-    if not arms:
+    blocks = capacity_blocks(golden)
+    if not blocks:
         return []
-    measured = arms[0][1]["measured"]
-    documents = arms[0][1]["production"]["documents"]
-    header = [
-        "arm",
-        "vector",
-        "tokens/doc",
-        "encoding here",
-        "latency p50/p95",
-        "index memory",
-        "embedding tokens",
-        "embedding cost",
-        "memory/month",
-    ]
-    rows = []
-    for role, capacity in arms:
-        here, there = capacity["measured"], capacity["production"]
-        tokens = here["document_tokens"]
-        latency = here["timings"]["latency_ms"]
-        rows.append(
-            [
-                role,
-                f"{here['dimension']} x {here['dtype']} ({here['bytes_per_vector']:,} B)",
-                "—" if tokens is None else f"{tokens['per_text']:.1f}",
-                _fmt_encoding(here["timings"]["encoding"]),
-                f"{latency['p50']:.3g} / {latency['p95']:.3g} ms",
-                _fmt_estimate(there["index_bytes"], lambda value: f"{value / 1e9:,.2f} GB"),
-                _fmt_estimate(there["embedding_tokens"], _fmt_count),
-                _fmt_estimate(there["embedding_cost"], lambda value: f"{value:,.2f}"),
-                _fmt_estimate(there["memory_cost_per_month"], lambda value: f"{value:,.2f}"),
-            ]
-        )
-    lines = [
-        "",
-        f"capacity at {documents:,} documents (production.documents), measured on the "
-        f"{measured['documents']:,} searched here ({measured['index']} index; latency measured here, not "
-        "projected):",
-        *table(header, rows),
-    ]
-    if any(capacity["measured"]["timings"]["encoding"] is None for _, capacity in arms):
-        lines.append(
-            "encoding not measured: every document vector of that arm came from the embedding cache "
-            "(--embeval-no-cache measures it)"
-        )
-    queries = golden["production"].get("queries_per_month")
-    if queries is not None:
-        rows = [
-            [
-                role,
-                _fmt_estimate(capacity["production"]["query_tokens_per_month"], _fmt_count),
-                _fmt_estimate(capacity["production"]["query_cost_per_month"], lambda value: f"{value:,.2f}"),
-                _fmt_estimate(
-                    capacity["production"]["timings"]["search_core_hours_per_month"],
-                    lambda value: f"{value:,.1f}",
-                ),
-            ]
-            for role, capacity in arms
-        ]
-        header = ["arm", "query tokens", "query embedding cost", "search core-hours"]
-        lines += [
-            "",
-            f"per month at {queries:,} queries (production.queries_per_month):",
-            *table(header, rows),
-        ]
-    lines.append("assumptions:")
-    for name, key in _ASSUMED:
-        said = [(role, _assumption(capacity["production"], key)) for role, capacity in arms]
-        said = [(role, text) for role, text in said if text is not None]
-        if len({text for _, text in said}) == 1:
-            lines.append(f"  {name}: {said[0][1]}")
-        else:
-            lines += [f"  {name}, {role}: {text}" for role, text in said]
-    return lines
-
-
-_ASSUMED = (
-    ("index memory", "index_bytes"),
-    ("embedding tokens", "embedding_tokens"),
-    ("embedding cost", "embedding_cost"),
-    ("memory/month", "memory_cost_per_month"),
-    ("query tokens", "query_tokens_per_month"),
-    ("query embedding cost", "query_cost_per_month"),
-    ("search core-hours", "search_core_hours_per_month"),
-)
-
-
-def _assumption(projected: Mapping[str, Any], key: str) -> str | None:
-    estimate = projected.get(key) or projected.get("timings", {}).get(key)
-    return None if estimate is None else str(estimate["assumes"])
-
-
-def _fmt_estimate(estimate: Mapping[str, Any], shown: Any) -> str:
-    return "—" if estimate["value"] is None else str(shown(estimate["value"]))
-
-
-def _fmt_count(value: float) -> str:
-    for size, word in ((1e9, "billion"), (1e6, "million")):
-        if value >= size:
-            return f"{value / size:.3g} {word}"
-    return f"{value:,.0f}"
-
-
-def _fmt_encoding(encoding: Mapping[str, Any] | None) -> str:
-    if encoding is None:
-        return "not measured (all cached)"
-    tokens = encoding["tokens_per_second"]
-    rate = f"{encoding['texts_per_second']:,.0f} texts/s"
-    return rate if tokens is None else f"{rate}, {tokens:,.0f} tokens/s"
+    lines = [line for block in blocks for line in _block_lines(block)]
+    return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embeval.output import table, write_atomic
+from pytest_embeval.output import append_text, table, write_atomic
 
 
 def test_table_aligns_names_left_and_numbers_right() -> None:
@@ -54,3 +54,10 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
         write_atomic(path, parts())
     assert path.read_text() == "graded\n"
     assert [p.name for p in tmp_path.iterdir()] == ["sheet.csv"]
+
+
+def test_append_text_adds_to_what_is_there_and_creates_a_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "summary.md"
+    append_text(path, "## first step\n")
+    append_text(path, "## embeval — Δ\n")
+    assert path.read_bytes() == "## first step\n## embeval — Δ\n".encode()
