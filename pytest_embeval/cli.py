@@ -373,7 +373,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         metavar="N",
-        help="write a seeded random sample of N of the pairs: the calibration sheet two judges grade first.",
+        help="write a seeded sample of N of the pairs, drawn evenly over the best rank any arm gave them: "
+        "the calibration sheet people grade first.",
     )
     pool_parser.add_argument(
         "--split",

@@ -248,7 +248,7 @@ def test_pool_writes_a_calibration_sample(
     golden, report = setup
     sheet = tmp_path / "calibration.csv"
     status, out, _ = embeval("pool", golden, "--from-report", report, "--sample", "100", "--out", sheet)
-    assert status == 0 and "a random sample of 100 of the 126 pairs to judge" in out
+    assert status == 0 and "a calibration sample of 100 of the 126 pairs to judge, drawn evenly" in out
     assert len(sheet_rows(sheet)) == 100
 
 

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -255,8 +256,42 @@ def test_a_calibration_sample_is_seeded_and_keeps_sheet_order(golden: GoldenSet)
     positions = [order[row.pair_id] for row in sample.rows]
     assert positions == sorted(positions)
     assert [q.union for q in sample.queries] == [22] * 6
-    assert pool_lines(sample)[-1] == "a random sample of 50 of the 126 pairs to judge"
     assert len(sample_pool(pool, 1000).rows) == 126
+
+
+def test_a_calibration_sample_is_drawn_evenly_over_the_best_rank(golden: GoldenSet) -> None:
+    # Documents 0..17 are at ranks 1..18 in both arms; 18, 19 (arm a) and 20, 21 (arm b) at ranks 19, 20.
+    # So each of ranks 1..18 has one pair per query (less what is judged), ranks 19 and 20 two.
+    pool = pool_from_rankings(golden, {"a": rankings(TOP_A), "b": rankings(TOP_B)})
+    best = {
+        (q.query_id, row.doc_id): rank
+        for q in pool.queries
+        for row, rank in zip(q.rows, q.best_ranks, strict=True)
+    }
+    assert best[("q1", "d00")] == 1 and best[("q1", "d19")] == best[("q1", "d21")] == 20
+    assert Counter(best.values()) == {
+        1: 5,
+        2: 4,
+        3: 5,
+        4: 5,
+        5: 5,
+        **dict.fromkeys(range(6, 19), 6),
+        19: 12,
+        20: 12,
+    }
+
+    def per_rank(size: int) -> Counter[int]:
+        sample = sample_pool(pool, size)
+        return Counter(best[(row.query_id, row.doc_id)] for row in sample.rows)
+
+    # 50 over 20 ranks: two from each, and a third from each of the top ten.
+    assert per_rank(50) == {**dict.fromkeys(range(1, 11), 3), **dict.fromkeys(range(11, 21), 2)}
+    # Ranks 1..18 run out after all their 102 pairs; ranks 19 and 20 take the rest in turn.
+    assert per_rank(121) == {**{r: n for r, n in Counter(best.values()).items() if r <= 18}, 19: 10, 20: 9}
+    assert pool_lines(sample_pool(pool, 50))[-1] == (
+        "a calibration sample of 50 of the 126 pairs to judge, drawn evenly over the best rank any arm gave "
+        "them: " + ", ".join(f"rank {r}: {3 if r <= 10 else 2}" for r in range(1, 21))
+    )
 
 
 def a_then_b(arms: Mapping[str, Mapping[str, Sequence[str]]], qid: str) -> list[str]:
