@@ -25,7 +25,8 @@ from pytest_embeval.pipeline import (
     run_golden,
 )
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
-from pytest_embeval.report import golden_record, stratum_record
+from pytest_embeval.provenance import golden_judgments
+from pytest_embeval.report import Record, golden_record, stratum_record
 from pytest_embeval.session import CACHE_PROPERTIES, ITEM_RECORDS, STATE, EmbevalState, ItemRecords
 from pytest_embeval.strata import evaluate_golden
 from pytest_embeval.terminal import stratum_failure
@@ -47,13 +48,20 @@ class GoldenFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
             golden = load_golden(self.path)
+            judgments = golden_judgments(self.path, golden)
         except GoldenError as error:
             # Name the file as the user typed it, relative to where pytest was started.
             shown = os.path.relpath(error.path, self.config.invocation_params.dir)
             raise self.CollectError(str(GoldenError(shown, error.key, error.line, error.problem))) from None
         for order, stratum in enumerate(golden.strata()):
             yield StratumItem.from_parent(
-                self, name=stratum.name, callobj=_check_stratum, golden=golden, stratum=stratum, order=order
+                self,
+                name=stratum.name,
+                callobj=_check_stratum,
+                golden=golden,
+                stratum=stratum,
+                order=order,
+                judgments=judgments,
             )
 
 
@@ -67,11 +75,15 @@ def _check_stratum(request: pytest.FixtureRequest) -> None:
 class StratumItem(pytest.Function):
     """One stratum of one golden set: passes (BETTER), fails (WORSE) or ties."""
 
-    def __init__(self, *, golden: GoldenSet, stratum: Stratum, order: int, **kwargs: Any) -> None:
+    def __init__(
+        self, *, golden: GoldenSet, stratum: Stratum, order: int, judgments: Record, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.golden = golden
         self.stratum = stratum
         self.order = order
+        #: where the judgments came from (`provenance.judgments_record`), for the report
+        self.judgments = judgments
 
     @property
     def golden_path(self) -> str:
@@ -96,7 +108,7 @@ class StratumItem(pytest.Function):
         golden = None
         if self.golden_path not in state.sent_golden:
             state.sent_golden.add(self.golden_path)
-            golden = golden_record(run, self.golden_path)
+            golden = {**golden_record(run, self.golden_path), "judgments": self.judgments}
         outcomes = state.outcomes.get(self.golden_path)
         if outcomes is None:
             # The strata of a file are decided as one family, so all of them are evaluated at once.

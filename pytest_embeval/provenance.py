@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_embeval.disagreement import Calibration, Verdict
-from pytest_embeval.golden import GoldenError
+from pytest_embeval.golden import GoldenError, GoldenSet
 from pytest_embeval.judge import is_model_judge
-from pytest_embeval.merging import Judgment
+from pytest_embeval.merging import Judgment, qrels_file
 from pytest_embeval.output import write_atomic
 from pytest_embeval.rankings import Pair
 
@@ -44,6 +44,8 @@ __all__ = [
     "append_provenance",
     "calibration_record",
     "calibration_sources",
+    "golden_judgments",
+    "judgments_record",
     "model_lines",
     "provenance_line",
     "provenance_path",
@@ -328,3 +330,47 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
             accepted_uncalibrated=record.get("accepted_uncalibrated") is True,
         )
     return sources
+
+
+# ------------------------------------------------------------------------------------------ in a run
+
+
+def judgments_record(
+    sources: Mapping[Pair, Source], qrels: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
+    """Where the judgments a run used came from, for its JSON report: how many ``qrels`` holds, how many a
+    person, a model or nobody on record (merged before provenance was recorded, or typed in) made,
+    ``model_fraction`` (None without judgments), and per model judge its count and what let it in."""
+    used = [sources.get((query, doc)) for query, grades in qrels.items() for doc in grades]
+    models: dict[str, dict[str, Any]] = {}
+    for source in used:
+        if source is not None and source.by_model:
+            entry = models.setdefault(
+                source.judge,
+                {
+                    "judgments": 0,
+                    "calibration": None if source.calibration is None else dict(source.calibration),
+                    "accepted_uncalibrated": source.accepted_uncalibrated,
+                },
+            )
+            entry["judgments"] += 1
+    by_model = sum(entry["judgments"] for entry in models.values())
+    by_person = sum(1 for source in used if source is not None and not source.by_model)
+    return {
+        "total": len(used),
+        "by_person": by_person,
+        "by_model": by_model,
+        "unrecorded": len(used) - by_person - by_model,
+        "model_fraction": by_model / len(used) if used else None,
+        "models": models,
+    }
+
+
+def golden_judgments(golden_path: Path, golden: GoldenSet) -> dict[str, Any]:
+    """`judgments_record` of a loaded golden set, from the sidecar beside its qrels file (inline judgments
+    have neither: all unrecorded); `GoldenError` for a sidecar that does not match the qrels."""
+    try:
+        qrels = qrels_file(golden_path)
+    except ValueError:
+        return judgments_record({}, golden.qrels)
+    return judgments_record(read_provenance(provenance_path(qrels), golden.qrels), golden.qrels)
