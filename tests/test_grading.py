@@ -109,7 +109,9 @@ def test_every_pair_is_graded_in_sheet_order_with_an_audit_line_per_request(
 ) -> None:
     golden, sheet_path, out = setup
     judge = make_judge(server, golden, price_per_million_tokens="1,4", concurrency=3)
+    server.delay = 0.05  # long enough for requests to overlap
     run = grade_sheet(golden, read_sheet(sheet_path), judge, out)
+    assert 1 < server.max_in_flight <= 3
     sheet = rows(sheet_path)
     graded = rows(out)
     assert [r["pair_id"] for r in graded] == [r["pair_id"] for r in sheet]
