@@ -20,6 +20,7 @@ pytest.importorskip("openai")
 
 from openai_server import ChatReply, EmbeddingServer, Reply, word_vectors
 from test_grading import DOCUMENTS, GUIDELINES, QUERIES, judging_set, pool_sheet, script
+from test_grading import judge_spec as spec
 from test_judge import KEY, KEY_ENV, MODEL, answers
 
 from pytest_embeval.cli import main
@@ -35,11 +36,6 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
     with EmbeddingServer(word_vectors(), models=(MODEL,), key=KEY, lifetime=120, max_requests=400) as running:
         running.chat = answers(script())
         yield running
-
-
-def spec(server: EmbeddingServer, **parameters: object) -> str:
-    query = {"base_url": server.base_url, "api_key_env": KEY_ENV, "concurrency": 1, **parameters}
-    return f"openai:{MODEL}?" + "&".join(f"{name}={value}" for name, value in query.items())
 
 
 @pytest.fixture

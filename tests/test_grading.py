@@ -82,11 +82,15 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
         yield running
 
 
-def make_judge(server: EmbeddingServer, golden: GoldenSet, **parameters: object) -> Judge:
+def judge_spec(server: EmbeddingServer, **parameters: object) -> str:
+    """The judge's spec for the tests' server: one request at a time unless told otherwise."""
     query = {"base_url": server.base_url, "api_key_env": KEY_ENV, "concurrency": 1, **parameters}
-    spec = f"openai:{MODEL}?" + "&".join(f"{name}={value}" for name, value in query.items())
+    return f"openai:{MODEL}?" + "&".join(f"{name}={value}" for name, value in query.items())
+
+
+def make_judge(server: EmbeddingServer, golden: GoldenSet, **parameters: object) -> Judge:
     assert golden.guidelines is not None
-    return Judge(judge_settings(spec), golden.guidelines.text, 2)
+    return Judge(judge_settings(judge_spec(server, **parameters)), golden.guidelines.text, 2)
 
 
 @pytest.fixture
