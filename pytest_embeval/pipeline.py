@@ -365,13 +365,25 @@ def run_arm(
     timer = TimedEncoder(arm.encoder) if golden.production is not None else None
     encoding = arm if timer is None else dataclasses.replace(arm, encoder=timer)
     doc_texts = [doc.embed_text for doc in searched.documents]
-    before = arm.usage.snapshot() if arm.usage is not None else None
+    before = _usage(arm)
     doc_vectors = embedder(encoding, doc_texts, "document", progress=report("document"), role=role)
+    after_documents = _usage(arm)
     query_texts = [query.text for query in golden.queries]
     query_vectors = embedder(encoding, query_texts, "query", progress=report("query"), role=role)
-    usage = arm.usage.snapshot() - before if arm.usage is not None and before is not None else None
+    after = _usage(arm)
+    usage = None if before is None or after is None else after - before
     result = dataclasses.replace(
-        _search_arm(searched, arm, role, doc_vectors, query_vectors, timer), usage=usage
+        _search_arm(
+            searched,
+            arm,
+            role,
+            doc_vectors,
+            query_vectors,
+            timer,
+            document_usage=None if before is None or after_documents is None else after_documents - before,
+            query_usage=None if after_documents is None or after is None else after - after_documents,
+        ),
+        usage=usage,
     )
     if len(drawn) < 2:
         return result
@@ -392,6 +404,11 @@ def run_arm(
     return dataclasses.replace(result, slices=smaller)
 
 
+def _usage(arm: Arm) -> UsageCount | None:
+    """What the arm's endpoint has counted so far (None for an in-process arm)."""
+    return arm.usage.snapshot() if arm.usage is not None else None
+
+
 def _search_arm(
     golden: GoldenSet,
     arm: Arm,
@@ -400,6 +417,8 @@ def _search_arm(
     query_vectors: np.ndarray,
     timer: TimedEncoder | None,
     *,
+    document_usage: UsageCount | None = None,
+    query_usage: UsageCount | None = None,
     measure: bool = True,
 ) -> ArmResult:
     """Search the golden set's documents (these vectors, in its corpus order) and score every query."""
@@ -439,6 +458,8 @@ def _search_arm(
             document_texts=doc_texts,
             query_texts=query_texts,
             timer=timer,
+            document_usage=document_usage,
+            query_usage=query_usage,
             index=stats.kind,
             index_bytes=stats.memory_bytes,
             M=golden.index.M if stats.hnsw is not None else None,

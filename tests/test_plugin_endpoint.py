@@ -162,3 +162,35 @@ def test_the_key_is_in_no_output_report_cache_or_log(
     ]
     assert written == []
     assert (pytester.path / "embeval.log").stat().st_size > 0
+
+
+def test_an_endpoint_arms_capacity_counts_the_tokens_the_endpoint_reported(
+    pytester: pytest.Pytester, golden: Golden, server: EmbeddingServer
+) -> None:
+    golden(production={"documents": 1_000_000, "queries_per_month": 10_000})
+    spec = endpoint_spec(server, "bad", price_per_million_tokens=0.02, concurrency=4, batch_size=8)
+    args = ["--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}"]
+    first, report = run(pytester, *args)
+    assert report is not None
+    # A token per word: "doc 7" is 2 tokens, "query: en 7" 3; the fresh run and the cached rerun agree.
+    again, cached = run(pytester, *args)
+    assert cached is not None and len(server.received) == 60 // 8 + 1 + 48 // 8
+    assert first.ret == again.ret == pytest.ExitCode.TESTS_FAILED
+    for one in (report, cached):
+        capacity = one["golden_sets"][0]["candidate"]["capacity"]
+        measured, production = capacity["measured"], capacity["production"]
+        assert measured["document_tokens"] == {
+            "texts": 60,
+            "tokens": 120,
+            "truncated": 0,
+            "max_length": None,
+            "method": "the endpoint's usage figures",
+            "per_text": 2.0,
+        }
+        assert measured["query_tokens"]["tokens"] == 144
+        assert production["embedding_tokens"]["value"] == pytest.approx(2_000_000)
+        assert production["embedding_cost"]["value"] == pytest.approx(0.04)
+        assert production["query_tokens_per_month"]["value"] == pytest.approx(30_000)
+    encoding = report["golden_sets"][0]["candidate"]["capacity"]["measured"]["timings"]["encoding"]
+    assert encoding["texts"] == 60 and encoding["tokens_per_second"] is not None
+    assert cached["golden_sets"][0]["candidate"]["capacity"]["measured"]["timings"]["encoding"] is None
