@@ -109,7 +109,7 @@ class QueryPool:
     #: the rest, to judge, in a seeded shuffled order
     rows: tuple[PoolRow, ...]
     #: for each row, the best (lowest, 1-based) rank any arm or run gave its document; never on the sheet
-    best_ranks: tuple[int, ...] = ()
+    best_ranks: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
