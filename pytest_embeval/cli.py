@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pytest_embeval import cli_judge
 from pytest_embeval.agreement import agreement, agreement_lines
-from pytest_embeval.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from pytest_embeval.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
 from pytest_embeval.cli_support import add_scale as _add_scale
 from pytest_embeval.cli_support import bounded_float as _bounded_float
 from pytest_embeval.cli_support import golden_set as _golden
@@ -28,7 +28,7 @@ from pytest_embeval.cli_support import print_lines as _print
 from pytest_embeval.cli_support import sheets as _sheets
 from pytest_embeval.coverage import DEFAULT_COVERAGE_GAP, coverage, coverage_lines, coverage_warnings
 from pytest_embeval.golden import GoldenSet
-from pytest_embeval.merging import append_qrels, merge_sheets, qrels_file, sheet_grades
+from pytest_embeval.merging import append_qrels, merge_sheets, qrels_file
 from pytest_embeval.planning import DEFAULT_SD, observed_sd, plan, plan_lines
 from pytest_embeval.pooling import (
     DEFAULT_DEPTH,
@@ -49,7 +49,6 @@ from pytest_embeval.provenance import (
     read_calibration,
 )
 from pytest_embeval.rankings import (
-    Pair,
     ReportError,
     find_golden_record,
     load_report,
@@ -237,16 +236,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    first, second = _sheets([args.first, args.second])
-    problems: list[str] = []
-    grades: list[dict[Pair, int]] = []
-    for sheet in (first, second):
-        try:
-            grades.append(sheet_grades(sheet, max_grade=args.max_grade))
-        except SheetError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise CliError("\n".join(problems))
+    grades = sheet_grades_of(_sheets([args.first, args.second]), args.max_grade)
     try:
         result = agreement(grades[0], grades[1], max_grade=args.max_grade)
     except ValueError as error:

@@ -18,12 +18,12 @@ from pytest_embeval.cli_support import (
     golden_set,
     nonnegative_int,
     print_lines,
+    sheet_grades_of,
     sheets,
 )
 from pytest_embeval.disagreement import DEFAULT_ALPHA, DEFAULT_MIN_KAPPA, Verdict, calibrate
 from pytest_embeval.grading import GradingRun, Spend, audit_path, grade_sheet
 from pytest_embeval.judge import Judge, JudgeError, Price, is_model_judge, judge_settings
-from pytest_embeval.merging import sheet_grades
 from pytest_embeval.output import table, write_atomic
 from pytest_embeval.pooling import Sheet, SheetError
 from pytest_embeval.provenance import calibration_record
@@ -129,15 +129,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise CliError(
             f"{args.model}: its grades must be one model judge's (an embeval judge sheet), found {found}"
         )
-    problems: list[str] = []
-    grades = []
-    for sheet in (people_sheet, model_sheet):
-        try:
-            grades.append(sheet_grades(sheet, max_grade=args.max_grade))
-        except SheetError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise CliError("\n".join(problems))
+    grades = sheet_grades_of([people_sheet, model_sheet], args.max_grade)
     try:
         result = calibrate(
             grades[0], grades[1], max_grade=args.max_grade, min_kappa=args.min_kappa, alpha=args.alpha

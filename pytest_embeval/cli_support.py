@@ -7,8 +7,9 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
-from pytest_embeval.merging import DEFAULT_MAX_GRADE
+from pytest_embeval.merging import DEFAULT_MAX_GRADE, sheet_grades
 from pytest_embeval.pooling import Sheet, SheetError, read_sheet
+from pytest_embeval.rankings import Pair
 
 __all__ = [
     "EXIT_FAILED",
@@ -21,6 +22,7 @@ __all__ = [
     "nonnegative_int",
     "positive_int",
     "print_lines",
+    "sheet_grades_of",
     "sheets",
 ]
 
@@ -85,6 +87,20 @@ def sheets(paths: Sequence[str]) -> list[Sheet]:
     if problems:
         raise CliError("\n".join(problems))
     return read
+
+
+def sheet_grades_of(read: Sequence[Sheet], max_grade: int) -> list[dict[Pair, int]]:
+    """Each sheet's grades (`merging.sheet_grades`); every sheet's problems together as one `CliError`."""
+    problems: list[str] = []
+    grades: list[dict[Pair, int]] = []
+    for sheet in read:
+        try:
+            grades.append(sheet_grades(sheet, max_grade=max_grade))
+        except SheetError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise CliError("\n".join(problems))
+    return grades
 
 
 def print_lines(lines: Sequence[str]) -> None:
