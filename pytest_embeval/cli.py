@@ -111,6 +111,11 @@ def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict
             queries = embed(arm, query_texts, "query")
         except EncoderError as error:
             raise CliError(str(error)) from None
+        if queries.shape[1] != documents.shape[1]:
+            raise CliError(
+                f"encoder {spec!r} returned {queries.shape[1]}-dimensional query vectors but "
+                f"{documents.shape[1]}-dimensional document vectors: they cannot be compared"
+            )
         positions, _ = exact_search(queries, documents, min(depth, len(doc_ids)), doc_ids=doc_ids)
         rankings[spec] = {
             query.id: [doc_ids[p] for p in row]
@@ -191,7 +196,7 @@ def _pool(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     try:
-        target = qrels_file(args.golden)
+        target = qrels_file(golden)
         calibrations = [read_calibration(Path(path)) for path in args.calibration]
     except ValueError as error:
         raise CliError(str(error)) from None
@@ -226,7 +231,7 @@ def _merge(args: argparse.Namespace) -> int:
     elif args.dry_run:
         print(f"would append {len(result.new)} judgments to {target} (--dry-run: nothing written)")
     else:
-        append_qrels(target, result.new)
+        append_qrels(target, result.new, qrels_format=golden.qrels_format or "beir")
         print(f"appended {len(result.new)} judgments to {target}")
         append_provenance(
             sidecar, [provenance_line(j.query_id, j.doc_id, j.grade, sources[j.judge]) for j in result.new]
@@ -390,8 +395,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Every row needs a known query and document and a grade on the scale; an empty grade, a "
         "pair graded twice differently by one judge, judges who disagree (unless --resolve) and a pair "
         "already judged differently are errors, each with its row number (the header is row 1). On any "
-        "error nothing is written; otherwise the new judgments are appended to the qrels TSV file "
-        "atomically, existing lines untouched. The judge is the 'judge' cell, or the sheet's file name.",
+        "error nothing is written; otherwise the new judgments are appended to the qrels file, in its "
+        "format, atomically, existing lines untouched. The judge is the 'judge' cell, or the sheet's file "
+        "name.",
     )
     merge_parser.add_argument(
         "golden", metavar="GOLDEN.yaml", help="the golden-set file (its qrels must be a TSV)."

@@ -225,8 +225,11 @@ def _resolve_string(raw: str) -> Arm:
     # An existing path wins over the module:attr reading (a Windows drive letter contains a colon).
     if ":" in spec and not os.path.exists(spec):
         return _arm_from_object(_import_attr(spec), spec=spec)
-    if os.path.isdir(spec):
-        return sentence_transformer_arm(spec)
+    folder = os.path.expanduser(spec)
+    if os.path.isdir(folder):
+        return sentence_transformer_arm(folder, name=spec)
+    if _names_a_path(spec):
+        raise EncoderError(f"model spec {spec!r}: no such model folder: {os.path.abspath(folder)}")
     model = _load_sentence_transformer(spec)
     return _arm_from_sentence_transformer(model, spec=spec, name=spec, source=None)
 
@@ -259,6 +262,11 @@ def _import_attr(spec: str) -> object:
                 f"model spec {spec!r}: calling {attr_path!r}() to build the encoder raised {_summary(exc)}"
             ) from exc
     return obj
+
+
+def _names_a_path(spec: str) -> bool:
+    """Whether a spec can only be a path: a Hugging Face model id is ``name`` or ``owner/name``."""
+    return spec.startswith(("/", "./", "../", "~", "\\")) or "\\" in spec or spec.count("/") > 1
 
 
 def _is_dotted_identifier(text: str) -> bool:

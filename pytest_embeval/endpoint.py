@@ -120,11 +120,9 @@ class OpenAIClient:
             if self._client is None:
                 openai = _import_openai(self.connection.label)
                 where = self.connection
-                if not os.environ.get(where.api_key_env):
-                    raise EndpointError(
-                        f"the API key for {url} is read from ${where.api_key_env}, which is not "
-                        "set (for a server that needs no key, set it to any value)"
-                    )
+                missing = self.missing_key(url)
+                if missing is not None:
+                    raise EndpointError(missing)
                 # The key goes from the environment to the client, through no variable of ours.
                 self._client = openai.OpenAI(
                     api_key=os.environ[where.api_key_env],
@@ -135,6 +133,16 @@ class OpenAIClient:
                 self._openai = openai
             assert self._openai is not None
             return self._openai, self._client
+
+    def missing_key(self, url: str) -> str | None:
+        """Why no request to ``url`` could be sent now: the key's variable is not set; None when it is."""
+        env = self.connection.api_key_env
+        if os.environ.get(env):
+            return None
+        return (
+            f"the API key for {url} is read from ${env}, which is not set (for a server that needs no key, "
+            "set it to any value)"
+        )
 
     def explain(self, openai: ModuleType, error: Exception, url: str) -> str:
         """One line for an error of the client on a request to ``url``, naming the URL (and the key's
@@ -228,6 +236,11 @@ class EndpointEncoder:
 
     def encode_document(self, texts: list[str]) -> EncodedBatch:
         return self._encode(texts, "document")
+
+    def missing_key(self) -> str | None:
+        """Why no request could be sent now: the key's variable is not set; None when it is. Asked by the
+        plugin before anything runs, so that the command line's arms fail as a usage error, not mid-run."""
+        return self._client.missing_key(self.settings.url)
 
     def __repr__(self) -> str:
         return f"EndpointEncoder({self.settings.model!r} at {self.settings.url})"

@@ -41,8 +41,7 @@ import difflib
 import hashlib
 import json
 import math
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from os import PathLike
@@ -52,14 +51,57 @@ from typing import Any, TypeVar
 import yaml
 
 from pytest_embeval.capacity import Production
+from pytest_embeval.datafiles import (
+    QRELS_FORMATS,
+    TEXT_FORMATS,
+    Document,
+    GoldenError,
+    Query,
+    id_problem,
+    missing_stratum_problem,
+    read_documents,
+    read_qrels,
+    read_queries,
+    read_text,
+    stratum_type_problem,
+    stratum_value,
+)
 from pytest_embeval.metrics import MetricSpec, parse_metric
 from pytest_embeval.stats import DEFAULT_INTERVAL, INTERVALS
 from pytest_embeval.ties import TIES
 from pytest_embeval.verdict import MULTIPLE_COMPARISONS
 
+__all__ = [
+    "CORPUS_SAMPLE_KEYS",
+    "DEFAULT_BOOTSTRAP",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_MIN_QUERIES",
+    "DEFAULT_MULTIPLE_COMPARISONS",
+    "DEFAULT_RELEVANCE_LEVEL",
+    "DEFAULT_SEED",
+    "DEFAULT_SPLIT",
+    "DEFAULT_TIES",
+    "DEFAULT_TIE_MARGIN",
+    "HNSW_DEFAULTS",
+    "HNSW_RECALL_TARGET",
+    "KNOWN_KEYS",
+    "MIN_BOOTSTRAP",
+    "OVERALL",
+    "PRODUCTION_KEYS",
+    "SCHEMA_VERSION",
+    "TEXTLESS_SHOWN",
+    "CorpusSample",
+    "Document",
+    "GoldenError",
+    "GoldenSet",
+    "IndexSpec",
+    "Query",
+    "Stratum",
+    "load_golden",
+]
+
 SCHEMA_VERSION = 1
 OVERALL = "overall"
-QRELS_HEADER = "query-id\tcorpus-id\tscore"
 DEFAULT_TIE_MARGIN = 0.02
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MIN_QUERIES = 20
@@ -67,6 +109,7 @@ DEFAULT_BOOTSTRAP = 10_000
 MIN_BOOTSTRAP = 100
 DEFAULT_SEED = 0
 DEFAULT_RELEVANCE_LEVEL = 1
+DEFAULT_SPLIT = "test"
 HNSW_DEFAULTS: Mapping[str, int] = {"M": 16, "ef_construction": 200, "ef_search": 128}
 DEFAULT_TIES = "docid"
 DEFAULT_MULTIPLE_COMPARISONS = "none"
@@ -82,6 +125,7 @@ KNOWN_KEYS = (
     "queries",
     "qrels",
     "beir",
+    "split",
     "strata",
     "separate",
     "metric",
@@ -106,52 +150,10 @@ _INLINE_QUERY_KEYS = ("id", "text", "relevant")
 #: Query keys that cannot name a stratum field (they are the query's id, text and judgments).
 _RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant"})
 _NULL_TAG = "tag:yaml.org,2002:null"
-_WHITESPACE = re.compile(r"\s")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_NEWLINES = re.compile(r"\s*[\r\n]+\s*")
-
-
-def _one_line(text: str) -> str:
-    return _NEWLINES.sub(" ", text)
-
-
-class GoldenError(Exception):
-    """A malformed golden set. ``str(error)`` is one line: ``<path>[:<line>]: <key>: <problem>``."""
-
-    def __init__(self, path: str | PathLike[str], key: str | None, line: int | None, problem: str) -> None:
-        self.path = Path(path)
-        self.key = None if key is None else _one_line(key)
-        self.line = line
-        self.problem = _one_line(problem)
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        location = str(self.path) if self.line is None else f"{self.path}:{self.line}"
-        return ": ".join(part for part in (location, self.key, self.problem) if part is not None)
-
-    def __reduce__(self) -> tuple[type[GoldenError], tuple[Path, str | None, int | None, str]]:
-        # Exception pickles its args, which here are the formatted message, not the constructor's arguments.
-        return GoldenError, (self.path, self.key, self.line, self.problem)
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    id: str
-    text: str
-    title: str = ""
-
-    @property
-    def embed_text(self) -> str:
-        """Exactly the text both arms embed for this document."""
-        return f"{self.title}\n{self.text}" if self.title else self.text
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    id: str
-    text: str
-    #: stratum field -> value (always strings), for the fields named in the golden set's ``strata``
-    fields: Mapping[str, str] = field(default_factory=dict)
+#: The keys of the mapping form of a data file (``corpus: {path: docs.tsv, format: tsv}``).
+_FILE_KEYS = ("path", "format")
+#: Ids of documents without text shown in a message or a warning; the report lists them all.
+TEXTLESS_SHOWN = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +241,14 @@ class GoldenSet:
     corpus_sample: CorpusSample | None = None
     #: the written relevance definition (``guidelines``), for people and the LLM judge; None: not declared
     guidelines: Guidelines | None = None
+    #: ids of the corpus's documents without text, in corpus order: never embedded nor retrievable, but
+    #: known to the judgments (a judged one counts in recall's and nDCG's denominators)
+    textless: tuple[str, ...] = ()
+    #: the BEIR split whose judgments are read (None for other golden sets)
+    split: str | None = None
+    #: the file the judgments come from and its format (None for inline judgments)
+    qrels_path: Path | None = None
+    qrels_format: str | None = None
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -306,6 +316,8 @@ class GoldenSet:
         for doc in self.documents:
             text_hash = hashlib.sha256(doc.embed_text.encode("utf-8")).hexdigest()
             digest.update(b"document " + _canonical([doc.id, text_hash]) + b"\n")
+        if self.textless:  # only then, so the fingerprints of sets without such documents do not change
+            digest.update(b"textless " + _canonical(list(self.textless)) + b"\n")
         for query in self.queries:
             digest.update(b"query " + _canonical([query.id, query.text, dict(query.fields)]) + b"\n")
         judgments = sorted(
@@ -322,169 +334,12 @@ def _canonical(value: object) -> bytes:
 
 
 def load_golden(path: str | PathLike[str]) -> GoldenSet:
-    """Load and validate a golden-set YAML file and the data it names. Raises `GoldenError`."""
+    """Load and validate a golden-set YAML file and the data it names. Raises `GoldenError`.
+
+    Relative data paths are relative to the folder of the YAML file's resolved path: a symlinked golden file
+    reads the data next to the file it links to, so a golden set is its resolved path, wherever it is linked.
+    """
     return _GoldenLoader(Path(path)).load()
-
-
-# --- data files --------------------------------------------------------------------------------------------
-
-
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise GoldenError(path, None, None, f"file not found: {path.resolve()}") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise GoldenError(path, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        problem = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        raise GoldenError(path, None, line, problem) from None
-    return text.removeprefix("\ufeff")
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(_read_text(path).split("\n"), start=1):
-        if not line or line.isspace():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
-        yield number, record
-
-
-def _json_text(value: object) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _id_problem(value: str) -> str | None:
-    if not value:
-        return "must not be empty"
-    if _WHITESPACE.search(value):
-        return f"{value!r} contains whitespace (ids must be single tokens, as in TREC run files)"
-    return None
-
-
-def _json_id(path: Path, line: int, record: Mapping[str, Any]) -> str:
-    if "_id" not in record:
-        raise GoldenError(path, "_id", line, "missing required key")
-    value = record["_id"]
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise GoldenError(path, "_id", line, f"must be a string, got {_json_text(value)}")
-    text = str(value)
-    problem = _id_problem(text)
-    if problem is not None:
-        raise GoldenError(path, "_id", line, problem)
-    return text
-
-
-def _json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> str:
-    if key not in record:
-        raise GoldenError(path, key, line, "missing required key")
-    value = record[key]
-    if not isinstance(value, str):
-        raise GoldenError(path, key, line, f"must be a string, got {_json_text(value)}")
-    return value
-
-
-def _read_documents(path: Path) -> list[Document]:
-    documents: list[Document] = []
-    first_line: dict[str, int] = {}
-    for line, record in _json_lines(path):
-        doc_id = _json_id(path, line, record)
-        if doc_id in first_line:
-            problem = f"duplicate document id {doc_id!r} (first on line {first_line[doc_id]})"
-            raise GoldenError(path, "_id", line, problem)
-        first_line[doc_id] = line
-        text = _json_string(path, line, record, "text")
-        title = "" if record.get("title") is None else _json_string(path, line, record, "title")
-        if not text.strip() and not title.strip():
-            raise GoldenError(path, "text", line, f"document {doc_id!r} has neither text nor title")
-        documents.append(Document(doc_id, text, title))
-    return documents
-
-
-def _read_queries(path: Path, strata: Sequence[str]) -> list[Query]:
-    queries: list[Query] = []
-    first_line: dict[str, int] = {}
-    for line, record in _json_lines(path):
-        query_id = _json_id(path, line, record)
-        if query_id in first_line:
-            problem = f"duplicate query id {query_id!r} (first on line {first_line[query_id]})"
-            raise GoldenError(path, "_id", line, problem)
-        first_line[query_id] = line
-        text = _json_string(path, line, record, "text")
-        if not text.strip():
-            raise GoldenError(path, "text", line, f"query {query_id!r} has an empty text")
-        fields: dict[str, str] = {}
-        for name in strata:
-            if name not in record:
-                raise GoldenError(path, name, line, f"query {query_id!r} has no stratum field {name!r}")
-            value = record[name]
-            if value is None or isinstance(value, (dict, list)):
-                raise GoldenError(path, name, line, _stratum_type(query_id, name, _json_text(value)))
-            text_value = value if isinstance(value, str) else json.dumps(value)
-            fields[name] = _stratum_value(path, name, line, query_id, name, text_value)
-        queries.append(Query(query_id, text, fields))
-    return queries
-
-
-def _stratum_type(query_id: str, name: str, got: str) -> str:
-    return f"query {query_id!r}: stratum field {name!r} must be a string or number, got {got}"
-
-
-def _stratum_value(path: Path, key: str, line: int, query_id: str, name: str, value: str) -> str:
-    if not value.strip():
-        problem = f"query {query_id!r} has an empty value for stratum field {name!r}"
-        raise GoldenError(path, key, line, problem)
-    return value
-
-
-def _read_qrels(path: Path, qrels: dict[str, dict[str, int]], document_ids: AbstractSet[str]) -> None:
-    """Add a BEIR qrels TSV file's judgments to ``qrels`` (keyed by every known query)."""
-    lines = _read_text(path).split("\n")
-    header = lines[0].rstrip("\r")
-    if header != QRELS_HEADER:
-        raise GoldenError(path, "header", 1, f"expected {QRELS_HEADER!r}, got {header!r}")
-    first_line: dict[tuple[str, str], int] = {}
-    for number, raw in enumerate(lines[1:], start=2):
-        line = raw.rstrip("\r")
-        if not line or line.isspace():
-            continue
-        columns = line.split("\t")
-        if len(columns) != 3:
-            problem = f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}"
-            raise GoldenError(path, None, number, problem)
-        query_id, doc_id, score = columns
-        judged = qrels.get(query_id)
-        if judged is None:
-            raise GoldenError(path, "query-id", number, f"unknown query {query_id!r} (not in the queries)")
-        if doc_id not in document_ids:
-            raise GoldenError(path, "corpus-id", number, f"unknown document {doc_id!r} (not in the corpus)")
-        if not _INTEGER.fullmatch(score):
-            raise GoldenError(path, "score", number, f"{score!r} is not an integer grade")
-        grade = int(score)
-        if grade < 0:
-            problem = f"grade {grade} is negative (grades are 0..N, 0 = judged non-relevant)"
-            raise GoldenError(path, "score", number, problem)
-        pair = (query_id, doc_id)
-        if pair in first_line:
-            problem = (
-                f"duplicate judgment of query {query_id!r} and document {doc_id!r} "
-                f"(first on line {first_line[pair]})"
-            )
-            raise GoldenError(path, "corpus-id", number, problem)
-        first_line[pair] = number
-        judged[doc_id] = grade
 
 
 # --- the YAML file -----------------------------------------------------------------------------------------
@@ -512,6 +367,20 @@ def _line(node: yaml.Node) -> int:
 
 
 _Entry = tuple[yaml.Node, yaml.Node]  # (key node, value node)
+
+
+@dataclass(frozen=True, slots=True)
+class _Data:
+    """What a golden file's data keys name, as read: every document (those without text too)."""
+
+    documents: list[Document]
+    queries: list[Query]
+    qrels: dict[str, dict[str, int]]
+    split: str | None = None
+    qrels_path: Path | None = None
+    qrels_format: str | None = None
+
+
 _T = TypeVar("_T")
 
 
@@ -520,6 +389,10 @@ class _GoldenLoader:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        try:
+            self.folder = path.resolve().parent
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte: read_text names it
+            self.folder = path.parent
         self._constructor = yaml.SafeLoader("")
 
     def error(self, node: yaml.Node | None, key: str | None, problem: str) -> GoldenError:
@@ -563,7 +436,7 @@ class _GoldenLoader:
 
     def identifier(self, node: yaml.Node, key: str) -> str:
         value = self.word(node, key, "an id")
-        problem = _id_problem(value)
+        problem = id_problem(value)
         if problem is not None:
             raise self.error(node, key, problem)
         return value
@@ -618,12 +491,29 @@ class _GoldenLoader:
             raise self.error(node, key, str(exc)) from None
 
     def location(self, node: yaml.Node, key: str) -> Path:
-        """A path as given in the YAML file: absolute, or relative to the YAML file's folder."""
+        """A path as given in the YAML file: absolute, or relative to the folder of the YAML file (resolved,
+        see `load_golden`)."""
         path = Path(self.string(node, key))
-        return path if path.is_absolute() else self.path.parent / path
+        return path if path.is_absolute() else self.folder / path
 
-    def data_file(self, node: yaml.Node, key: str) -> Path:
-        return self.require(node, key, self.location(node, key))
+    def data_file(self, node: yaml.Node, key: str, formats: Sequence[str]) -> tuple[Path, str | None]:
+        """A data file named by a path, or by ``{path: FILE, format: F}`` declaring one of ``formats``; the
+        declared format is None when the file's first line is to tell."""
+        if not isinstance(node, yaml.MappingNode):
+            return self.require(node, key, self.location(node, key)), None
+        entries = self.entries(node, key)
+        self.check_keys(entries, _FILE_KEYS, key)
+        if "path" not in entries:
+            raise self.error(node, f"{key}.path", "missing required key")
+        declared = None
+        if "format" in entries:
+            format_node = entries["format"][1]
+            declared = self.word(format_node, f"{key}.format", "a format name")
+            if declared not in formats:
+                problem = f"unknown format {declared!r} (expected one of: {', '.join(formats)})"
+                raise self.error(format_node, f"{key}.format", problem)
+        path_node = entries["path"][1]
+        return self.require(path_node, f"{key}.path", self.location(path_node, f"{key}.path")), declared
 
     def require(self, node: yaml.Node, key: str, path: Path, *, folder: bool = False) -> Path:
         """``path`` if it is an existing file (or folder), else an error at ``node`` naming the full path."""
@@ -673,9 +563,9 @@ class _GoldenLoader:
             lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
             DEFAULT_MULTIPLE_COMPARISONS,
         )
-        documents, queries, qrels = self.data(top, strata)
+        data = self.data(top, strata)
         excludes: dict[str, tuple[str, ...]] = setting(
-            "separate", lambda node: self.separate(node, strata, queries), {}
+            "separate", lambda node: self.separate(node, strata, data.queries), {}
         )
         production: Production | None = setting("production", self.production, None)
         corpus_sample: CorpusSample | None = setting(
@@ -685,9 +575,9 @@ class _GoldenLoader:
         return GoldenSet(
             path=self.path,
             name=name,
-            documents=tuple(documents),
-            queries=tuple(queries),
-            qrels=qrels,
+            documents=tuple(doc for doc in data.documents if doc.has_text),
+            queries=tuple(data.queries),
+            qrels=data.qrels,
             strata_fields=strata,
             metric=metric,
             guards=guards,
@@ -706,6 +596,10 @@ class _GoldenLoader:
             production=production,
             corpus_sample=corpus_sample,
             guidelines=guidelines,
+            textless=tuple(doc.id for doc in data.documents if not doc.has_text),
+            split=data.split,
+            qrels_path=data.qrels_path,
+            qrels_format=data.qrels_format,
         )
 
     def check_structure(self, top: Mapping[str, _Entry]) -> None:
@@ -731,7 +625,7 @@ class _GoldenLoader:
             raise GoldenError(self.path, "metric", None, problem)
 
     def compose(self) -> yaml.Node:
-        text = _read_text(self.path)
+        text = read_text(self.path)
         try:
             root = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.MarkedYAMLError as exc:
@@ -866,8 +760,8 @@ class _GoldenLoader:
         return CorpusSample(sizes=tuple(sorted(sizes)), seed=seed)
 
     def guidelines(self, node: yaml.Node) -> Guidelines:
-        path = self.data_file(node, "guidelines")
-        text = _read_text(path)
+        path = self.require(node, "guidelines", self.location(node, "guidelines"))
+        text = read_text(path)
         if not text.strip():
             problem = f"{path.resolve()} is empty: write down the relevance definition judges grade by"
             raise self.error(node, "guidelines", problem)
@@ -875,15 +769,14 @@ class _GoldenLoader:
 
     # --- data: corpus, queries, qrels
 
-    def data(
-        self, top: Mapping[str, _Entry], strata: tuple[str, ...]
-    ) -> tuple[list[Document], list[Query], dict[str, dict[str, int]]]:
+    def data(self, top: Mapping[str, _Entry], strata: tuple[str, ...]) -> _Data:
         if "beir" in top:
-            return self.beir(top["beir"][1], strata)
+            return self.beir(top["beir"][1], strata, top.get("split"))
+        if "split" in top:
+            raise self.error(top["split"][0], "split", "only applies to a 'beir' folder")
         corpus_node = top["corpus"][1]
-        documents = _read_documents(self.data_file(corpus_node, "corpus"))
-        if not documents:
-            raise self.error(corpus_node, "corpus", "no documents in the file")
+        corpus_file, corpus_format = self.data_file(corpus_node, "corpus", TEXT_FORMATS)
+        documents = self.documents(corpus_node, "corpus", read_documents(corpus_file, corpus_format))
         queries_node = top["queries"][1]
         qrels_entry = top.get("qrels")
         if isinstance(queries_node, yaml.SequenceNode):
@@ -892,46 +785,77 @@ class _GoldenLoader:
             if qrels_entry is None and not any(qrels.values()):
                 problem = "missing required key (no inline query carries 'relevant' judgments)"
                 raise GoldenError(self.path, "qrels", None, problem)
-        elif isinstance(queries_node, yaml.ScalarNode) and queries_node.tag != _NULL_TAG:
-            queries_file = self.data_file(queries_node, "queries")
-            queries = _read_queries(queries_file, strata)
+        elif isinstance(queries_node, (yaml.ScalarNode, yaml.MappingNode)) and queries_node.tag != _NULL_TAG:
+            queries_file, queries_format = self.data_file(queries_node, "queries", TEXT_FORMATS)
+            queries = read_queries(queries_file, strata, queries_format)
             if not queries:
                 raise self.error(queries_node, "queries", "no queries in the file")
             if qrels_entry is None:
-                problem = "missing required key (queries from a JSONL file need a qrels TSV file)"
+                problem = "missing required key (queries from a file need a qrels file)"
                 raise GoldenError(self.path, "qrels", None, problem)
             qrels = {query.id: {} for query in queries}
         else:
-            problem = f"must be a JSONL file or a list of queries, got {_describe(queries_node)}"
+            problem = f"must be a JSONL or TSV file or a list of queries, got {_describe(queries_node)}"
             raise self.error(queries_node, "queries", problem)
-        if qrels_entry is not None:
-            qrels_node = qrels_entry[1]
-            qrels_file = self.data_file(qrels_node, "qrels")
-            # A header-only file is a golden set before its first judging session (`embeval pool` starts
-            # there); its queries score NaN and every stratum is below the floor.
-            _read_qrels(qrels_file, qrels, {doc.id for doc in documents})
-        return documents, queries, qrels
+        if qrels_entry is None:
+            return _Data(documents, queries, qrels)
+        qrels_file, qrels_format = self.data_file(qrels_entry[1], "qrels", QRELS_FORMATS)
+        # A header-only file is a golden set before its first judging session (`embeval pool` starts
+        # there); its queries score NaN and every stratum is below the floor.
+        found = read_qrels(qrels_file, qrels, {doc.id for doc in documents}, qrels_format)
+        return _Data(documents, queries, qrels, qrels_path=qrels_file, qrels_format=found)
 
-    def beir(
-        self, node: yaml.Node, strata: tuple[str, ...]
-    ) -> tuple[list[Document], list[Query], dict[str, dict[str, int]]]:
+    def documents(self, node: yaml.Node, key: str, documents: list[Document]) -> list[Document]:
+        """The corpus as read, refusing one without a document to embed."""
+        if not documents:
+            raise self.error(node, key, "no documents in the file")
+        if not any(doc.has_text for doc in documents):
+            raise self.error(node, key, f"none of the {len(documents)} documents has a text or a title")
+        return documents
+
+    def beir(self, node: yaml.Node, strata: tuple[str, ...], split_entry: _Entry | None) -> _Data:
         folder = self.require(node, "beir", self.location(node, "beir"), folder=True)
         corpus = self.require(node, "beir", folder / "corpus.jsonl")
         queries_file = self.require(node, "beir", folder / "queries.jsonl")
-        candidates = (folder / "qrels" / "test.tsv", folder / "qrels.tsv")
-        qrels_file = next((path for path in candidates if path.is_file()), None)
-        if qrels_file is None:
+        declared = None if split_entry is None else self.word(split_entry[1], "split", "a split name")
+        splits_folder = folder / "qrels"
+        splits = sorted(path.stem for path in splits_folder.glob("*.tsv")) if splits_folder.is_dir() else []
+        split: str | None = None
+        if splits:
+            split = declared or DEFAULT_SPLIT
+            if split not in splits:
+                where = split_entry[1] if split_entry is not None else node
+                problem = (
+                    f"no qrels/{split}.tsv in {folder.resolve()} (its splits: {', '.join(splits)}); "
+                    "name one with 'split:'"
+                )
+                raise self.error(where, "split", problem)
+            qrels_file = splits_folder / f"{split}.tsv"
+        elif split_entry is not None:
+            problem = f"{folder.resolve()} has no qrels/ folder of splits (qrels/<split>.tsv); remove 'split'"
+            raise self.error(split_entry[1], "split", problem)
+        elif (folder / "qrels.tsv").is_file():
+            qrels_file = folder / "qrels.tsv"
+        else:
             problem = f"no qrels file in {folder.resolve()} (looked for qrels/test.tsv and qrels.tsv)"
             raise self.error(node, "beir", problem)
-        documents = _read_documents(corpus)
+        documents = read_documents(corpus)
         if not documents:
             raise self.error(node, "beir", f"no documents in {corpus.resolve()}")
-        queries = _read_queries(queries_file, strata)
+        self.documents(node, "beir", documents)
+        queries = read_queries(queries_file, strata)
         if not queries:
             raise self.error(node, "beir", f"no queries in {queries_file.resolve()}")
         qrels: dict[str, dict[str, int]] = {query.id: {} for query in queries}
-        _read_qrels(qrels_file, qrels, {doc.id for doc in documents})
-        return documents, queries, qrels
+        found = read_qrels(qrels_file, qrels, {doc.id for doc in documents})
+        if len(splits) > 1:
+            # queries.jsonl holds every split's queries (as BEIR publishes them): keep this split's own.
+            queries = [query for query in queries if qrels[query.id]]
+            if not queries:
+                problem = f"no query of {queries_file.resolve()} is judged in qrels/{split}.tsv"
+                raise self.error(node, "beir", problem)
+            qrels = {query.id: qrels[query.id] for query in queries}
+        return _Data(documents, queries, qrels, split=split, qrels_path=qrels_file, qrels_format=found)
 
     def inline_queries(
         self,
@@ -964,12 +888,14 @@ class _GoldenLoader:
             for name in strata:
                 key = f"{prefix}.{name}"
                 if name not in entries:
-                    raise self.error(item, key, f"query {query_id!r} has no stratum field {name!r}")
+                    raise self.error(item, key, missing_stratum_problem(query_id, name, entries))
                 field_node = entries[name][1]
                 if not isinstance(field_node, yaml.ScalarNode) or field_node.tag == _NULL_TAG:
-                    raise self.error(field_node, key, _stratum_type(query_id, name, _describe(field_node)))
+                    raise self.error(
+                        field_node, key, stratum_type_problem(query_id, name, _describe(field_node))
+                    )
                 value = str(field_node.value)
-                fields[name] = _stratum_value(self.path, key, _line(field_node), query_id, name, value)
+                fields[name] = stratum_value(self.path, key, _line(field_node), query_id, name, value)
             qrels[query_id] = {}
             if "relevant" in entries:
                 key_node, relevant_node = entries["relevant"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from pytest_embeval.cache import CacheStats
 from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
 from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
 from pytest_embeval.pipeline import (
+    ArmFault,
     ControlMismatch,
     Embedder,
     GoldenRun,
@@ -26,8 +28,17 @@ from pytest_embeval.pipeline import (
 )
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.provenance import golden_judgments
-from pytest_embeval.report import Record, golden_record, stratum_record
-from pytest_embeval.session import CACHE_PROPERTIES, ITEM_RECORDS, STATE, EmbevalState, ItemRecords
+from pytest_embeval.report import Record, error_record, golden_record, stratum_record
+from pytest_embeval.session import (
+    CACHE_PROPERTIES,
+    ITEM_ERROR,
+    ITEM_RECORDS,
+    STATE,
+    EmbevalState,
+    FailedRun,
+    GoldenSetError,
+    ItemRecords,
+)
 from pytest_embeval.strata import evaluate_golden
 from pytest_embeval.terminal import stratum_failure
 from pytest_embeval.verdict import Verdict
@@ -39,16 +50,33 @@ MISSING_MODEL = (
 
 
 class EmbevalFailure(Exception):
-    """A stratum that failed for a reason the user must act on; its text is the whole failure report."""
+    """A WORSE stratum; its text is the whole failure report."""
+
+
+def golden_node_path(path: Path, rootpath: Path) -> str:
+    """How node ids and the report name a golden file: relative to the rootdir, '/'-separated, with ``..``
+    segments for a file outside it (``../shared/golden.yaml``); absolute only where no relative path exists
+    (another drive). Stable on every machine with the same layout, and different for different files."""
+    try:
+        shown = os.path.relpath(path, rootpath)
+    except ValueError:
+        shown = str(path)
+    return Path(shown).as_posix()
 
 
 class GoldenFile(pytest.File):
     """A golden-set YAML file: loads and validates it, yields one item per stratum."""
 
+    @classmethod
+    def for_path(cls, parent: pytest.Collector, path: Path) -> GoldenFile:
+        # pytest's own node id of a file outside the rootdir is relative to the argument that named it: two
+        # such files given by path would both get the empty id.
+        return cls.from_parent(parent, path=path, nodeid=golden_node_path(path, parent.config.rootpath))
+
     def collect(self) -> Iterator[pytest.Item]:
         try:
             golden = load_golden(self.path)
-            judgments = golden_judgments(self.path, golden)
+            judgments = golden_judgments(golden)
         except GoldenError as error:
             # Name the file as the user typed it, relative to where pytest was started.
             shown = os.path.relpath(error.path, self.config.invocation_params.dir)
@@ -69,11 +97,17 @@ def _check_stratum(request: pytest.FixtureRequest) -> None:
     """Run by pytest as the item's test function; `request` gives the item access to the model fixtures."""
     item = request.node
     assert isinstance(item, StratumItem)
-    item.check(request)
+    item.check()
 
 
 class StratumItem(pytest.Function):
-    """One stratum of one golden set: passes (BETTER), fails (WORSE) or ties."""
+    """One stratum of one golden set: passes (BETTER), fails (WORSE) or ties; an error when the golden set
+    could not be run.
+
+    The golden set is run once per process, in the setup of the first of its items that runs there, so that
+    a broken model is an error (pytest's ``E``), reported in full by that item and in one line by the others;
+    the call then only pairs the arms over the item's stratum.
+    """
 
     def __init__(
         self, *, golden: GoldenSet, stratum: Stratum, order: int, judgments: Record, **kwargs: Any
@@ -84,43 +118,64 @@ class StratumItem(pytest.Function):
         self.order = order
         #: where the judgments came from (`provenance.judgments_record`), for the report
         self.judgments = judgments
+        self.run: GoldenRun | None = None
 
     @property
     def golden_path(self) -> str:
-        """The golden file as node ids name it (rootdir-relative, '/'-separated), alike on every worker."""
+        """The golden file as node ids and the report name it (see `golden_node_path`)."""
         return self.nodeid.split("::", 1)[0]
 
-    def check(self, request: pytest.FixtureRequest) -> None:
+    @property
+    def golden_key(self) -> str:
+        """What identifies the golden set within a process: its resolved path, whatever names it."""
+        return str(self.path.resolve())
+
+    def setup(self) -> None:
+        super().setup()
         state = self.config.stash[STATE]
-        run = state.runs.get(self.golden_path)
+        run = state.runs.get(self.golden_key)
         if run is None:
-            before = state.cache.stats() if state.cache is not None else CacheStats()
-            try:
-                run = self._run_golden(request, state)
-            except (EncoderError, EmbevalFailure, ControlMismatch, RecallTargetError) as error:
-                run = EmbevalFailure(f"{self.golden.name}: {error}")
-            finally:
-                if state.cache is not None:
-                    self._note_cache_use(state.cache.stats() - before)
-            state.runs[self.golden_path] = run
-        if isinstance(run, Exception):
-            raise run
+            run = self._first_run(state)
+            state.runs[self.golden_key] = run
+        if isinstance(run, FailedRun):
+            if run.nodeid == self.nodeid:
+                raise GoldenSetError(run.message)
+            raise GoldenSetError(f"{self.golden.name}: not run; the error is reported under {run.nodeid}")
+        self.run = run
+
+    def _first_run(self, state: EmbevalState) -> GoldenRun | FailedRun:
+        before = state.cache.stats() if state.cache is not None else CacheStats()
+        try:
+            return self._run_golden(state)
+        except (ArmFault, ControlMismatch, RecallTargetError) as error:
+            record = error_record(self.golden, self.golden_path, error)
+            self.stash[ITEM_ERROR] = record
+            return FailedRun(self.nodeid, f"{self.golden.name}: {record['message']}")
+        finally:
+            if state.cache is not None:
+                self._note_cache_use(state.cache.stats() - before)
+
+    def check(self) -> None:
+        assert self.run is not None  # set by setup
+        state = self.config.stash[STATE]
         golden = None
         if self.golden_path not in state.sent_golden:
             state.sent_golden.add(self.golden_path)
-            golden = {**golden_record(run, self.golden_path), "judgments": self.judgments}
-        outcomes = state.outcomes.get(self.golden_path)
+            golden = {**golden_record(self.run, self.golden_path), "judgments": self.judgments}
+        outcomes = state.outcomes.get(self.golden_key)
         if outcomes is None:
             # The strata of a file are decided as one family, so all of them are evaluated at once.
-            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(run)}
-            state.outcomes[self.golden_path] = outcomes
+            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run)}
+            state.outcomes[self.golden_key] = outcomes
         outcome = outcomes[self.stratum.name]
         record = stratum_record(self.golden, self.golden_path, self.order, outcome)
         self.stash[ITEM_RECORDS] = ItemRecords(stratum=record, golden=golden)
         if outcome.decision.verdict is Verdict.WORSE:
             raise EmbevalFailure(stratum_failure(record))
 
-    def _run_golden(self, request: pytest.FixtureRequest, state: EmbevalState) -> GoldenRun:
+    def _run_golden(self, state: EmbevalState) -> GoldenRun:
+        request = self.funcargs["request"]
+        assert isinstance(request, pytest.FixtureRequest)
         incumbent = _arm(request, state, "incumbent")
         candidate = _arm(request, state, "candidate")
         embedder: Embedder = state.cache.embed if state.cache is not None else embed
@@ -154,11 +209,22 @@ class StratumItem(pytest.Function):
 
 
 def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Arm:
-    """The arm's model: command line or ini spec if given, else the session fixture of that name."""
+    """The arm's model: command line or ini spec if given (resolved when the session started), else the
+    session fixture of that name, resolved here once per process."""
     spec: object = getattr(state.settings, role) or request.getfixturevalue(f"embeval_{role}")
     if spec is None:
-        raise EmbevalFailure(MISSING_MODEL.format(role=role))
+        raise ArmFault(role, None, MISSING_MODEL.format(role=role))
+    if isinstance(spec, str) and spec in state.unresolved:
+        raise ArmFault(role, spec, state.unresolved[spec])
     key = spec if isinstance(spec, str) else id(spec)
     if key not in state.arms:
-        state.arms[key] = resolve_model(spec)
+        try:
+            state.arms[key] = resolve_model(spec)
+        except EncoderError as error:
+            shown = (
+                spec
+                if isinstance(spec, str)
+                else f"{type(spec).__qualname__} from the embeval_{role} fixture"
+            )
+            raise ArmFault(role, shown, f"{role} model: {error}") from error
     return state.arms[key]

@@ -15,9 +15,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
-from pytest_embeval.golden import QRELS_HEADER, GoldenSet
+from pytest_embeval.datafiles import QRELS_HEADER
+from pytest_embeval.golden import GoldenSet
 from pytest_embeval.judge import is_model_judge
 from pytest_embeval.output import write_atomic
 from pytest_embeval.pooling import Sheet, SheetError, SheetRow, pair_id
@@ -268,35 +267,32 @@ def merge_sheets(
     return MergeResult(tuple(new), unchanged, judges, resolved, set_aside)
 
 
-def qrels_file(golden_path: str | PathLike[str]) -> Path:
-    """The qrels TSV file of a golden-set YAML file (its ``qrels`` key, or the ``beir`` folder's).
+def qrels_file(golden: GoldenSet) -> Path:
+    """The file the golden set's judgments come from (its ``qrels`` key, or the ``beir`` folder's split).
 
     Raises ``ValueError`` when the judgments are inline (``relevant:`` on each query): there is no file to
-    append to. Call it after `load_golden` succeeded, which has validated the keys.
+    append to.
     """
-    path = Path(golden_path)
-    settings = yaml.safe_load(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
-    if "beir" in settings:
-        folder = Path(str(settings["beir"]))
-        folder = folder if folder.is_absolute() else path.parent / folder
-        nested = folder / "qrels" / "test.tsv"
-        return nested if nested.is_file() else folder / "qrels.tsv"
-    if "qrels" not in settings:
+    if golden.qrels_path is None:
         raise ValueError(
-            f"{path}: the judgments are inline ('relevant:' on each query), so there is no qrels file to "
-            f"append to; move them to a TSV file with the header {QRELS_HEADER!r} and name it under 'qrels:'"
+            f"{golden.path}: the judgments are inline ('relevant:' on each query), so there is no qrels "
+            f"file to append to; move them to a TSV file with the header {QRELS_HEADER!r} and name it under "
+            "'qrels:'"
         )
-    qrels = Path(str(settings["qrels"]))
-    return qrels if qrels.is_absolute() else path.parent / qrels
+    return golden.qrels_path
 
 
-def append_qrels(path: str | PathLike[str], judgments: Sequence[Judgment]) -> None:
-    """Append judgments to a qrels TSV file, keeping every existing byte and its line endings; atomic."""
+def append_qrels(path: str | PathLike[str], judgments: Sequence[Judgment], *, qrels_format: str) -> None:
+    """Append judgments to a qrels file in its format (``beir``: ``qid<TAB>docid<TAB>grade``; ``trec``:
+    ``qid 0 docid grade``), keeping every existing byte and its line endings; atomic."""
     location = Path(path)
     with location.open(encoding="utf-8", newline="") as handle:
         text = handle.read()
     newline = "\r\n" if "\r\n" in text else "\n"
     if text and not text.endswith("\n"):
         text += newline
-    text += "".join(f"{j.query_id}\t{j.doc_id}\t{j.grade}{newline}" for j in judgments)
+    if qrels_format == "trec":
+        text += "".join(f"{j.query_id} 0 {j.doc_id} {j.grade}{newline}" for j in judgments)
+    else:
+        text += "".join(f"{j.query_id}\t{j.doc_id}\t{j.grade}{newline}" for j in judgments)
     write_atomic(location, text)

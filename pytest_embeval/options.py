@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -165,8 +166,26 @@ def resolve_settings(config: pytest.Config) -> Settings:
     # The report ranks 100 documents per query (more only for deeper metrics): pooling reads from it.
     if not 1 <= pool_depth <= 100:
         raise pytest.UsageError(f"--embeval-pool-depth must be between 1 and 100, got {pool_depth}")
+    enabled = bool(config.getoption("--embeval"))
+    reports = _report_outputs(config)
+    # Each output: what it is ("folder", or the file name a folder given for it could hold).
+    outputs = {
+        "--embeval-json": (json_path, "embeval.json"),
+        "--embeval-runs": (runs_dir, "folder"),
+        "--embeval-pool": (pool_dir, "folder"),
+        "--embeval-md": (reports["markdown_path"], "embeval.md"),
+        "--embeval-html": (reports["html_path"], "embeval.html"),
+        "--embeval-plot": (reports["plot_path"], "forest.png"),
+        f"${STEP_SUMMARY}": (reports["step_summary"], "summary.md"),
+    }
+    if enabled:
+        for option, (value, kind) in outputs.items():
+            if value:
+                problem = output_problem(Path(value), kind)
+                if problem is not None:
+                    raise pytest.UsageError(f"{option} {value}: {problem}")
     return Settings(
-        enabled=bool(config.getoption("--embeval")),
+        enabled=enabled,
         incumbent=spec("incumbent"),
         candidate=spec("candidate"),
         json_path=Path(json_path) if json_path else None,
@@ -175,8 +194,34 @@ def resolve_settings(config: pytest.Config) -> Settings:
         cache_dir=_cache_dir(config),
         pool_dir=Path(pool_dir) if pool_dir else None,
         pool_depth=pool_depth,
-        **_report_outputs(config),
+        **reports,
     )
+
+
+def output_problem(path: Path, kind: str) -> str | None:
+    """Why ``path`` cannot be written at the end of the run as a ``kind``, or None. ``kind`` is "folder", or
+    for a file the name of one that a folder given instead could hold, for the message.
+
+    Checked when the session starts, so a bad output path costs nothing: an existing path of the other kind,
+    a path under a file, and a folder this process cannot create files in (tried with a temporary file in
+    the deepest folder that exists, which is where the missing ones would be created).
+    """
+    existing = path.parent
+    try:
+        if kind != "folder" and path.is_dir():
+            return "is a folder; name the file, e.g. " + str(path / kind)
+        if kind == "folder" and path.exists() and not path.is_dir():
+            return "is a file, not a folder"
+        existing = path if kind == "folder" and path.is_dir() else path.parent
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            return f"{existing} is a file, not a folder"
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        return f"cannot write in {existing}: {error.strerror or error}"
+    return None
 
 
 PLOT_MISSING = "--embeval-plot needs matplotlib: pip install 'pytest-embeval[plot]'"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
@@ -29,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity
-from pytest_embeval.encoders import Arm, embed
+from pytest_embeval.encoders import Arm, EncoderError, embed
 from pytest_embeval.golden import GoldenSet, Query
 from pytest_embeval.index import (
     HnswIndex,
@@ -74,6 +75,21 @@ class ControlMismatch(Exception):
     def __reduce__(self) -> tuple[type[ControlMismatch], tuple[tuple[str, ...]]]:
         # Exception pickles its args, which here are the formatted message, not the differences.
         return ControlMismatch, (self.differences,)
+
+
+class ArmFault(EncoderError):
+    """One arm's model failed: it could not be resolved, or its encoder raised or returned vectors that cannot
+    be used. ``role`` and ``spec`` say which (``spec`` is None when there is no model at all); the message,
+    one line, says what was wrong."""
+
+    def __init__(self, role: Role, spec: str | None, problem: str) -> None:
+        self.role = role
+        self.spec = spec
+        self.problem = problem
+        super().__init__(problem)
+
+    def __reduce__(self) -> tuple[type[ArmFault], tuple[Role, str | None, str]]:
+        return ArmFault, (self.role, self.spec, self.problem)
 
 
 class RecallTargetError(Exception):
@@ -217,12 +233,15 @@ def _control(
     index: Mapping[str, str | int | float],
     depth: int,
     plan: str,
+    textless: Sequence[str] = (),
 ) -> Control:
     # Texts are hashed one by one so a large corpus is never serialised whole.
-    documents = (
+    documents: Iterable[object] = (
         [doc_id, hashlib.sha256(text.encode("utf-8")).hexdigest()]
         for doc_id, text in zip(doc_ids, doc_texts, strict=True)
     )
+    if textless:  # documents without text, never embedded; only then, so other digests do not change
+        documents = itertools.chain(documents, [["textless", list(textless)]])
     query_rows = (
         [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
     )
@@ -260,6 +279,7 @@ def golden_control(golden: GoldenSet) -> Control:
         index=index,
         depth=depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
     )
 
 
@@ -352,7 +372,8 @@ def run_arm(
     progress: Progress | None = None,
 ) -> ArmResult:
     """Embed, search and score one arm; identical for both arms but for `arm`. With ``corpus_sample``, the
-    largest slice is embedded and searched, and every smaller one searched with its rows of those vectors."""
+    largest slice is embedded and searched, and every smaller one searched with its rows of those vectors.
+    Raises `ArmFault` when the arm's encoder fails or returns vectors that cannot be searched."""
 
     def report(kind: str) -> Callable[[int, int], None] | None:
         if progress is None:
@@ -365,12 +386,21 @@ def run_arm(
     timer = TimedEncoder(arm.encoder) if golden.production is not None else None
     encoding = arm if timer is None else dataclasses.replace(arm, encoder=timer)
     doc_texts = [doc.embed_text for doc in searched.documents]
-    before = _usage(arm)
-    doc_vectors = embedder(encoding, doc_texts, "document", progress=report("document"), role=role)
-    after_documents = _usage(arm)
     query_texts = [query.text for query in golden.queries]
-    query_vectors = embedder(encoding, query_texts, "query", progress=report("query"), role=role)
+    before = _usage(arm)
+    try:
+        doc_vectors = embedder(encoding, doc_texts, "document", progress=report("document"), role=role)
+        after_documents = _usage(arm)
+        query_vectors = embedder(encoding, query_texts, "query", progress=report("query"), role=role)
+    except EncoderError as error:
+        raise ArmFault(role, arm.spec, str(error)) from error
     after = _usage(arm)
+    if query_vectors.shape[1] != doc_vectors.shape[1]:
+        problem = (
+            f"{role} encoder {arm.spec!r} returned {query_vectors.shape[1]}-dimensional query vectors but "
+            f"{doc_vectors.shape[1]}-dimensional document vectors: they cannot be compared"
+        )
+        raise ArmFault(role, arm.spec, problem)
     usage = None if before is None or after is None else after - before
     result = dataclasses.replace(
         _search_arm(
@@ -444,6 +474,7 @@ def _search_arm(
         index=_consumed_index(stats),
         depth=depth,
         plan=golden.plan_fingerprint(),
+        textless=golden.textless,
     )
     capacity = None
     if measure and golden.production is not None:

@@ -50,7 +50,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
             return None
     from pytest_embeval.items import GoldenFile
 
-    return GoldenFile.from_parent(parent, path=file_path)
+    return GoldenFile.for_path(parent, file_path)
 
 
 @pytest.fixture(scope="session")

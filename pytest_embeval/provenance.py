@@ -366,11 +366,11 @@ def judgments_record(
     }
 
 
-def golden_judgments(golden_path: Path, golden: GoldenSet) -> dict[str, Any]:
+def golden_judgments(golden: GoldenSet) -> dict[str, Any]:
     """`judgments_record` of a loaded golden set, from the sidecar beside its qrels file (inline judgments
     have neither: all unrecorded); `GoldenError` for a sidecar that does not match the qrels."""
     try:
-        qrels = qrels_file(golden_path)
+        qrels = qrels_file(golden)
     except ValueError:
         return judgments_record({}, golden.qrels)
     return judgments_record(read_provenance(provenance_path(qrels), golden.qrels), golden.qrels)

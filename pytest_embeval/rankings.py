@@ -7,6 +7,7 @@ this module reads them from what a run leaves behind and checks them against the
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -56,11 +57,12 @@ def load_report(path: str | PathLike[str]) -> dict[str, Any]:
 
 def find_golden_record(report: Mapping[str, Any], golden: GoldenSet, source: str) -> Mapping[str, Any]:
     """The report's entry for ``golden``, by name; among entries of the same name, the one whose ``path``
-    (rootdir-relative) ends the golden file's path. ``source`` names the report in messages."""
+    (rootdir-relative, its leading ``..`` segments aside) ends the golden file's path. ``source`` names the
+    report in messages."""
     records = [r for r in report["golden_sets"] if isinstance(r, dict) and r.get("name") == golden.name]
     if len(records) > 1:
-        here = golden.path.resolve().as_posix()
-        records = [r for r in records if here.endswith("/" + str(r.get("path", "")).lstrip("/"))]
+        here = Path(os.path.abspath(golden.path)).as_posix()
+        records = [r for r in records if here.endswith("/" + _below_parents(str(r.get("path", ""))))]
     if len(records) != 1:
         names = ", ".join(repr(r.get("name")) for r in report["golden_sets"] if isinstance(r, dict))
         found = "none" if not records else "several"
@@ -68,6 +70,14 @@ def find_golden_record(report: Mapping[str, Any], golden: GoldenSet, source: str
             f"{source}: {found} of the report's golden sets is {golden.name!r} (it holds: {names or 'none'})"
         )
     return records[0]
+
+
+def _below_parents(path: str) -> str:
+    """A report path without leading ``/`` and ``..`` segments: ``../shared/a.yaml`` -> ``shared/a.yaml``."""
+    parts = path.lstrip("/").split("/")
+    while parts and parts[0] == "..":
+        parts.pop(0)
+    return "/".join(parts)
 
 
 def rankings_from_record(

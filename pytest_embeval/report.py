@@ -235,8 +235,10 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "multiple_comparisons": golden.multiple_comparisons,
         "index": _index_record(golden),
         "depth": ranked_depth(golden),
+        "split": golden.split,
         # Searched: with corpus_sample, the largest slice's (the verdicts' corpus).
         "documents": run.documents,
+        "documents_without_text": list(golden.textless),
         **_sample_record(golden),
         **_recall_target_record(run),
         "incumbent": _arm_record(run.incumbent, golden.production),
@@ -394,8 +396,22 @@ def control_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def build_report(golden_records: Iterable[Record], stratum_records: Iterable[Record]) -> Record:
-    """Merge golden-set and stratum records (from any number of workers) into the JSON report.
+def error_record(golden: GoldenSet, path: str, error: Exception) -> Record:
+    """A golden set that could not be run: which arm (``role``, ``spec``; None when the arms' inputs differed,
+    or ``spec`` when no model was given) and what was wrong (``message``, one line)."""
+    return {
+        "path": path,
+        "name": golden.name,
+        "role": getattr(error, "role", None),
+        "spec": getattr(error, "spec", None),
+        "message": str(error),
+    }
+
+
+def build_report(
+    golden_records: Iterable[Record], stratum_records: Iterable[Record], error_records: Iterable[Record] = ()
+) -> Record:
+    """Merge golden-set, stratum and error records (from any number of workers) into the JSON report.
 
     Order is by golden-set path and the golden file's stratum order, never by arrival, so a run with
     pytest-xdist writes the same report as a serial one. In each golden set, the strata come after the
@@ -414,7 +430,8 @@ def build_report(golden_records: Iterable[Record], stratum_records: Iterable[Rec
                 "coverage": golden["coverage"],
             }
         )
-    return {"schema_version": SCHEMA_VERSION, "golden_sets": golden_sets}
+    errors = sorted(error_records, key=lambda r: r["path"])
+    return {"schema_version": SCHEMA_VERSION, "golden_sets": golden_sets, "errors": errors}
 
 
 def trec_run(golden: Mapping[str, Any], role: str) -> str:
@@ -430,8 +447,11 @@ def trec_run(golden: Mapping[str, Any], role: str) -> str:
 
 
 def file_stem(golden: Mapping[str, Any]) -> str:
-    """A file name for what is written per golden set: its path, flattened, without the extension."""
-    return str(golden["path"]).replace("/", "__").rsplit(".", 1)[0]
+    """A file name for what is written per golden set: its path, flattened, without the extension; a ``..``
+    segment (a golden file outside the rootdir) becomes ``up``, so the name does not start with a dot:
+    ``../shared/a.yaml`` -> ``up__shared__a``."""
+    parts = ["up" if part == ".." else part for part in str(golden["path"]).split("/")]
+    return "__".join(parts).rsplit(".", 1)[0]
 
 
 def run_file_name(golden: Mapping[str, Any], role: str) -> str:

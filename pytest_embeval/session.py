@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.encoders import Arm
-from pytest_embeval.golden import GoldenSet, load_golden
+from pytest_embeval.encoders import Arm, EncoderError, resolve_model
+from pytest_embeval.endpoint import EndpointEncoder
+from pytest_embeval.golden import TEXTLESS_SHOWN, GoldenSet, load_golden
 from pytest_embeval.options import Settings
 from pytest_embeval.output import append_text, write_atomic
 from pytest_embeval.pipeline import GoldenRun
@@ -36,7 +37,7 @@ from pytest_embeval.pooling import (
 from pytest_embeval.rankings import rankings_from_record
 from pytest_embeval.report import ROLES, Record, build_report, file_stem, report_json, run_file_name, trec_run
 from pytest_embeval.strata import StratumOutcome
-from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table
+from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table, textless_warning_lines
 
 #: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
 #: these names (ints, or a str for the write error), so the xdist controller can sum them over workers.
@@ -59,6 +60,22 @@ class ItemRecords:
 
 #: A stratum item's records, in its stash once it has been checked.
 ITEM_RECORDS: pytest.StashKey[ItemRecords] = pytest.StashKey()
+#: The error record of the item that ran a golden set which could not be run (see `report.error_record`).
+ITEM_ERROR: pytest.StashKey[Record] = pytest.StashKey()
+
+
+class GoldenSetError(Exception):
+    """A golden set that could not be run (a model that cannot be resolved, an encoder fault, arms that did
+    not hold their inputs constant): an error of its items, never a failure. Raised in the items' setup, so
+    pytest counts it as an error; the message is one line, shown without a traceback."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FailedRun:
+    """A golden set whose run failed in this process: the item that reports it in full, and its message."""
+
+    nodeid: str
+    message: str
 
 
 @dataclasses.dataclass
@@ -68,15 +85,20 @@ class EmbevalState:
     settings: Settings
     #: the embedding cache (None with --embeval-no-cache); it touches the disk only when first used
     cache: EmbeddingCache | None = dataclasses.field(init=False)
+    #: resolved models, by spec (the command line's and the ini file's are resolved at the start)
     arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
-    runs: dict[str, GoldenRun | Exception] = dataclasses.field(default_factory=dict)
-    #: golden path -> stratum name -> its outcome, all strata of a file decided together
+    #: on an xdist worker, command-line or ini specs that did not resolve there, with the reason
+    unresolved: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: each golden set's run in this process, by resolved path
+    runs: dict[str, GoldenRun | FailedRun] = dataclasses.field(default_factory=dict)
+    #: resolved path -> stratum name -> its outcome, all strata of a file decided together
     outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
     sent_golden: set[str] = dataclasses.field(default_factory=set)
     #: what the controller received, from its own items or from xdist workers
     golden_records: dict[str, Record] = dataclasses.field(default_factory=dict)
     stratum_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    error_records: dict[str, Record] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cache_dir = self.settings.cache_dir
@@ -88,8 +110,28 @@ STATE: pytest.StashKey[EmbevalState] = pytest.StashKey()
 
 
 def start(config: pytest.Config, settings: Settings) -> None:
-    """Set up the session's state and register its hooks (called by the plugin with --embeval)."""
+    """Set up the session's state and register its hooks (called by the plugin with --embeval).
+
+    The models named on the command line or in the ini file are resolved now, before anything is collected
+    or embedded (cheaply: a model folder is fingerprinted from its files, not loaded), so a spec that does not
+    resolve is a usage error (exit 4), never a failure of the items.
+    """
     state = EmbevalState(settings=settings)
+    for role in ROLES:
+        spec = getattr(settings, role)
+        if spec is None:
+            continue
+        try:
+            state.arms[spec] = ready_arm(spec)
+        except EncoderError as error:
+            given = config.getoption(f"--embeval-{role}")
+            where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
+            if hasattr(config, "workerinput"):
+                # The controller resolved it, this worker cannot (another host, another environment): a
+                # worker that fails to configure is restarted again and again, so its items report it.
+                state.unresolved[spec] = f"{where}: {error}"
+            else:
+                raise pytest.UsageError(f"{where}: {error}") from None
     config.stash[STATE] = state
     config.pluginmanager.register(SessionHooks(config, state), "embeval-session")
     # pytest-html is active when installed and writing a report (--html), which only its controller does.
@@ -98,6 +140,17 @@ def start(config: pytest.Config, settings: Settings) -> None:
         from pytest_embeval.htmlextras import PytestHtmlSection
 
         config.pluginmanager.register(PytestHtmlSection(state), "embeval-pytest-html")
+
+
+def ready_arm(spec: str) -> Arm:
+    """The arm of a command-line or ini spec, with everything it needs to run that can be known now: an
+    endpoint arm's key variable must be set (else `EncoderError`, as for a spec that does not resolve)."""
+    arm = resolve_model(spec)
+    if isinstance(arm.encoder, EndpointEncoder):
+        missing = arm.encoder.missing_key()
+        if missing is not None:
+            raise EncoderError(f"model spec {spec!r}: {missing}")
+    return arm
 
 
 class SessionHooks:
@@ -112,11 +165,17 @@ class SessionHooks:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, Any, Any]:
         report = yield
+        # Plain-typed attributes on a TestReport travel to the xdist controller with the report.
         records = item.stash.get(ITEM_RECORDS, None)
         if call.when == "call" and records is not None:
-            # Plain-typed attributes on a TestReport travel to the xdist controller with the report.
             report.embeval_record = records.stratum
             report.embeval_golden = records.golden
+        failed = call.excinfo.value if call.excinfo is not None else None
+        if call.when == "setup" and isinstance(failed, GoldenSetError):
+            report.longrepr = str(failed)  # one line, no traceback: nothing in our code failed
+            error = item.stash.get(ITEM_ERROR, None)
+            if error is not None:
+                report.embeval_error = error
         return report
 
     def pytest_report_teststatus(
@@ -140,6 +199,9 @@ class SessionHooks:
         golden = getattr(report, "embeval_golden", None)
         if golden is not None:
             self.state.golden_records.setdefault(golden["path"], golden)
+        error = getattr(report, "embeval_error", None)
+        if error is not None:
+            self.state.error_records.setdefault(error["path"], error)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if hasattr(self.config, "workerinput"):  # only the controller prints and writes
@@ -160,8 +222,10 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
             where=_shown_path(settings.cache_dir, config.invocation_params.dir),
         )
     )
-    report = build_report(state.golden_records.values(), state.stratum_records.values())
-    if not (report["golden_sets"] or cache):
+    report = build_report(
+        state.golden_records.values(), state.stratum_records.values(), state.error_records.values()
+    )
+    if not (report["golden_sets"] or report["errors"] or cache):
         return
     reporter.write_sep("=", "embeval")
     for line in cache:
@@ -170,13 +234,21 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
     for record in report["golden_sets"]:
         for line in golden_table(record, record["strata"]):
             reporter.write_line(line)
-        for line in coverage_warning_lines(record, report_path):
+        for line in [
+            *textless_warning_lines(record, TEXTLESS_SHOWN),
+            *coverage_warning_lines(record, report_path),
+        ]:
             reporter.write_line(line, yellow=True)
         if settings.pool_dir is not None:
-            golden = load_golden(config.rootpath / record["path"])
+            # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
+            golden = load_golden(os.path.normpath(config.rootpath / record["path"]))
             _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
         reporter.write_line("")
-    if not report["golden_sets"]:  # every golden set failed: no report rather than an empty one
+    for error in report["errors"]:
+        reporter.write_line(
+            f"embeval: {error['name']} ({error['path']}) not run: {error['message']}", red=True
+        )
+    if not (report["golden_sets"] or report["errors"]):
         return
     if settings.json_path is not None:
         settings.json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -251,12 +323,13 @@ def _pool(
 
 def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
     """What the embedding cache did over the session, summed from the user properties of the items that ran
-    a golden set (on any worker): ``read``, ``embedded``, ``corrupt`` counts and the first ``write_error``."""
+    a golden set (on any worker; in their setup, which runs the golden set): ``read``, ``embedded``,
+    ``corrupt`` counts and the first ``write_error``."""
     totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "write_error": None}
     field_of = {name: field for field, name in CACHE_PROPERTIES.items()}
     for group in reports:
         for report in group:
-            if getattr(report, "when", None) != "call":
+            if getattr(report, "when", None) != "setup":
                 continue
             for name, value in getattr(report, "user_properties", ()):
                 field = field_of.get(name)

@@ -35,8 +35,11 @@ TERMINAL_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "MDE", "verdict")
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
     """The per-golden-set table of DESIGN.md: one row per stratum that ran, then what the verdicts rest on
     (the family of strata, ties, queries both arms miss, intervals on few differing queries)."""
+    # .get: reports written before the split was recorded had none.
+    split = golden.get("split")
+    where = golden["path"] if split is None else f"{golden['path']}, split {split}"
     title = (
-        f"{golden['name']} ({golden['path']}): {golden['metric']}, margin {golden['tie_margin']}, "
+        f"{golden['name']} ({where}): {golden['metric']}, margin {golden['tie_margin']}, "
         f"{interval_words(golden)}; "
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
@@ -151,6 +154,19 @@ def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None,
     if write_error:
         lines.append(f"embeval: new embeddings could not be stored in {where}: {write_error}")
     return lines
+
+
+def textless_warning_lines(golden: Mapping[str, Any], shown: int) -> list[str]:
+    """A warning naming the golden set's documents without text (the first ``shown`` ids), if it has any."""
+    ids = golden.get("documents_without_text") or []
+    if not ids:
+        return []
+    listed = ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+    documents = "document has" if len(ids) == 1 else "documents have"
+    return [
+        f"embeval: WARNING: {golden['name']} ({golden['path']}): {len(ids)} {documents} no text ({listed}): "
+        "never embedded nor retrieved by either arm; judgments naming them still count"
+    ]
 
 
 # ---------------------------------------------------------------- capacity and corpus slices

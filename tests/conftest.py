@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,11 +13,38 @@ import yaml
 # cannot load twice in one process: import the whole embeval code path here, once, before any run.
 import pytest_embeval.items  # noqa: F401
 
+
+def _load_the_http_client() -> None:
+    """The OpenAI client loads its transport (httpx's connection modules) on its first request; loaded
+    first inside an in-process run and unloaded after it, the client no longer recognises its own connection
+    errors. One request to a port nothing listens on loads it here, once."""
+    try:
+        import openai
+    except ImportError:
+        return
+    from openai_server import free_port
+
+    client = openai.OpenAI(api_key="unused", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
+    with contextlib.suppress(openai.APIConnectionError):
+        client.embeddings.create(model="unused", input=["unused"])
+
+
+_load_the_http_client()
+
 FAKE_MODELS = Path(__file__).with_name("fake_models.py")
 
 #: Query i of each language is "<language> <i>"; its one relevant document is "doc <i>".
 LANGUAGES = {"en": range(0, 24), "es": range(24, 48)}
 DOCUMENTS = 60
+
+
+def write_file(path: Path, text: str | bytes) -> None:
+    """Write text (UTF-8) or bytes as given, creating the folders on the way."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
 
 
 def golden_files(root: Path, name: str = "support", **settings: Any) -> Path:

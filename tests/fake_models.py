@@ -63,6 +63,43 @@ class BrokenModel(AxisModel):
         return np.full((len(texts), DIMENSIONS), np.nan, dtype=np.float32)
 
 
+class FaultyModel(AxisModel):
+    """Encodes documents right and answers queries with one of the faults an encoder can have."""
+
+    def __init__(self, name: str, fault: str) -> None:
+        super().__init__(name)
+        self.fault = fault
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        good = super().encode_query(texts)
+        if self.fault == "raises":
+            raise RuntimeError("the model server went away")
+        if self.fault == "inf":
+            return np.full_like(good, np.inf)
+        if self.fault == "zero":
+            return np.zeros_like(good)
+        if self.fault == "rows":
+            return good[:-1]
+        if self.fault == "flat":
+            return good[:, 0]
+        if self.fault == "dimension":
+            return good[:, : DIMENSIONS // 2]
+        if self.fault == "complex":
+            return good.astype(np.complex64)
+        raise AssertionError(self.fault)
+
+
+class NotAnEncoder:
+    """Has encode() only, like sentence-transformers before version 5."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.zeros((len(texts), DIMENSIONS))
+
+
+def failing_factory() -> AxisModel:
+    raise RuntimeError("no GPU here")
+
+
 class CountingModel(AxisModel):
     """An AxisModel that appends "<name> TAB <kind> TAB <text>" to the file named by $EMBEVAL_FAKE_LOG for
     every text it encodes, so a test can see what a pytest run (a subprocess, an xdist worker) embedded."""
@@ -91,3 +128,11 @@ tied_spanish = TiedModel("tied-spanish", ties=("es",))
 counted_good = CountingModel("counted-good")
 counted_bad = CountingModel("counted-bad", misses=("en", "es"))
 counted_bad_english = CountingModel("counted-bad-english", misses=("en",))
+raises = FaultyModel("raises", "raises")
+infinite = FaultyModel("infinite", "inf")
+zero = FaultyModel("zero", "zero")
+short = FaultyModel("short", "rows")
+flat = FaultyModel("flat", "flat")
+narrow = FaultyModel("narrow", "dimension")
+complex_valued = FaultyModel("complex", "complex")
+not_an_encoder = NotAnEncoder()

@@ -274,6 +274,18 @@ def test_pool_with_models_needs_no_report(embeval: Callable[..., Result], tmp_pa
     assert pairs == {("q1", "d02"), ("q2", "d03"), ("q3", "d04"), ("q5", "d05"), ("q5", "d06")}
 
 
+def test_a_model_whose_query_and_document_vectors_differ_in_dimension_is_one_line(
+    embeval: Callable[..., Result], tmp_path: Path
+) -> None:
+    golden = write_golden(tmp_path)
+    status, _, err = embeval("pool", golden, "--model", "fake_models:narrow", "--out", tmp_path / "s.csv")
+    assert (status, err) == (
+        2,
+        "embeval pool: error: encoder 'fake_models:narrow' returned 64-dimensional query vectors but "
+        "128-dimensional document vectors: they cannot be compared\n",
+    )
+
+
 def test_nothing_new_to_pool_writes_no_sheet(embeval: Callable[..., Result], tmp_path: Path) -> None:
     golden = write_golden(tmp_path, qrels=[(q, f"d{i:02d}", 1) for q in query_ids() for i in range(2)])
     report = write_report(tmp_path / "r.json", {"incumbent": rankings([0, 1]), "candidate": rankings([1, 0])})

@@ -515,18 +515,29 @@ def test_a_folder_with_custom_modules_is_loaded_at_once_and_refused(tmp_path: Pa
         resolve_model(str(folder))
 
 
+@pytest.mark.parametrize(
+    "spec", ["./models/mini", "../mini", "/nowhere/mini", "~/mini", "no/such/local/model"]
+)
+def test_a_missing_model_folder_is_named_without_loading_anything(spec: str) -> None:
+    # A Hugging Face id is 'name' or 'owner/name': anything else can only be a folder, and it does not exist.
+    with pytest.raises(EncoderError) as error:
+        resolve_model(spec)
+    folder = os.path.abspath(os.path.expanduser(spec))
+    assert str(error.value) == f"model spec {spec!r}: no such model folder: {folder}"
+
+
 def test_sentence_transformer_load_failures_are_explained(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("sentence_transformers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    missing = "no/such/local/model"
+    missing = "no-such/model-xyz"
     with pytest.raises(EncoderError) as missing_error:
         resolve_model(missing)
     assert str(missing_error.value) == (
         f"could not load sentence-transformers model {missing!r}: it is not a local folder and could not be "
-        "loaded offline (HF_HUB_OFFLINE is set): not found in the Hugging Face cache "
-        f"(FileNotFoundError: Path {missing} not found)"
+        "loaded offline (HF_HUB_OFFLINE is set): not found in the Hugging Face cache (OSError: We couldn't "
+        "connect to 'https://huggingface.co' to load the files, and couldn't find them in the cached files.)"
     )
     (tmp_path / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(

@@ -209,7 +209,7 @@ def test_a_third_candidate_pools_only_what_is_new(tmp_path: Path) -> None:
     pool = pool_from_rankings(load_golden(path), first, depth=4)
     sheet = graded(tmp_path / "round1.csv", [(r.query_id, r.doc_id, "0", "ann") for r in pool.rows])
     golden = load_golden(path)
-    append_qrels(qrels_file(path), merge_sheets(golden, [sheet]).new)
+    append_qrels(qrels_file(golden), merge_sheets(golden, [sheet]).new, qrels_format="beir")
     third = {**first, "third": rankings([1, 4, 6, 7])}
     pool = pool_from_rankings(load_golden(path), third, depth=4)
     assert {(row.query_id, row.doc_id) for row in pool.rows} == {
@@ -616,26 +616,37 @@ def test_append_qrels_keeps_every_existing_byte(tmp_path: Path) -> None:
     path = tmp_path / "qrels.tsv"
     path.write_bytes(b"query-id\tcorpus-id\tscore\r\nq0\td00\t2")  # CRLF, no final newline
     path.chmod(0o640)
-    append_qrels(path, [Judgment("q1", "d01", 1), Judgment("q1", "d02", 0)])
+    append_qrels(path, [Judgment("q1", "d01", 1), Judgment("q1", "d02", 0)], qrels_format="beir")
     assert path.read_bytes() == b"query-id\tcorpus-id\tscore\r\nq0\td00\t2\r\nq1\td01\t1\r\nq1\td02\t0\r\n"
     assert path.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["qrels.tsv"]  # no temporary file left behind
 
 
+def test_append_qrels_writes_trec_lines_to_a_trec_file(tmp_path: Path) -> None:
+    path = tmp_path / "qrels.txt"
+    path.write_text("q0 0 d00 2\n", encoding="utf-8")
+    append_qrels(path, [Judgment("q1", "d01", 1)], qrels_format="trec")
+    assert path.read_text(encoding="utf-8") == "q0 0 d00 2\nq1 0 d01 1\n"
+
+
 def test_qrels_file_of_each_golden_layout(tmp_path: Path) -> None:
     path = write_golden(tmp_path)
-    assert qrels_file(path) == tmp_path / "judge" / "qrels.tsv"
+    assert qrels_file(load_golden(path)) == tmp_path / "judge" / "qrels.tsv"
     beir = tmp_path / "beir.yaml"
     beir.write_text("beir: judge\nmetric: recall@5\n", encoding="utf-8")
-    assert qrels_file(beir) == tmp_path / "judge" / "qrels.tsv"
+    assert qrels_file(load_golden(beir)) == tmp_path / "judge" / "qrels.tsv"
+    (tmp_path / "judge" / "qrels").mkdir()
+    (tmp_path / "judge" / "qrels.tsv").rename(tmp_path / "judge" / "qrels" / "dev.tsv")
+    split = tmp_path / "split.yaml"
+    split.write_text("beir: judge\nsplit: dev\nmetric: recall@5\n", encoding="utf-8")
+    assert qrels_file(load_golden(split)) == tmp_path / "judge" / "qrels" / "dev.tsv"
     inline = tmp_path / "inline.yaml"
     inline.write_text(
         "corpus: judge/corpus.jsonl\nqueries: [{id: q1, text: x, relevant: {d00: 1}}]\nmetric: recall@5\n",
         encoding="utf-8",
     )
-    load_golden(inline)  # valid; only merge cannot append to it
     with pytest.raises(ValueError) as excinfo:
-        qrels_file(inline)
+        qrels_file(load_golden(inline))  # valid; only merge cannot append to it
     assert str(excinfo.value) == (
         f"{inline}: the judgments are inline ('relevant:' on each query), so there is no qrels file to "
         "append to; move them to a TSV file with the header 'query-id\\tcorpus-id\\tscore' and name it "

@@ -165,8 +165,9 @@ def test_unknown_document_in_qrels_is_a_collection_error(pytester: pytest.Pytest
     )
 
 
-def test_broken_encoder_fails_its_golden_set_and_writes_nothing(
-    pytester: pytest.Pytester, golden: Golden, tmp_path: Path
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_broken_encoder_is_an_error_of_its_golden_set_reported_once(
+    pytester: pytest.Pytester, golden: Golden, tmp_path: Path, xdist: list[str]
 ) -> None:
     golden()
     report = tmp_path / "report.json"
@@ -175,21 +176,47 @@ def test_broken_encoder_fails_its_golden_set_and_writes_nothing(
         "--embeval-incumbent=fake_models:good",
         "--embeval-candidate=fake_models:broken",
         f"--embeval-json={report}",
+        "-rE",
+        *xdist,
     )
-    result.assert_outcomes(failed=3)
-    result.stdout.fnmatch_lines(["*candidate*NaN or inf*"])
-    assert "Traceback" not in result.stdout.str()
-    assert not report.exists()
+    result.assert_outcomes(errors=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    problem = (
+        "candidate encoder 'fake_models:broken' returned NaN or inf in 48 of 48 query vectors (first: row 0)"
+    )
+    output = result.stdout.str()
+    # In full once, in the ERRORS section (the short summary trims it to the terminal's width) ...
+    assert output.count(f"support: {problem}") == 1
+    result.stdout.fnmatch_lines(["ERROR support.yaml::overall - support: candidate encoder*"])
+    # ... and the golden set's other strata say where to look.
+    assert output.count("support: not run; the error is reported under support.yaml::overall") == 2
+    result.stdout.fnmatch_lines([f"embeval: support (support.yaml) not run: {problem}"])
+    assert "Traceback" not in output and "failed" not in result.stdout.lines[-1]
+    assert json.loads(report.read_text(encoding="utf-8")) == {
+        "schema_version": 1,
+        "golden_sets": [],
+        "errors": [
+            {
+                "path": "support.yaml",
+                "name": "support",
+                "role": "candidate",
+                "spec": "fake_models:broken",
+                "message": problem,
+            }
+        ],
+    }
 
 
-def test_missing_model_names_every_way_to_set_it(pytester: pytest.Pytester, golden: Golden) -> None:
+def test_a_missing_model_is_an_error_naming_every_way_to_set_it(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
     golden()
     result = run(pytester, "--embeval-incumbent=fake_models:good")
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(errors=3)
     result.stdout.fnmatch_lines(
         [
-            "*no candidate model: pass --embeval-candidate SPEC, set embeval_candidate in the ini file,"
-            " or override the embeval_candidate fixture in conftest.py"
+            "support: no candidate model: pass --embeval-candidate SPEC, set embeval_candidate in the ini "
+            "file, or override the embeval_candidate fixture in conftest.py"
         ]
     )
 

@@ -69,14 +69,14 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("--embeval", "-p", "no:cacheprovider", *args)
 
 
-def test_arms_that_consumed_different_inputs_fail_naming_the_component(
+def test_arms_that_consumed_different_inputs_are_an_error_naming_the_component(
     pytester: pytest.Pytester, golden: Golden
 ) -> None:
     golden()
     pytester.makeconftest(DRIFTING_CANDIDATE)
     report = pytester.path / "report.json"
     result = run(pytester, *ARMS, f"--embeval-json={report}")
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(errors=3)
     result.stdout.fnmatch_lines(
         [
             "support: refusing to compare: the arms differ in what must be held constant: "
@@ -85,7 +85,9 @@ def test_arms_that_consumed_different_inputs_fail_naming_the_component(
         ]
     )
     assert "Traceback" not in result.stdout.str()
-    assert not report.exists()
+    errors = json.loads(report.read_text(encoding="utf-8"))["errors"]
+    assert [(e["path"], e["role"], e["spec"]) for e in errors] == [("support.yaml", None, None)]
+    assert errors[0]["message"].startswith("refusing to compare: the arms differ")
 
 
 def _without_timings(report: dict[str, Any]) -> dict[str, Any]:

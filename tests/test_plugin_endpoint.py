@@ -15,7 +15,9 @@ import pytest
 
 pytest.importorskip("openai")
 
-from openai_server import EmbeddingServer, Reply, fake_model_vectors
+from openai_server import EmbeddingServer, Reply, fake_model_vectors, free_port
+
+from pytest_embeval import endpoint
 
 Golden = Callable[..., Path]
 KEY = "sk-plugin-test-fedcba9876543210"
@@ -125,7 +127,9 @@ def test_an_endpoint_fault_is_one_line_naming_it_and_no_verdict(
     server.script.extend(Reply(status=503, headers={"retry-after-ms": "5"}) for _ in range(3))
     spec = endpoint_spec(server, "bad", max_retries=2, concurrency=1)
     result, report = run(pytester, "--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}")
-    assert report is None
+    result.assert_outcomes(errors=3)  # an error of the golden set's items, not a failure
+    assert report is not None and report["golden_sets"] == []
+    assert [(error["role"], error["spec"]) for error in report["errors"]] == [("candidate", spec)]
     lines = [line for line in result.stdout.lines if "gave up after" in line]
     assert lines and all(
         line.endswith(
@@ -194,3 +198,117 @@ def test_an_endpoint_arms_capacity_counts_the_tokens_the_endpoint_reported(
     encoding = report["golden_sets"][0]["candidate"]["capacity"]["measured"]["timings"]["encoding"]
     assert encoding["texts"] == 60 and encoding["tokens_per_second"] is not None
     assert cached["golden_sets"][0]["candidate"]["capacity"]["measured"]["timings"]["encoding"] is None
+
+
+#: What an endpoint fault looks like through pytest: the error of the golden set's item that ran it (the
+#: golden set's name, then what `embed` says), and the others' one line pointing at it.
+FAULT_PREFIX = "support: candidate encoder '{spec}' failed on a batch of 32 document texts (first: row 10): "
+
+
+def refused_key(server: EmbeddingServer) -> None:
+    server.key = "sk-the-key-the-server-wants"
+
+
+def out_of_retries(server: EmbeddingServer) -> None:
+    server.script.extend(Reply(status=500, headers={"retry-after-ms": "5"}) for _ in range(2))
+
+
+@pytest.mark.parametrize(
+    ("break_it", "parameters", "ending"),
+    [
+        pytest.param(
+            refused_key,
+            {},
+            "{url}/embeddings refused the API key in $" + KEY_ENV + " (401 Unauthorized)",
+            id="401",
+        ),
+        pytest.param(
+            out_of_retries,
+            {"max_retries": 1},
+            "{url}/embeddings answered 500 Internal Server Error; gave up after 1 of 1 retries",
+            id="5xx",
+        ),
+        pytest.param(
+            None,
+            {"dimensions": 64},
+            "{url}/embeddings returned 128-dimensional vectors for model 'bad', which was asked for "
+            "dimensions=64",
+            id="wrong-dimension",
+        ),
+    ],
+)
+def test_an_endpoint_fault_is_an_error_of_the_golden_set_reported_once(
+    pytester: pytest.Pytester,
+    golden: Golden,
+    server: EmbeddingServer,
+    break_it: Callable[[EmbeddingServer], None] | None,
+    parameters: dict[str, object],
+    ending: str,
+) -> None:
+    golden()
+    if break_it is not None:
+        break_it(server)
+    spec = endpoint_spec(server, "bad", **{"concurrency": 1, "max_retries": 0, **parameters})
+    result, report = run(pytester, "--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=3)  # never `failed`: that word is kept for a WORSE
+    line = FAULT_PREFIX.format(spec=spec) + ending.format(url=server.base_url)
+    assert line in result.stdout.lines
+    assert NOT_RUN in result.stdout.lines
+    assert report is not None and report["golden_sets"] == []
+    assert [error["message"] for error in report["errors"]] == [line.removeprefix("support: ")]
+    assert "Traceback" not in result.stdout.str() and "WORSE" not in result.stdout.str()
+
+
+NOT_RUN = "support: not run; the error is reported under support.yaml::overall"
+
+
+def test_nothing_listening_is_an_error_of_the_golden_set(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    spec = f"openai:bad?base_url={url}&api_key_env={KEY_ENV}&max_retries=0&concurrency=1"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, KEY)
+        result, report = run(pytester, "--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=3)
+    line = (
+        FAULT_PREFIX.format(spec=spec)
+        + f"cannot reach {url}/embeddings (ConnectError: [Errno 111] Connection refused), 0 retries"
+    )
+    assert line in result.stdout.lines and NOT_RUN in result.stdout.lines
+    assert report is not None and [error["role"] for error in report["errors"]] == ["candidate"]
+
+
+def test_a_missing_key_is_a_usage_error_before_anything_runs(
+    pytester: pytest.Pytester, golden: Golden, server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    golden()
+    monkeypatch.delenv(KEY_ENV)
+    spec = endpoint_spec(server, "bad")
+    result, report = run(pytester, "--embeval-incumbent=fake_models:good", f"--embeval-candidate={spec}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        f"ERROR: --embeval-candidate: model spec '{spec}': the API key for {server.base_url}/embeddings is "
+        f"read from ${KEY_ENV}, which is not set (for a server that needs no key, set it to any value)"
+    ) in result.errlines
+    assert report is None and server.received == [] and not (pytester.path / ".embeval_cache").exists()
+
+
+def test_an_endpoint_spec_without_the_extra_is_a_usage_error(
+    pytester: pytest.Pytester, golden: Golden, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    golden()
+    real = endpoint.importlib.util.find_spec
+    monkeypatch.setattr(
+        endpoint.importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
+    )
+    result, report = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=openai:text-embedding-3-small"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "ERROR: --embeval-candidate: model spec 'openai:text-embedding-3-small' needs the openai client: "
+        "pip install 'pytest-embeval[openai]'"
+    ) in result.errlines
+    assert report is None

@@ -62,7 +62,7 @@ def test_inline_judgments_are_unrecorded(tmp_path: Path) -> None:
         "queries:\n  - {id: q1, text: first, relevant: {d1: 2, d2: 0}}\n",
         encoding="utf-8",
     )
-    record = golden_judgments(path, load_golden(path))
+    record = golden_judgments(load_golden(path))
     assert (record["total"], record["unrecorded"], record["model_fraction"]) == (2, 2, 0.0)
 
 
@@ -71,7 +71,7 @@ def test_a_sidecar_line_the_qrels_do_not_hold_is_a_golden_error(tmp_path: Path) 
     sidecar = write_sidecar(path, {0: PERSON})
     sidecar.write_text(sidecar.read_text().replace('"d00", "grade": 1', '"d00", "grade": 2'))
     with pytest.raises(GoldenError) as raised:
-        golden_judgments(path, load_golden(path))
+        golden_judgments(load_golden(path))
     assert str(raised.value) == (
         f"{sidecar}:1: grade: records grade 2 by 'ana', the qrels hold 1 (revised by hand?); "
         "revise this line too"

@@ -1,0 +1,119 @@
+"""Reading a corpus file: `datafiles.read_documents` against its floor, `json.loads` per line.
+
+    python benchmarks/bench_corpus_reader.py [--data DIR] [--documents 100000] [--repeat 15] [--against DIR]
+
+CPU times, best of --repeat and alternating so that the machine's load weighs on all alike, reading a JSONL
+corpus (bytes, UTF-8 decoding, parsing, validation, `Document` records): DIR/corpus.jsonl if given, and a
+synthetic corpus of --documents documents with texts of 20 to 200 words (and the same corpus as TSV). The
+floor reads the same bytes, decodes them and calls `json.loads` on each line, validating nothing. With
+--against DIR, the reader of another checkout of the project (a `git worktree` of an older commit) is
+timed alongside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_embeval.datafiles import read_documents
+
+Reader = Callable[[Path], object]
+
+
+def floor(path: Path) -> object:
+    text = path.read_bytes().decode("utf-8")
+    return [json.loads(line) for line in text.split("\n") if line]
+
+
+def other_reader(checkout: Path) -> Reader:
+    """The corpus reader of another checkout: datafiles.read_documents, or golden._read_documents before
+    datafiles.py existed. Its module is loaded under another name; it imports this checkout's others."""
+    for module, function in (("datafiles", "read_documents"), ("golden", "_read_documents")):
+        path = checkout / "pytest_embeval" / f"{module}.py"
+        if path.exists() and function in path.read_text(encoding="utf-8"):
+            spec = importlib.util.spec_from_file_location(f"against_{module}", path)
+            assert spec is not None and spec.loader is not None
+            loaded = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = loaded  # dataclasses look their module up
+            spec.loader.exec_module(loaded)
+            reader: Reader = getattr(loaded, function)
+            return reader
+    raise SystemExit(f"{checkout}: no corpus reader found")
+
+
+def synthetic(folder: Path, documents: int) -> tuple[Path, Path]:
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(5000)]
+    jsonl, tsv = folder / "corpus.jsonl", folder / "corpus.tsv"
+    with jsonl.open("w", encoding="utf-8") as j, tsv.open("w", encoding="utf-8") as t:
+        for i in range(documents):
+            text = " ".join(rng.choices(words, k=rng.randint(20, 200)))
+            title = " ".join(rng.choices(words, k=5))
+            j.write(json.dumps({"_id": f"doc{i}", "title": title, "text": text}) + "\n")
+            t.write(f"doc{i}\t{text}\t{title}\n")
+    return jsonl, tsv
+
+
+def timed(readers: dict[str, tuple[Reader, Path]], repeat: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in readers}
+    for _ in range(repeat):
+        for name, (reader, path) in readers.items():
+            # CPU time of this (single-threaded) process: on a machine shared with others, wall time
+            # measures them as much as the reader.
+            start = time.process_time()
+            reader(path)
+            times[name].append(time.process_time() - start)
+    return {name: min(values) for name, values in times.items()}
+
+
+def _cell(best: dict[str, float], key: str, width: int) -> str:
+    """Seconds and the ratio to the floor, or a dash."""
+    if key not in best:
+        return "—".rjust(width)
+    return f"{best[key]:.3f} {best[key] / best['floor']:.2f}x".rjust(width)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, help="a BEIR folder whose corpus.jsonl is read too")
+    parser.add_argument("--documents", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--against", type=Path, help="another checkout whose reader is timed too")
+    args = parser.parse_args()
+    against = other_reader(args.against) if args.against else None
+    with tempfile.TemporaryDirectory() as tmp:
+        jsonl, tsv = synthetic(Path(tmp), args.documents)
+        cases = [(f"synthetic, {args.documents:,} documents", jsonl, tsv)]
+        if args.data is not None:
+            cases.insert(0, (f"{args.data.name}", args.data / "corpus.jsonl", None))
+        print(
+            f"{'corpus':34} {'MB':>5} {'floor cpu s':>11} {'JSONL':>12} {'TSV':>12} {'--against JSONL':>16}"
+        )
+        for name, path, tsv_path in cases:
+            readers: dict[str, tuple[Reader, Path]] = {
+                "floor": (floor, path),
+                "jsonl": (read_documents, path),
+            }
+            if tsv_path is not None:
+                readers["tsv"] = (read_documents, tsv_path)
+            if against is not None:
+                readers["against"] = (against, path)
+            best = timed(readers, args.repeat)
+            size = path.stat().st_size / 1e6
+            print(
+                f"{name:34} {size:5.1f} {best['floor']:11.3f} {_cell(best, 'jsonl', 12)} "
+                f"{_cell(best, 'tsv', 12)} {_cell(best, 'against', 16)}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,940 @@
+"""The fault catalogue: bad inputs, broken models, unwritable outputs, each with its exit code and one line.
+
+Exit codes are part of the contract (README, "Exit codes"): a WORSE stratum is the only failure (1,
+``failed``); a model that faults is an *error* of its golden set's items (1, ``error``); an invalid golden
+file is a collection error (2); an unresolvable model spec or an unwritable output is a usage error before
+anything is embedded (4); nothing collected is 5. Every row runs pytest on the conftest golden set (60
+documents, 48 queries, fake models), changed as the row says, and looks for its line, exactly, in what pytest
+printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from conftest import write_file
+
+Golden = Callable[..., Path]
+Setup = Callable[[Path], None]
+
+OK, FAILED, COLLECTION, USAGE, EMPTY = (
+    pytest.ExitCode.OK,
+    pytest.ExitCode.TESTS_FAILED,
+    pytest.ExitCode.INTERRUPTED,
+    pytest.ExitCode.USAGE_ERROR,
+    pytest.ExitCode.NO_TESTS_COLLECTED,
+)
+GOOD = "fake_models:good"
+#: A folder this process cannot create files in: read-only to root too.
+UNWRITABLE = "/sys" if os.geteuid() == 0 else "/proc"
+
+
+@dataclass(frozen=True)
+class Fault:
+    id: str
+    #: what is wrong, for the catalogue table
+    what: str
+    exit: pytest.ExitCode
+    #: the line pytest prints, exactly; {tmp} is the run's folder, {unwritable} a folder nobody may write
+    line: str
+    candidate: str = GOOD
+    args: tuple[str, ...] = ()
+    settings: dict[str, object] = field(default_factory=dict)
+    setup: Setup | None = None
+    #: pytest outcome counts when items ran
+    outcomes: dict[str, int] | None = None
+    #: run pytest in a subprocess (for cases that import torch, which must not load twice in one process)
+    subprocess: bool = False
+
+
+# ------------------------------------------------------------------------------------------ file edits
+
+
+def write(relative: str, text: str | bytes) -> Setup:
+    return lambda root: write_file(root / relative, text)
+
+
+def replace_line(relative: str, number: int, text: str) -> Setup:
+    def edit(root: Path) -> None:
+        path = root / relative
+        lines = path.read_text(encoding="utf-8").split("\n")
+        lines[number - 1] = text
+        path.write_text("\n".join(lines), encoding="utf-8")
+
+    return edit
+
+
+def both(*edits: Setup) -> Setup:
+    def edit(root: Path) -> None:
+        for one in edits:
+            one(root)
+
+    return edit
+
+
+def mkdir(relative: str) -> Setup:
+    return lambda root: (root / relative).mkdir(parents=True)
+
+
+def beir_folder(splits: tuple[str, ...], root_qrels: bool = False) -> Setup:
+    """support/ as a BEIR folder: its corpus and queries, and its qrels as each named split."""
+
+    def edit(root: Path) -> None:
+        data = root / "support"
+        qrels = (data / "qrels.tsv").read_text(encoding="utf-8")
+        if splits:
+            (data / "qrels").mkdir()
+            for split in splits:
+                (data / "qrels" / f"{split}.tsv").write_text(qrels, encoding="utf-8")
+        if not root_qrels:
+            (data / "qrels.tsv").unlink()
+
+    return edit
+
+
+CONFTEST_CANDIDATE = """
+import pytest
+import fake_models
+
+@pytest.fixture(scope="session")
+def embeval_candidate():
+    return {value}
+"""
+
+UNSUPPORTED_QRELS = (
+    "format: unsupported format: expected BEIR TSV (header 'query-id<TAB>corpus-id<TAB>score') or TREC qrels "
+    "('qid iter docid rel', whitespace-separated), got GOT; declare it as {path: FILE, format: beir|trec}"
+)
+UNSUPPORTED_CORPUS = (
+    'format: unsupported format: expected JSONL (one {"_id": ..., "text": ...} object per line) or TSV '
+    "(id<TAB>text[<TAB>title]); declare it as {path: FILE, format: jsonl|tsv}"
+)
+NOT_RUN = "support: not run; the error is reported under support.yaml::overall"
+BEIR = {"beir": "support", "corpus": None, "queries": None, "qrels": None}
+#: The conftest golden set's judgments as TREC qrels.
+TREC_QRELS = "".join(f"q{i:02d} 0 d{i:02d} 1\n" for i in range(48))
+#: The overall row of the same model on both arms: the data was read and scored in full.
+TIE_ROW = "overall      48       0      1.000      1.000  +0.000  [+0.000, +0.000]   0/0 p=1  0.000      TIE"
+
+FAULTS = [
+    # ------------------------------------------------------------------ usage errors: before any work, exit 4
+    Fault(
+        "spec-unknown-attribute",
+        "model spec naming a missing attribute",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'fake_models:nope': module 'fake_models' has no attribute "
+        "'nope'",
+        candidate="fake_models:nope",
+    ),
+    Fault(
+        "spec-unknown-module",
+        "model spec naming a missing module",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'no_such_module:model': cannot import module "
+        "'no_such_module': ModuleNotFoundError: No module named 'no_such_module'",
+        candidate="no_such_module:model",
+    ),
+    Fault(
+        "spec-missing-folder",
+        "model folder that does not exist",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec './models/mini': no such model folder: {tmp}/models/mini",
+        candidate="./models/mini",
+    ),
+    Fault(
+        "spec-malformed",
+        "model spec that is neither a name, a path nor module:attr",
+        USAGE,
+        "ERROR: --embeval-candidate: invalid model spec 'fake models:good': expected 'module:attr' with a "
+        "dotted module path and attribute (e.g. 'mypackage.encoders:make_encoder'), or a "
+        "sentence-transformers model name or path",
+        candidate="fake models:good",
+    ),
+    Fault(
+        "spec-factory-raises",
+        "model factory that raises",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'fake_models:failing_factory': calling 'failing_factory'() "
+        "to build the encoder raised RuntimeError: no GPU here",
+        candidate="fake_models:failing_factory",
+    ),
+    Fault(
+        "spec-not-an-encoder",
+        "model object without encode_query/encode_document",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'fake_models:not_an_encoder' resolved to "
+        "fake_models.NotAnEncoder, which has no encode_query/encode_document methods (it has encode(): "
+        "sentence-transformers >= 5 provides encode_query/encode_document)",
+        candidate="fake_models:not_an_encoder",
+    ),
+    Fault(
+        "spec-ini-unresolvable",
+        "ini key embeval_candidate naming a missing attribute",
+        USAGE,
+        "ERROR: embeval_candidate (ini file): model spec 'fake_models:nope': module 'fake_models' has no "
+        "attribute 'nope'",
+        candidate="",
+        setup=write("pytest.ini", "[pytest]\nembeval_candidate = fake_models:nope\n"),
+    ),
+    Fault(
+        "spec-unknown-name-offline",
+        "sentence-transformers model name not in the cache, offline",
+        USAGE,
+        "ERROR: --embeval-candidate: could not load sentence-transformers model 'no-such/model-xyz': it is "
+        "not a local folder and could not be loaded offline (HF_HUB_OFFLINE is set): not found in the "
+        "Hugging Face cache (OSError: We couldn't connect to 'https://huggingface.co' to load the files, "
+        "and couldn't find them in the cached files.)",
+        candidate="no-such/model-xyz",
+        subprocess=True,
+    ),
+    Fault(
+        "spec-endpoint-parameter",
+        "endpoint spec with an unknown parameter (parsed, nothing sent)",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'openai:m': unknown parameter 'bogus'; known: dimensions, "
+        "base_url, api_key_env, query_prompt, document_prompt, price_per_million_tokens, batch_size, "
+        "token_budget, concurrency, max_retries, timeout, encoding_format",
+        candidate="openai:m?bogus=1",
+    ),
+    Fault(
+        "spec-endpoint-no-model",
+        "endpoint spec without a model name",
+        USAGE,
+        "ERROR: --embeval-candidate: model spec 'openai:': no model name after 'openai:' (e.g. "
+        "'openai:text-embedding-3-small?dimensions=256')",
+        candidate="openai:",
+    ),
+    Fault(
+        "json-is-a-folder",
+        "--embeval-json naming a folder",
+        USAGE,
+        "ERROR: --embeval-json {tmp}/out: is a folder; name the file, e.g. {tmp}/out/embeval.json",
+        args=("--embeval-json={tmp}/out",),
+        setup=mkdir("out"),
+    ),
+    Fault(
+        "json-under-a-file",
+        "--embeval-json under a file",
+        USAGE,
+        "ERROR: --embeval-json {tmp}/support.yaml/report.json: {tmp}/support.yaml is a file, not a folder",
+        args=("--embeval-json={tmp}/support.yaml/report.json",),
+    ),
+    Fault(
+        "json-deep-under-a-file",
+        "--embeval-json in missing folders under a file",
+        USAGE,
+        "ERROR: --embeval-json {tmp}/support.yaml/a/b/report.json: {tmp}/support.yaml is a file, not a "
+        "folder",
+        args=("--embeval-json={tmp}/support.yaml/a/b/report.json",),
+    ),
+    Fault(
+        "json-unwritable",
+        "--embeval-json in a folder that cannot be written",
+        USAGE,
+        "ERROR: --embeval-json {unwritable}/report.json: cannot write in {unwritable}: Permission denied",
+        args=("--embeval-json={unwritable}/report.json",),
+    ),
+    Fault(
+        "runs-is-a-file",
+        "--embeval-runs naming a file",
+        USAGE,
+        "ERROR: --embeval-runs {tmp}/support.yaml: is a file, not a folder",
+        args=("--embeval-runs={tmp}/support.yaml",),
+    ),
+    Fault(
+        "runs-under-a-file",
+        "--embeval-runs under a file",
+        USAGE,
+        "ERROR: --embeval-runs {tmp}/support.yaml/runs: {tmp}/support.yaml is a file, not a folder",
+        args=("--embeval-runs={tmp}/support.yaml/runs",),
+    ),
+    Fault(
+        "runs-unwritable",
+        "--embeval-runs in a folder that cannot be written",
+        USAGE,
+        "ERROR: --embeval-runs {unwritable}/runs: cannot write in {unwritable}: Permission denied",
+        args=("--embeval-runs={unwritable}/runs",),
+    ),
+    Fault(
+        "md-is-a-folder",
+        "--embeval-md naming a folder",
+        USAGE,
+        "ERROR: --embeval-md {tmp}/out: is a folder; name the file, e.g. {tmp}/out/embeval.md",
+        args=("--embeval-md={tmp}/out",),
+        setup=mkdir("out"),
+    ),
+    Fault(
+        "html-under-a-file",
+        "--embeval-html under a file",
+        USAGE,
+        "ERROR: --embeval-html {tmp}/support.yaml/report.html: {tmp}/support.yaml is a file, not a folder",
+        args=("--embeval-html={tmp}/support.yaml/report.html",),
+    ),
+    Fault(
+        "plot-unwritable",
+        "--embeval-plot in a folder that cannot be written",
+        USAGE,
+        "ERROR: --embeval-plot {unwritable}/forest.png: cannot write in {unwritable}: Permission denied",
+        args=("--embeval-plot={unwritable}/forest.png",),
+    ),
+    Fault(
+        "pool-is-a-file",
+        "--embeval-pool naming a file",
+        USAGE,
+        "ERROR: --embeval-pool {tmp}/support.yaml: is a file, not a folder",
+        args=("--embeval-pool={tmp}/support.yaml",),
+    ),
+    Fault(
+        "pool-under-a-file",
+        "--embeval-pool under a file",
+        USAGE,
+        "ERROR: --embeval-pool {tmp}/support.yaml/sheets: {tmp}/support.yaml is a file, not a folder",
+        args=("--embeval-pool={tmp}/support.yaml/sheets",),
+    ),
+    Fault(
+        "pool-depth-zero",
+        "--embeval-pool-depth 0",
+        USAGE,
+        "ERROR: --embeval-pool-depth must be between 1 and 100, got 0",
+        args=("--embeval-pool-depth=0",),
+    ),
+    Fault(
+        "pool-depth-too-deep",
+        "--embeval-pool-depth 101 (the report ranks 100)",
+        USAGE,
+        "ERROR: --embeval-pool-depth must be between 1 and 100, got 101",
+        args=("--embeval-pool-depth=101",),
+    ),
+    Fault(
+        "option-misspelt",
+        "misspelt option name (--embeval-candiate)",
+        USAGE,
+        "pytest.main(): error: unrecognized arguments: --embeval-candiate=fake_models:good",
+        candidate="",
+        args=("--embeval-candiate=fake_models:good",),
+    ),
+    # ------------------------------------------------------------ collection errors: invalid input, exit 2
+    Fault(
+        "yaml-unknown-key",
+        "misspelt key in the golden file",
+        COLLECTION,
+        "support.yaml:14: metrics: unknown key, did you mean 'metric'?",
+        settings={"metrics": "ndcg@10"},
+    ),
+    Fault(
+        "yaml-unknown-metric",
+        "unknown metric",
+        COLLECTION,
+        "support.yaml:6: metric: unknown metric 'recal@5': expected one of recall@k, precision@k, ndcg@k, "
+        "mrr@k, map@k, hit@k, judged@k with k a positive integer",
+        settings={"metric": "recal@5"},
+    ),
+    Fault(
+        "yaml-syntax",
+        "golden file that is not YAML",
+        COLLECTION,
+        "support.yaml:2: invalid YAML: mapping values are not allowed here (column 8)",
+        setup=write("support.yaml", "metric: ndcg@10\n corpus: x\n"),
+    ),
+    Fault(
+        "yaml-empty",
+        "empty golden file named on the command line",
+        COLLECTION,
+        "support.yaml: expected a mapping of settings, the file is empty",
+        args=("support.yaml",),
+        setup=write("support.yaml", ""),
+    ),
+    Fault(
+        "yaml-not-utf8",
+        "golden file in Latin-1",
+        COLLECTION,
+        "support.yaml:2: not valid UTF-8 (byte 0xe9 at offset 23)",
+        setup=write("support.yaml", "metric: ndcg@10\nname: r\xe9sum\xe9\n".encode("latin-1")),
+    ),
+    Fault(
+        "split-without-beir",
+        "split: on a golden set that is not a BEIR folder",
+        COLLECTION,
+        "support.yaml:14: split: only applies to a 'beir' folder",
+        settings={"split": "dev"},
+    ),
+    Fault(
+        "beir-unknown-split",
+        "BEIR folder without the split asked for",
+        COLLECTION,
+        "support.yaml:12: split: no qrels/dev.tsv in {tmp}/support (its splits: test, train); name one with "
+        "'split:'",
+        settings={**BEIR, "split": "dev"},
+        setup=beir_folder(("test", "train")),
+    ),
+    Fault(
+        "beir-no-test-split",
+        "BEIR folder whose splits do not include the default, test",
+        COLLECTION,
+        "support.yaml:11: split: no qrels/test.tsv in {tmp}/support (its splits: dev, train); name one with "
+        "'split:'",
+        settings=BEIR,
+        setup=beir_folder(("dev", "train")),
+    ),
+    Fault(
+        "beir-split-without-splits",
+        "split: on a BEIR folder that has only qrels.tsv",
+        COLLECTION,
+        "support.yaml:12: split: {tmp}/support has no qrels/ folder of splits (qrels/<split>.tsv); remove "
+        "'split'",
+        settings={**BEIR, "split": "test"},
+        setup=beir_folder((), root_qrels=True),
+    ),
+    Fault(
+        "corpus-missing",
+        "corpus file that does not exist",
+        COLLECTION,
+        "support.yaml:1: corpus: file not found: {tmp}/missing.jsonl",
+        settings={"corpus": "missing.jsonl"},
+    ),
+    Fault(
+        "corpus-invalid-json",
+        "truncated JSON line in the corpus",
+        COLLECTION,
+        "support/corpus.jsonl:3: invalid JSON: Unterminated string starting at (column 24)",
+        setup=replace_line("support/corpus.jsonl", 3, '{"_id": "d02", "text": "doc'),
+    ),
+    Fault(
+        "corpus-duplicate-id",
+        "two documents with one id",
+        COLLECTION,
+        "support/corpus.jsonl:3: _id: duplicate document id 'd01' (first on line 2)",
+        setup=replace_line("support/corpus.jsonl", 3, '{"_id": "d01", "text": "doc 2"}'),
+    ),
+    Fault(
+        "corpus-not-utf8",
+        "corpus in Latin-1",
+        COLLECTION,
+        "support/corpus.jsonl:1: not valid UTF-8 (byte 0xe9 at offset 24)",
+        setup=write("support/corpus.jsonl", '{"_id": "d00", "text": "\xe9"}\n'.encode("latin-1")),
+    ),
+    Fault(
+        "corpus-utf-16",
+        "corpus saved as UTF-16 (Windows 'Unicode')",
+        COLLECTION,
+        "support/corpus.jsonl:1: is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8",
+        setup=write("support/corpus.jsonl", '{"_id": "d00", "text": "doc 0"}\n'.encode("utf-16")),
+    ),
+    Fault(
+        "corpus-plain-text",
+        "corpus that is neither JSONL nor TSV",
+        COLLECTION,
+        "support/corpus.txt:1: " + UNSUPPORTED_CORPUS,
+        settings={"corpus": "support/corpus.txt"},
+        setup=write("support/corpus.txt", "doc 0\ndoc 1\n"),
+    ),
+    Fault(
+        "corpus-tsv-columns",
+        "TSV corpus row with four columns",
+        COLLECTION,
+        "support/corpus.tsv:2: expected 2 or 3 tab-separated columns (id<TAB>text[<TAB>title]), got 4",
+        settings={"corpus": "support/corpus.tsv"},
+        setup=write("support/corpus.tsv", "d00\tdoc 0\nd01\tdoc 1\tt\tx\n"),
+    ),
+    Fault(
+        "corpus-unknown-format",
+        "corpus declared in a format that does not exist",
+        COLLECTION,
+        "support.yaml:3: corpus.format: unknown format 'csv' (expected one of: jsonl, tsv)",
+        settings={"corpus": {"path": "support/corpus.jsonl", "format": "csv"}},
+    ),
+    Fault(
+        "corpus-mapping-without-path",
+        "corpus mapping without its path",
+        COLLECTION,
+        "support.yaml:2: corpus.path: missing required key",
+        settings={"corpus": {"format": "tsv"}},
+    ),
+    Fault(
+        "corpus-all-empty",
+        "corpus whose every document has neither text nor title",
+        COLLECTION,
+        "support.yaml:1: corpus: none of the 2 documents has a text or a title",
+        setup=write("support/corpus.jsonl", '{"_id": "d00", "text": ""}\n{"_id": "d01", "text": " "}\n'),
+    ),
+    Fault(
+        "queries-tsv-columns",
+        "TSV queries with a third column and no header",
+        COLLECTION,
+        "support/queries.tsv:1: expected 2 tab-separated columns (id<TAB>text), got 3",
+        settings={"queries": "support/queries.tsv", "strata": []},
+        setup=write("support/queries.tsv", "q00\ten 0\ten\n"),
+    ),
+    Fault(
+        "queries-tsv-no-strata",
+        "TSV queries without a header naming the stratum column",
+        COLLECTION,
+        "support/queries.tsv:1: language: query 'q00' has no stratum field 'language' (a TSV file needs a "
+        "header row naming its stratum columns)",
+        settings={"queries": "support/queries.tsv"},
+        setup=write("support/queries.tsv", "q00\ten 0\n"),
+    ),
+    Fault(
+        "queries-empty-text",
+        "query with an empty text",
+        COLLECTION,
+        "support/queries.jsonl:1: text: query 'q00' has an empty text",
+        setup=replace_line("support/queries.jsonl", 1, '{"_id": "q00", "text": " ", "language": "en"}'),
+    ),
+    Fault(
+        "qrels-unknown-document",
+        "judgment naming a document not in the corpus",
+        COLLECTION,
+        "support/qrels.tsv:2: corpus-id: unknown document 'nope' (not in the corpus)",
+        setup=replace_line("support/qrels.tsv", 2, "q00\tnope\t1"),
+    ),
+    Fault(
+        "qrels-unknown-query",
+        "judgment naming a query not in the queries",
+        COLLECTION,
+        "support/qrels.tsv:2: query-id: unknown query 'q99' (not in the queries)",
+        setup=replace_line("support/qrels.tsv", 2, "q99\td00\t1"),
+    ),
+    Fault(
+        "qrels-duplicate",
+        "one pair judged twice",
+        COLLECTION,
+        "support/qrels.tsv:3: corpus-id: duplicate judgment of query 'q00' and document 'd00' (first on "
+        "line 2)",
+        setup=replace_line("support/qrels.tsv", 3, "q00\td00\t1"),
+    ),
+    Fault(
+        "qrels-three-columns",
+        "qrels as 'qid docid rel' (neither BEIR nor TREC)",
+        COLLECTION,
+        "support/qrels.txt:1: " + UNSUPPORTED_QRELS.replace("GOT", "'q00 d00 1'"),
+        settings={"qrels": "support/qrels.txt"},
+        setup=write("support/qrels.txt", "q00 d00 1\n"),
+    ),
+    Fault(
+        "qrels-beir-header",
+        "qrels declared BEIR with another header",
+        COLLECTION,
+        "support/qrels.tsv:1: header: expected 'query-id\\tcorpus-id\\tscore', got 'qid\\tdocid\\trel'",
+        settings={"qrels": {"path": "support/qrels.tsv", "format": "beir"}},
+        setup=replace_line("support/qrels.tsv", 1, "qid\tdocid\trel"),
+    ),
+    Fault(
+        "qrels-trec-columns",
+        "TREC qrels line with three columns",
+        COLLECTION,
+        "support/qrels.trec:2: expected 4 whitespace-separated columns (qid iter docid rel), got 3",
+        settings={"qrels": "support/qrels.trec"},
+        setup=write("support/qrels.trec", "q00 0 d00 1\nq01 d01 1\n"),
+    ),
+    Fault(
+        "qrels-trec-grade",
+        "TREC qrels grade that is not an integer",
+        COLLECTION,
+        "support/qrels.trec:2: rel: '0.5' is not an integer grade",
+        settings={"qrels": "support/qrels.trec"},
+        setup=write("support/qrels.trec", "q00 0 d00 1\nq01 0 d01 0.5\n"),
+    ),
+    Fault(
+        "qrels-beir-grade",
+        "BEIR qrels score that is not an integer",
+        COLLECTION,
+        "support/qrels.tsv:2: score: 'high' is not an integer grade",
+        setup=replace_line("support/qrels.tsv", 2, "q00\td00\thigh"),
+    ),
+    Fault(
+        "qrels-beir-columns",
+        "BEIR qrels row with two columns",
+        COLLECTION,
+        "support/qrels.tsv:2: expected 3 tab-separated columns (query-id, corpus-id, score), got 2",
+        setup=replace_line("support/qrels.tsv", 2, "q00\td00"),
+    ),
+    Fault(
+        "queries-duplicate-id",
+        "two queries with one id",
+        COLLECTION,
+        "support/queries.jsonl:2: _id: duplicate query id 'q00' (first on line 1)",
+        setup=replace_line("support/queries.jsonl", 2, '{"_id": "q00", "text": "en 1", "language": "en"}'),
+    ),
+    Fault(
+        "queries-missing",
+        "queries file that does not exist",
+        COLLECTION,
+        "support.yaml:2: queries: file not found: {tmp}/missing.jsonl",
+        settings={"queries": "missing.jsonl"},
+    ),
+    Fault(
+        "corpus-empty-file",
+        "corpus file with nothing in it",
+        COLLECTION,
+        "support.yaml:1: corpus: no documents in the file",
+        setup=write("support/corpus.jsonl", ""),
+    ),
+    Fault(
+        "yaml-negative-margin",
+        "negative tie_margin",
+        COLLECTION,
+        "support.yaml:9: tie_margin: must be a number >= 0, got -0.05",
+        settings={"tie_margin": -0.05},
+    ),
+    Fault(
+        "yaml-confidence-percent",
+        "confidence given as a percentage",
+        COLLECTION,
+        "support.yaml:10: confidence: must be a number strictly between 0 and 1, got 95",
+        settings={"confidence": 95},
+    ),
+    Fault(
+        "yaml-bootstrap-zero",
+        "bootstrap of 0 resamples",
+        COLLECTION,
+        "support.yaml:12: bootstrap: must be an integer >= 100, got 0",
+        settings={"bootstrap": 0},
+    ),
+    Fault(
+        "yaml-unknown-stratum-field",
+        "stratum field no query has",
+        COLLECTION,
+        "support/queries.jsonl:1: langauge: query 'q00' has no stratum field 'langauge'; did you "
+        "mean 'language'?",
+        settings={"strata": ["langauge"]},
+    ),
+    # ----------------------------------------------- errors of the items: the model is broken, exit 1, E
+    Fault(
+        "encoder-nan",
+        "encoder returning NaN",
+        FAILED,
+        "support: candidate encoder 'fake_models:broken' returned NaN or inf in 48 of 48 query vectors "
+        "(first: row 0)",
+        candidate="fake_models:broken",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-inf",
+        "encoder returning inf",
+        FAILED,
+        "support: candidate encoder 'fake_models:infinite' returned NaN or inf in 48 of 48 query vectors "
+        "(first: row 0)",
+        candidate="fake_models:infinite",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-zero",
+        "encoder returning all-zero vectors",
+        FAILED,
+        "support: candidate encoder 'fake_models:zero' returned an all-zero vector for 48 of 48 query texts "
+        "(first: row 0); it cannot be normalised for cosine similarity",
+        candidate="fake_models:zero",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-raises",
+        "encoder raising",
+        FAILED,
+        "support: candidate encoder 'fake_models:raises' failed on a batch of 48 query texts (first: row 0): "
+        "RuntimeError: the model server went away",
+        candidate="fake_models:raises",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-rows",
+        "encoder returning one row too few",
+        FAILED,
+        "support: candidate encoder 'fake_models:short' returned shape (47, 128) for 48 query texts; "
+        "expected (48, d)",
+        candidate="fake_models:short",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-not-2d",
+        "encoder returning a 1-D array",
+        FAILED,
+        "support: candidate encoder 'fake_models:flat' returned shape (48,) for 48 query texts; expected "
+        "(48, d)",
+        candidate="fake_models:flat",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-dimension-mismatch",
+        "query vectors of another dimension than document vectors",
+        FAILED,
+        "support: candidate encoder 'fake_models:narrow' returned 64-dimensional query vectors but "
+        "128-dimensional document vectors: they cannot be compared",
+        candidate="fake_models:narrow",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-complex",
+        "encoder returning complex numbers",
+        FAILED,
+        "support: candidate encoder 'fake_models:complex_valued' returned complex64 values for query texts; "
+        "expected real numbers",
+        candidate="fake_models:complex_valued",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "encoder-error-elsewhere",
+        "the golden set's other strata, when its model is broken",
+        FAILED,
+        NOT_RUN,
+        candidate="fake_models:broken",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "model-missing",
+        "no candidate model anywhere",
+        FAILED,
+        "support: no candidate model: pass --embeval-candidate SPEC, set embeval_candidate in the ini file, "
+        "or override the embeval_candidate fixture in conftest.py",
+        candidate="",
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "fixture-not-an-encoder",
+        "embeval_candidate fixture returning an object without encode methods",
+        FAILED,
+        "support: candidate model: model spec 'fake_models.NotAnEncoder' resolved to "
+        "fake_models.NotAnEncoder, which has no encode_query/encode_document methods (it has encode(): "
+        "sentence-transformers >= 5 provides encode_query/encode_document)",
+        candidate="",
+        setup=write("conftest.py", CONFTEST_CANDIDATE.format(value="fake_models.not_an_encoder")),
+        outcomes={"errors": 3},
+    ),
+    Fault(
+        "fixture-unresolvable-spec",
+        "embeval_candidate fixture returning a spec that does not resolve",
+        FAILED,
+        "support: candidate model: model spec 'fake_models:nope': module 'fake_models' has no attribute "
+        "'nope'",
+        candidate="",
+        setup=write("conftest.py", CONFTEST_CANDIDATE.format(value="'fake_models:nope'")),
+        outcomes={"errors": 3},
+    ),
+    # ------------------------------------------------------------------------------------ the verdicts
+    Fault(
+        "cache-under-a-file",
+        "--embeval-cache-dir under a file: the run completes",
+        OK,
+        "embeval: new embeddings could not be stored in support.yaml/cache/: NotADirectoryError: [Errno 20] "
+        "Not a directory: '{tmp}/support.yaml/cache/embeddings/04dba61ddfb7ec31/document'",
+        args=("--embeval-cache-dir=support.yaml/cache",),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "cache-is-a-file",
+        "--embeval-cache-dir naming a file: the run completes",
+        OK,
+        "embeval: new embeddings could not be stored in support.yaml/: NotADirectoryError: [Errno 20] Not a "
+        "directory: '{tmp}/support.yaml/embeddings/04dba61ddfb7ec31/document'",
+        args=("--embeval-cache-dir=support.yaml",),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "qrels-trec-no-header",
+        "TREC qrels without a header (accepted)",
+        OK,
+        TIE_ROW,
+        settings={"qrels": "support/qrels.trec"},
+        setup=write("support/qrels.trec", TREC_QRELS),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "qrels-trec-header",
+        "TREC qrels with a header row (accepted)",
+        OK,
+        TIE_ROW,
+        settings={"qrels": "support/qrels.trec"},
+        setup=write("support/qrels.trec", "qid iter docid rel\n" + TREC_QRELS),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "queries-msmarco-tsv",
+        "queries as MS MARCO TSV (id<TAB>text, no header; accepted)",
+        OK,
+        "overall  48       0      1.000      1.000  +0.000  [+0.000, +0.000]   0/0 p=1  0.000      TIE",
+        settings={"queries": "support/queries.tsv", "strata": []},
+        setup=write("support/queries.tsv", "".join(f"q{i:02d}\ten {i}\n" for i in range(48))),
+        outcomes={"tie": 1},
+    ),
+    Fault(
+        "corpus-msmarco-tsv",
+        "corpus as MS MARCO collection.tsv (id<TAB>text; accepted)",
+        OK,
+        TIE_ROW,
+        settings={"corpus": "support/corpus.tsv"},
+        setup=write("support/corpus.tsv", "".join(f"d{i:02d}\tdoc {i}\n" for i in range(60))),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "beir-several-splits",
+        "BEIR folder with test and train splits, no split: key (reads test, says so)",
+        OK,
+        "support (support.yaml, split test): hit@1, margin 0.05, 95% CI (studentized interval), ties docid; "
+        "incumbent fake_models:good vs candidate fake_models:good",
+        settings=BEIR,
+        setup=beir_folder(("test", "train")),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "verdict-worse",
+        "a candidate that is worse: the gate working",
+        FAILED,
+        "overall: WORSE — worse: Δ -0.750 ≤ -0.050 and CI [-0.878, -0.622] excludes 0 (n=48)",
+        candidate="fake_models:bad",
+        outcomes={"failed": 3},
+    ),
+    Fault(
+        "verdict-tie",
+        "the same model on both arms",
+        OK,
+        TIE_ROW,
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "documents-without-text",
+        "two documents with empty text and title (judged)",
+        OK,
+        "embeval: WARNING: support (support.yaml): 2 documents have no text (d05, d07): never embedded nor "
+        "retrieved by either arm; judgments naming them still count",
+        setup=both(
+            replace_line("support/corpus.jsonl", 6, '{"_id": "d05", "text": "", "title": " "}'),
+            replace_line("support/corpus.jsonl", 8, '{"_id": "d07", "text": "\\t"}'),
+        ),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "nothing-collected",
+        "--embeval on a folder without golden files (pattern: `*` is any text)",
+        EMPTY,
+        "*= no tests ran in *",
+        args=("empty",),
+        setup=mkdir("empty"),
+    ),
+]
+
+
+@pytest.mark.parametrize("fault", [pytest.param(f, id=f.id) for f in FAULTS])
+def test_every_fault_has_its_exit_code_and_one_line(
+    pytester: pytest.Pytester, golden: Golden, fault: Fault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    golden(**{key: value for key, value in fault.settings.items() if value is not None})
+    if any(value is None for value in fault.settings.values()):
+        drop_keys(pytester.path / "support.yaml", [k for k, v in fault.settings.items() if v is None])
+    if fault.setup is not None:
+        fault.setup(pytester.path)
+    before = snapshot(pytester.path)
+    values = {"{tmp}": str(pytester.path), "{unwritable}": UNWRITABLE}
+    args = ["--embeval", "-p", "no:cacheprovider", "--embeval-incumbent=" + GOOD]
+    if fault.candidate:
+        args.append("--embeval-candidate=" + fault.candidate)
+    args += [placed(arg, values) for arg in fault.args]
+    if fault.subprocess:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        result = pytester.runpytest_subprocess(*args)
+    else:
+        result = pytester.runpytest(*args)
+    output = result.outlines + result.errlines
+    assert result.ret == fault.exit, "\n".join(output)
+    expected = placed(fault.line, values)
+    if "*" in expected:
+        result.stdout.fnmatch_lines([expected])
+    else:
+        assert expected in output, "\n".join(output)
+    assert "Traceback" not in "\n".join(output)
+    if fault.outcomes is not None:
+        counts = result.parseoutcomes()
+        assert {key: counts.get(key, 0) for key in fault.outcomes} == fault.outcomes
+    if fault.exit is USAGE:  # before anything was embedded: no cache, no report
+        assert not (pytester.path / ".embeval_cache").exists()
+    # No input changed (a subprocess run leaves its captured stdout and stderr beside them).
+    after = snapshot(pytester.path, skip=(".embeval_cache",))
+    assert {name: data for name, data in after.items() if name not in ("stdout", "stderr")} == snapshot_of(
+        before
+    )
+
+
+def placed(text: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        text = text.replace(name, value)
+    return text
+
+
+def drop_keys(path: Path, keys: list[str]) -> None:
+    """Remove top-level keys the conftest writer always writes (``corpus`` etc. for a BEIR golden set)."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(line for line in lines if line.split(":", 1)[0] not in keys), encoding="utf-8")
+
+
+def snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Every file under root with its bytes (no input may change), leaving out ``skip`` folders."""
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+        and not any(part in skip for part in path.relative_to(root).parts)
+        and "__pycache__" not in path.parts
+    }
+
+
+def snapshot_of(before: dict[str, bytes]) -> dict[str, bytes]:
+    return {name: data for name, data in before.items() if not name.startswith(".embeval_cache/")}
+
+
+def test_the_catalogue_covers_every_exit_code_and_forty_faults() -> None:
+    assert len(FAULTS) >= 40
+    assert {fault.exit for fault in FAULTS} == {OK, FAILED, COLLECTION, USAGE, EMPTY}
+    assert len({fault.id for fault in FAULTS}) == len(FAULTS)
+
+
+def catalogue_table() -> str:
+    """The catalogue as a Markdown table (for the README and release notes): `python tests/test_faults.py`."""
+    test = "tests/test_faults.py::test_every_fault_has_its_exit_code_and_one_line"
+    rows = [
+        "| # | input or fault | exit code | the one line (exact) | the test |",
+        "|---|---|---|---|---|",
+    ]
+    for number, fault in enumerate(FAULTS, 1):
+        line = placed(fault.line, {"{tmp}": "<tmp>", "{unwritable}": UNWRITABLE}).replace("|", "\\|")
+        rows.append(f"| {number} | {fault.what} | {int(fault.exit)} | `{line}` | `{test}[{fault.id}]` |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(catalogue_table())
+
+
+@pytest.mark.parametrize(
+    ("candidate", "element", "count"),
+    [("fake_models:bad", "failure", "failures"), ("fake_models:broken", "error", "errors")],
+    ids=["worse", "broken"],
+)
+def test_junit_xml_and_the_report_tell_a_regression_from_a_broken_model(
+    pytester: pytest.Pytester, golden: Golden, candidate: str, element: str, count: str
+) -> None:
+    golden()
+    result = pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-incumbent=" + GOOD,
+        "--embeval-candidate=" + candidate,
+        "--junitxml=junit.xml",
+        "--embeval-json=report.json",
+    )
+    assert result.ret == FAILED
+    suite = ElementTree.parse(pytester.path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    other = {"failure": "error", "error": "failure"}[element]
+    assert int(suite.get(count, "0")) == 3
+    cases = suite.findall("testcase")
+    assert [len(case.findall(element)) for case in cases] == [1, 1, 1]
+    assert [len(case.findall(other)) for case in cases] == [0, 0, 0]
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert (len(report["errors"]), len(report["golden_sets"])) == ((0, 1) if element == "failure" else (1, 0))
