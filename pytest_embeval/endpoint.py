@@ -474,7 +474,9 @@ def arm_from_spec(spec: str) -> Arm:
     literal ``+`` is ``%2B``; ``+`` is a space). Unknown parameters and bad values are one-line errors, which
     never quote a value that could be a key."""
     try:
-        model, options = spec_parameters(spec, _SPEC_PARAMETERS, example="dimensions=256")
+        model, options = spec_parameters(
+            spec, _SPEC_PARAMETERS, example="openai:text-embedding-3-small?dimensions=256"
+        )
     except EndpointError as error:
         raise EncoderError(str(error)) from None
     prompts = {kind: str(options.pop(f"{kind}_prompt", "")) for kind in KINDS}
@@ -486,14 +488,13 @@ def spec_parameters(
 ) -> tuple[str, dict[str, object]]:
     """The model name and the parameters of ``openai:MODEL[?name=value&...]``, each read by its entry in
     ``parameters`` (``int``, ``float``, ``str`` or a function raising ``ValueError``); ``example`` is a
-    parameter shown in the message for a spec without a model name. Unknown or repeated parameters and bad
+    whole spec shown in the message for a spec without a model name. Unknown or repeated parameters and bad
     values are one-line `EndpointError` messages, which never quote a value that could be a key."""
     model, _, query = spec[len(ENDPOINT_PREFIX) :].partition("?")
     label = f"{ENDPOINT_PREFIX}{model}"
     if not model:
         raise EndpointError(
-            f"model spec {label!r}: no model name after {ENDPOINT_PREFIX!r} "
-            f"(e.g. '{ENDPOINT_PREFIX}MODEL?{example}')"
+            f"model spec {label!r}: no model name after {ENDPOINT_PREFIX!r} (e.g. {example!r})"
         )
     try:
         pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))

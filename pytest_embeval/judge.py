@@ -173,7 +173,9 @@ def judge_settings(spec: str) -> JudgeSettings:
             f"'{ENDPOINT_PREFIX}MODEL[?base_url=...&api_key_env=...]'"
         )
     try:
-        model, options = spec_parameters(spec, _SPEC_PARAMETERS, example="base_url=http://127.0.0.1:8000/v1")
+        model, options = spec_parameters(
+            spec, _SPEC_PARAMETERS, example="openai:MODEL?base_url=http://127.0.0.1:8000/v1"
+        )
         where = connection(
             model,
             base_url=cast("str | None", options.get("base_url")),
