@@ -54,14 +54,14 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
 from pytest_embeval.encoders import KINDS, Arm, EncoderError, Kind, embed, validate_texts
 from pytest_embeval.output import write_atomic
 
-__all__ = ["MERGE_BELOW", "PACK_ROWS", "CacheStats", "EmbeddingCache", "text_key"]
+__all__ = ["MERGE_BELOW", "PACK_ROWS", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
 
 #: Most texts per pack.
 PACK_ROWS = 4096
@@ -79,6 +79,17 @@ _FLOAT = np.dtype("<f4")
 _KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 # Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them.
 _ATTEMPTS = 3
+
+
+class Keyed(Protocol):
+    """What entries are stored under: an `encoders.Arm`, or anything else computed from texts and
+    identified the same way (a reranker's scores are stored as one-value rows under its own digest)."""
+
+    @property
+    def digest(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
 
 
 def text_key(text: str) -> bytes:
@@ -248,14 +259,14 @@ class EmbeddingCache:
             )
         return np.stack([vectors[text] for text in texts])
 
-    def lookup(self, arm: Arm, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
+    def lookup(self, arm: Keyed, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``texts`` that have an intact entry, by text."""
         found = self._find(self._shelf(arm, kind), list(dict.fromkeys(texts)))
         return {text: vector for text, (vector, _) in found.items()}
 
     def store(
         self,
-        arm: Arm,
+        arm: Keyed,
         kind: Kind,
         texts: Sequence[str],
         vectors: np.ndarray,
@@ -273,7 +284,7 @@ class EmbeddingCache:
     def _store(
         self,
         shelf: _Shelf,
-        arm: Arm,
+        arm: Keyed,
         texts: Sequence[str],
         vectors: np.ndarray,
         tokens: Sequence[int] | np.ndarray | None,
@@ -401,7 +412,7 @@ class EmbeddingCache:
             write_error=stats.write_error or write_error,
         )
 
-    def _shelf(self, arm: Arm, kind: Kind) -> _Shelf:
+    def _shelf(self, arm: Keyed, kind: Kind) -> _Shelf:
         shelf = self._shelves.get((arm.digest, kind))
         if shelf is None:
             model = bytes.fromhex(arm.digest.removeprefix("sha256:"))

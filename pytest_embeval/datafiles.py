@@ -29,6 +29,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from pytest_embeval.filters import FieldReader, Filter, field_problem, filter_value
+
 __all__ = [
     "QRELS_FORMATS",
     "QRELS_HEADER",
@@ -92,6 +94,8 @@ class Document:
     id: str
     text: str
     title: str = ""
+    #: the record's other fields, as filters and folding read them (see `filters.FieldReader`)
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def embed_text(self) -> str:
@@ -110,6 +114,8 @@ class Query:
     text: str
     #: stratum field -> value (always strings), for the fields named in the golden set's ``strata``
     fields: Mapping[str, str] = field(default_factory=dict)
+    #: the query's own filters (see `filters`): field -> values a document's field must hold one of
+    filters: Filter = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -163,7 +169,7 @@ def id_problem(value: str) -> str | None:
 
 
 #: JSON keys of a query record that are not fields.
-_NOT_FIELDS = frozenset({"_id", "id", "text", "title", "metadata"})
+_NOT_FIELDS = frozenset({"_id", "id", "text", "title", "metadata", "filters"})
 
 
 def missing_stratum_problem(query_id: str, name: str, present: Iterable[str]) -> str:
@@ -264,7 +270,8 @@ def _json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> 
 
 @dataclass(frozen=True, slots=True)
 class _Columns:
-    """Where a TSV file keeps each field; ``fields`` are the other named columns (header files only)."""
+    """Where a TSV file keeps each field; ``fields`` are the other named columns (header files only: a
+    query file's strata, a corpus file's fields for filters and folding)."""
 
     id: int
     text: int
@@ -288,7 +295,7 @@ def _tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, 
             raise GoldenError(path, "header", first[0], f"duplicate column {duplicate!r}")
         title = named.get("title")
         others = {cells[i].strip(): i for i, name in enumerate(names) if i and name not in ("text", "title")}
-        columns = _Columns(0, named["text"], title, {} if documents else others, len(cells))
+        columns = _Columns(0, named["text"], title, others, len(cells))
         rows: Iterator[tuple[int, str]] = lines
         header = True
     else:
@@ -309,11 +316,13 @@ def _tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, 
 # ----------------------------------------------------------------------------------------- the readers
 
 
-def read_documents(path: Path, declared: str | None = None) -> list[Document]:
-    """Every document of a corpus file, those without text included (see `Document.has_text`)."""
+def read_documents(path: Path, declared: str | None = None, required: Sequence[str] = ()) -> list[Document]:
+    """Every document of a corpus file, those without text included (see `Document.has_text`), with its
+    fields; each must have one value in every ``required`` field (the fold field)."""
     text = read_text(path)
     documents: list[Document] = []
     first_line: dict[str, int] = {}
+    reader = FieldReader()
     if _text_format(path, text, declared, "id<TAB>text[<TAB>title]") == "jsonl":
         # The common case is checked inline (this loop runs once per document of corpora of millions); the
         # helpers, called otherwise, raise the error or accept the rarer forms (an integer id).
@@ -335,17 +344,37 @@ def read_documents(path: Path, declared: str | None = None) -> list[Document]:
                 title = ""
             elif type(title) is not str:
                 title = _json_string(path, line, record, "title")
-            documents.append(Document(doc_id, body, title))
+            fields = _required(path, line, doc_id, reader.read(record), required)
+            documents.append(Document(doc_id, body, title, fields))
         return documents
     for line, row, columns in _tsv_rows(path, text, documents=True):
         doc_id = _checked_id(path, "id", line, row[columns.id])
         _duplicate(path, "document", doc_id, line, first_line)
         title = row[columns.title] if columns.title is not None and columns.title < len(row) else ""
-        documents.append(Document(doc_id, row[columns.text], title))
+        fields = reader.read({name: row[i] for name, i in columns.fields.items()})
+        fields = _required(path, line, doc_id, fields, required)
+        documents.append(Document(doc_id, row[columns.text], title, fields))
     return documents
 
 
-def read_queries(path: Path, strata: Sequence[str], declared: str | None = None) -> list[Query]:
+def _required(
+    path: Path, line: int, doc_id: str, fields: Mapping[str, tuple[str, ...]], required: Sequence[str]
+) -> Mapping[str, tuple[str, ...]]:
+    for name in required:
+        if len(fields.get(name, ())) != 1:
+            problem = f"document {doc_id!r} needs one string or number in field {name!r} (fold.field)"
+            raise GoldenError(path, name, line, problem)
+    return fields
+
+
+def read_queries(
+    path: Path,
+    strata: Sequence[str],
+    declared: str | None = None,
+    document_fields: AbstractSet[str] = frozenset(),
+) -> list[Query]:
+    """Every query of a queries file, with its stratum fields and (JSONL) its filters, which may name only
+    the ``document_fields``."""
     text = read_text(path)
     queries: list[Query] = []
     first_line: dict[str, int] = {}
@@ -366,7 +395,10 @@ def read_queries(path: Path, strata: Sequence[str], declared: str | None = None)
                     )
                 text_value = value if isinstance(value, str) else json.dumps(value)
                 fields[name] = stratum_value(path, name, line, query_id, name, text_value)
-            queries.append(Query(query_id, query_text, fields))
+            filters: Filter = {}
+            if "filters" in record:
+                filters = _json_filter(path, line, record["filters"], query_id, document_fields)
+            queries.append(Query(query_id, query_text, fields, filters))
         return queries
     for line, row, columns in _tsv_rows(path, text, documents=False):
         query_id = _checked_id(path, "id", line, row[columns.id])
@@ -383,6 +415,30 @@ def read_queries(path: Path, strata: Sequence[str], declared: str | None = None)
             fields[name] = stratum_value(path, name, line, query_id, name, row[columns.fields[name]])
         queries.append(Query(query_id, query_text, fields))
     return queries
+
+
+def _json_filter(
+    path: Path, line: int, raw: object, query_id: str, document_fields: AbstractSet[str]
+) -> Filter:
+    if not isinstance(raw, dict) or not raw:
+        raise GoldenError(
+            path, "filters", line, f"must be a non-empty object {{field: value}}, got {_json_text(raw)}"
+        )
+    result: dict[str, tuple[str, ...]] = {}
+    for name, value in raw.items():
+        key = f"filters.{name}"
+        items = value if isinstance(value, list) else [value]
+        values = [filter_value(item) for item in items]
+        if not items or any(item is None for item in values):
+            problem = (
+                f"must be a string, number or boolean, or a non-empty list of them, got {_json_text(value)}"
+            )
+            raise GoldenError(path, key, line, problem)
+        unknown = field_problem(name, document_fields)
+        if unknown is not None:
+            raise GoldenError(path, key, line, f"query {query_id!r}: {unknown}")
+        result[name] = tuple(dict.fromkeys(item for item in values if item is not None))
+    return result
 
 
 def _check_query_text(path: Path, line: int, query_id: str, text: str) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "minilm",
     "minilm_arm",
     "minilm_path",
+    "minilm_reranker",
     "static_minilm",
     "static_minilm_arm",
     "static_minilm_path",
@@ -77,6 +78,37 @@ def minilm_arm() -> Arm:
     """:func:`minilm` as an arm named :data:`MINILM_NAME`, loaded only when a text must be encoded."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return sentence_transformer_arm(minilm_path(), name=MINILM_NAME, load=minilm)
+
+
+class MiniLMReranker:
+    """A reranker for the demo: all-MiniLM-L6-v2's cosine between the query and each document, computed
+    fresh per pair. No cross-encoder ships offline; this bi-encoder, the stronger of the two demo models,
+    stands in for one (``rerank: {model: "pytest_embeval.demo:minilm_reranker"}``)."""
+
+    name = "all-MiniLM-L6-v2 cosine reranker"
+
+    def __init__(self) -> None:
+        self._model: SentenceTransformer | None = None
+        # A bi-encoder scores a pair from two vectors: each document is encoded once, whatever the query.
+        self._documents: dict[str, Any] = {}
+        # The weights' hashes, so a changed model never serves cached scores of the old one.
+        self.fingerprint = json.dumps(
+            {"reranker": self.name, "weights": weights_digest(minilm_path())}, sort_keys=True
+        )
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        if self._model is None:
+            self._model = minilm()
+        missing = [text for text in dict.fromkeys(documents) if text not in self._documents]
+        if missing:
+            encoded = self._model.encode_document(missing, normalize_embeddings=True, convert_to_numpy=True)
+            self._documents.update(zip(missing, encoded, strict=True))
+        target = self._model.encode_query([query], normalize_embeddings=True, convert_to_numpy=True)[0]
+        return [float(self._documents[text] @ target) for text in documents]
+
+
+def minilm_reranker() -> MiniLMReranker:
+    return MiniLMReranker()
 
 
 def default_static_cache(root: Path | None = None) -> Path:

@@ -41,6 +41,8 @@ __all__ = [
     "LazyEncoder",
     "SentenceTransformerEncoder",
     "embed",
+    "folder_identity",
+    "import_attr",
     "resolve_model",
     "sentence_transformer_arm",
     "validate_texts",
@@ -224,7 +226,7 @@ def _resolve_string(raw: str) -> Arm:
         return arm_from_spec(spec)
     # An existing path wins over the module:attr reading (a Windows drive letter contains a colon).
     if ":" in spec and not os.path.exists(spec):
-        return _arm_from_object(_import_attr(spec), spec=spec)
+        return _arm_from_object(import_attr(spec), spec=spec)
     folder = os.path.expanduser(spec)
     if os.path.isdir(folder):
         return sentence_transformer_arm(folder, name=spec)
@@ -234,7 +236,12 @@ def _resolve_string(raw: str) -> Arm:
     return _arm_from_sentence_transformer(model, spec=spec, name=spec, source=None)
 
 
-def _import_attr(spec: str) -> object:
+def import_attr(
+    spec: str, ready: Callable[[object], bool] | None = None, what: str = "the encoder"
+) -> object:
+    """The object ``module:attr`` names; a class, or a callable that is not ``ready`` for use (by default: not
+    an encoder), is called with no arguments to build it. Raises `EncoderError` naming the spec."""
+    ready = ready or _is_encoder
     module_name, _, attr_path = spec.partition(":")
     if not _is_dotted_identifier(module_name) or not _is_dotted_identifier(attr_path):
         raise EncoderError(
@@ -254,12 +261,12 @@ def _import_attr(spec: str) -> object:
             raise EncoderError(
                 f"model spec {spec!r}: module {module_name!r} has no attribute {attr_path!r}"
             ) from exc
-    if isinstance(obj, type) or (callable(obj) and not _is_encoder(obj)):
+    if isinstance(obj, type) or (callable(obj) and not ready(obj)):
         try:
             obj = obj()
         except Exception as exc:
             raise EncoderError(
-                f"model spec {spec!r}: calling {attr_path!r}() to build the encoder raised {_summary(exc)}"
+                f"model spec {spec!r}: calling {attr_path!r}() to build {what} raised {_summary(exc)}"
             ) from exc
     return obj
 
@@ -387,7 +394,7 @@ def sentence_transformer_arm(
     loader: Callable[[], SentenceTransformer] = load or (lambda: _load_sentence_transformer(spec))
     root = Path(spec)
     described = _describe_folder(root)
-    files = _folder_identity(root) if described is not None else None
+    files = folder_identity(root) if described is not None else None
     if described is None or files is None:
         return _arm_from_sentence_transformer(loader(), spec=label, name=label, source=root)
     prompts, max_seq_length = described
@@ -448,7 +455,7 @@ def _arm_from_sentence_transformer(
         source = Path(config_path)
 
     identity: dict[str, object] = {"class": type(model).__name__}
-    files = _folder_identity(source) if source is not None else None
+    files = folder_identity(source) if source is not None else None
     revision = getattr(config, "_commit_hash", None)
     if files is not None:
         identity.update(files)
@@ -575,7 +582,7 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _folder_identity(folder: Path) -> dict[str, object] | None:
+def folder_identity(folder: Path) -> dict[str, object] | None:
     """``{"weights": ..., "config": ...}`` of a model folder: content hashes only, no path; None without
     weight files."""
     weights = weights_digest(folder)

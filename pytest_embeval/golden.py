@@ -66,7 +66,10 @@ from pytest_embeval.datafiles import (
     stratum_type_problem,
     stratum_value,
 )
+from pytest_embeval.filters import Filter, field_names, field_problem
+from pytest_embeval.folding import FoldSpec
 from pytest_embeval.metrics import MetricSpec, parse_metric
+from pytest_embeval.rerank import RerankSpec
 from pytest_embeval.stats import DEFAULT_INTERVAL, INTERVALS
 from pytest_embeval.ties import TIES
 from pytest_embeval.verdict import MULTIPLE_COMPARISONS
@@ -143,12 +146,14 @@ KNOWN_KEYS = (
     "multiple_comparisons",
     "production",
     "corpus_sample",
+    "fold",
+    "rerank",
     "guidelines",
 )
 _DATA_KEYS = ("corpus", "queries", "qrels")
-_INLINE_QUERY_KEYS = ("id", "text", "relevant")
-#: Query keys that cannot name a stratum field (they are the query's id, text and judgments).
-_RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant"})
+_INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters")
+#: Query keys that cannot name a stratum field (they are the query's id, text, judgments and filters).
+_RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters"})
 _NULL_TAG = "tag:yaml.org,2002:null"
 #: The keys of the mapping form of a data file (``corpus: {path: docs.tsv, format: tsv}``).
 _FILE_KEYS = ("path", "format")
@@ -249,6 +254,10 @@ class GoldenSet:
     #: the file the judgments come from and its format (None for inline judgments)
     qrels_path: Path | None = None
     qrels_format: str | None = None
+    #: the corpus holds chunks, folded to the documents named by a field before scoring
+    fold: FoldSpec | None = None
+    #: a reranker reorders each arm's top documents; its comparison is reported beside the first stage's
+    rerank: RerankSpec | None = None
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -304,7 +313,30 @@ class GoldenSet:
             # Only when declared, so the plan fingerprint of a file without them is what it always was.
             **({"production": self.production.as_dict()} if self.production is not None else {}),
             **({"corpus_sample": self.corpus_sample.as_dict()} if self.corpus_sample is not None else {}),
+            **({"fold": self.fold.as_dict()} if self.fold is not None else {}),
+            **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
         }
+
+    def judged_ids(self) -> frozenset[str]:
+        """What judgments and rankings name: the corpus records, or with folding the documents."""
+        return _judged_ids(self.documents, self.fold)
+
+    def judged_documents(self) -> dict[str, Document]:
+        """What a judge reads, by judged id: each corpus record, or with folding each document, its chunks'
+        texts joined in corpus order under its first chunk's title."""
+        if self.fold is None:
+            return {doc.id: doc for doc in self.documents}
+        chunks: dict[str, list[Document]] = {}
+        for doc in self.documents:
+            chunks.setdefault(doc.fields[self.fold.field][0], []).append(doc)
+        return {
+            doc_id: Document(doc_id, "\n\n".join(part.text for part in parts), parts[0].title)
+            for doc_id, parts in chunks.items()
+        }
+
+    def uses_document_fields(self) -> bool:
+        """Whether documents' own fields change what is retrieved or scored (filters or folding)."""
+        return self.fold is not None or any(query.filters for query in self.queries)
 
     def plan_fingerprint(self) -> str:
         return "sha256:" + hashlib.sha256(_canonical(self.plan())).hexdigest()
@@ -313,13 +345,21 @@ class GoldenSet:
         """Plan + corpus (ids, sha256 of each embedded text) + queries + sorted qrels; stable everywhere."""
         digest = hashlib.sha256(b"pytest-embeval golden set v1\n")
         digest.update(b"plan " + _canonical(self.plan()) + b"\n")
+        # Fields and filters are hashed only where they matter, so other golden sets keep their fingerprints.
+        with_fields = self.uses_document_fields()
         for doc in self.documents:
             text_hash = hashlib.sha256(doc.embed_text.encode("utf-8")).hexdigest()
-            digest.update(b"document " + _canonical([doc.id, text_hash]) + b"\n")
+            row: list[object] = [doc.id, text_hash]
+            if with_fields:
+                row.append({name: list(values) for name, values in doc.fields.items()})
+            digest.update(b"document " + _canonical(row) + b"\n")
         if self.textless:  # only then, so the fingerprints of sets without such documents do not change
             digest.update(b"textless " + _canonical(list(self.textless)) + b"\n")
         for query in self.queries:
-            digest.update(b"query " + _canonical([query.id, query.text, dict(query.fields)]) + b"\n")
+            row = [query.id, query.text, dict(query.fields)]
+            if query.filters:
+                row.append({name: list(values) for name, values in query.filters.items()})
+            digest.update(b"query " + _canonical(row) + b"\n")
         judgments = sorted(
             (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()
         )
@@ -360,6 +400,22 @@ def _unknown_key(name: str, known: Sequence[str]) -> str:
     if close:
         return f"unknown key, did you mean {close[0]!r}?"
     return f"unknown key (expected one of: {', '.join(known)})"
+
+
+def _judged_ids(documents: Sequence[Document], fold: FoldSpec | None) -> frozenset[str]:
+    """What judgments may name: the corpus records, or with folding the documents their chunks fold to."""
+    if fold is None:
+        return frozenset(doc.id for doc in documents)
+    return frozenset(doc.fields[fold.field][0] for doc in documents)
+
+
+def _looks_like_attr(spec: str) -> bool:
+    """``module:attr`` rather than a folder: dotted identifiers around one colon (a Windows drive letter's
+    colon is followed by a path separator, not an identifier)."""
+    module, colon, attr = spec.partition(":")
+    return bool(colon) and all(
+        bool(part) and all(piece.isidentifier() for piece in part.split(".")) for part in (module, attr)
+    )
 
 
 def _line(node: yaml.Node) -> int:
@@ -563,7 +619,9 @@ class _GoldenLoader:
             lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
             DEFAULT_MULTIPLE_COMPARISONS,
         )
-        data = self.data(top, strata)
+        fold: FoldSpec | None = setting("fold", self.fold, None)
+        rerank: RerankSpec | None = setting("rerank", self.rerank, None)
+        data = self.data(top, strata, fold)
         excludes: dict[str, tuple[str, ...]] = setting(
             "separate", lambda node: self.separate(node, strata, data.queries), {}
         )
@@ -600,6 +658,8 @@ class _GoldenLoader:
             split=data.split,
             qrels_path=data.qrels_path,
             qrels_format=data.qrels_format,
+            fold=fold,
+            rerank=rerank,
         )
 
     def check_structure(self, top: Mapping[str, _Entry]) -> None:
@@ -769,25 +829,31 @@ class _GoldenLoader:
 
     # --- data: corpus, queries, qrels
 
-    def data(self, top: Mapping[str, _Entry], strata: tuple[str, ...]) -> _Data:
+    def data(self, top: Mapping[str, _Entry], strata: tuple[str, ...], fold: FoldSpec | None) -> _Data:
+        required = () if fold is None else (fold.field,)
         if "beir" in top:
-            return self.beir(top["beir"][1], strata, top.get("split"))
+            return self.beir(top["beir"][1], strata, top.get("split"), fold)
         if "split" in top:
             raise self.error(top["split"][0], "split", "only applies to a 'beir' folder")
         corpus_node = top["corpus"][1]
         corpus_file, corpus_format = self.data_file(corpus_node, "corpus", TEXT_FORMATS)
-        documents = self.documents(corpus_node, "corpus", read_documents(corpus_file, corpus_format))
+        documents = self.documents(
+            corpus_node, "corpus", read_documents(corpus_file, corpus_format, required)
+        )
+        # Judgments may name documents without text too (they count in the denominators); with folding,
+        # what they name is the documents the chunks fold to.
+        judged_ids = _judged_ids(documents, fold)
+        fields = field_names(doc.fields for doc in documents)
         queries_node = top["queries"][1]
         qrels_entry = top.get("qrels")
         if isinstance(queries_node, yaml.SequenceNode):
-            document_ids = {doc.id for doc in documents}
-            queries, qrels = self.inline_queries(queries_node, strata, document_ids, qrels_entry)
+            queries, qrels = self.inline_queries(queries_node, strata, judged_ids, fields, qrels_entry)
             if qrels_entry is None and not any(qrels.values()):
                 problem = "missing required key (no inline query carries 'relevant' judgments)"
                 raise GoldenError(self.path, "qrels", None, problem)
         elif isinstance(queries_node, (yaml.ScalarNode, yaml.MappingNode)) and queries_node.tag != _NULL_TAG:
             queries_file, queries_format = self.data_file(queries_node, "queries", TEXT_FORMATS)
-            queries = read_queries(queries_file, strata, queries_format)
+            queries = read_queries(queries_file, strata, queries_format, fields)
             if not queries:
                 raise self.error(queries_node, "queries", "no queries in the file")
             if qrels_entry is None:
@@ -802,7 +868,7 @@ class _GoldenLoader:
         qrels_file, qrels_format = self.data_file(qrels_entry[1], "qrels", QRELS_FORMATS)
         # A header-only file is a golden set before its first judging session (`embeval pool` starts
         # there); its queries score NaN and every stratum is below the floor.
-        found = read_qrels(qrels_file, qrels, {doc.id for doc in documents}, qrels_format)
+        found = read_qrels(qrels_file, qrels, judged_ids, qrels_format)
         return _Data(documents, queries, qrels, qrels_path=qrels_file, qrels_format=found)
 
     def documents(self, node: yaml.Node, key: str, documents: list[Document]) -> list[Document]:
@@ -813,7 +879,9 @@ class _GoldenLoader:
             raise self.error(node, key, f"none of the {len(documents)} documents has a text or a title")
         return documents
 
-    def beir(self, node: yaml.Node, strata: tuple[str, ...], split_entry: _Entry | None) -> _Data:
+    def beir(
+        self, node: yaml.Node, strata: tuple[str, ...], split_entry: _Entry | None, fold: FoldSpec | None
+    ) -> _Data:
         folder = self.require(node, "beir", self.location(node, "beir"), folder=True)
         corpus = self.require(node, "beir", folder / "corpus.jsonl")
         queries_file = self.require(node, "beir", folder / "queries.jsonl")
@@ -839,15 +907,15 @@ class _GoldenLoader:
         else:
             problem = f"no qrels file in {folder.resolve()} (looked for qrels/test.tsv and qrels.tsv)"
             raise self.error(node, "beir", problem)
-        documents = read_documents(corpus)
+        documents = read_documents(corpus, None, () if fold is None else (fold.field,))
         if not documents:
             raise self.error(node, "beir", f"no documents in {corpus.resolve()}")
         self.documents(node, "beir", documents)
-        queries = read_queries(queries_file, strata)
+        queries = read_queries(queries_file, strata, None, field_names(doc.fields for doc in documents))
         if not queries:
             raise self.error(node, "beir", f"no queries in {queries_file.resolve()}")
         qrels: dict[str, dict[str, int]] = {query.id: {} for query in queries}
-        found = read_qrels(qrels_file, qrels, {doc.id for doc in documents})
+        found = read_qrels(qrels_file, qrels, _judged_ids(documents, fold))
         if len(splits) > 1:
             # queries.jsonl holds every split's queries (as BEIR publishes them): keep this split's own.
             queries = [query for query in queries if qrels[query.id]]
@@ -862,6 +930,7 @@ class _GoldenLoader:
         node: yaml.SequenceNode,
         strata: tuple[str, ...],
         document_ids: AbstractSet[str],
+        document_fields: AbstractSet[str],
         qrels_entry: _Entry | None,
     ) -> tuple[list[Query], dict[str, dict[str, int]]]:
         if not node.value:
@@ -906,8 +975,72 @@ class _GoldenLoader:
                     )
                     raise self.error(key_node, f"{prefix}.relevant", problem)
                 qrels[query_id] = self.relevant(relevant_node, f"{prefix}.relevant", document_ids)
-            queries.append(Query(query_id, text, fields))
+            filters: Filter = {}
+            if "filters" in entries:
+                filters = self.filters(entries["filters"][1], f"{prefix}.filters", query_id, document_fields)
+            queries.append(Query(query_id, text, fields, filters))
         return queries, qrels
+
+    def filters(self, node: yaml.Node, key: str, query_id: str, document_fields: AbstractSet[str]) -> Filter:
+        """An inline query's filters, values taken as written (as stratum values are)."""
+        entries = self.entries(node, key)
+        if not entries:
+            raise self.error(node, key, "must be a non-empty mapping {field: value}, got an empty mapping")
+        result: dict[str, tuple[str, ...]] = {}
+        for name, (key_node, value_node) in entries.items():
+            field_key = f"{key}.{name}"
+            what = "a value or a non-empty list of values"
+            items = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            if not items:
+                raise self.error(value_node, field_key, f"must be {what}, got an empty list")
+            values = [self.word(item, field_key, what) for item in items]
+            problem = field_problem(name, document_fields)
+            if problem is not None:
+                raise self.error(key_node, field_key, f"query {query_id!r}: {problem}")
+            result[name] = tuple(dict.fromkeys(values))
+        return result
+
+    def fold(self, node: yaml.Node) -> FoldSpec:
+        entries = self.entries(node, "fold")
+        self.check_keys(entries, ("field", "score"), "fold")
+        if "field" not in entries:
+            raise self.error(
+                node, "fold.field", "missing required key (the record field naming the document)"
+            )
+        name = self.word(entries["field"][1], "fold.field", "a corpus field name")
+        score = "max"
+        if "score" in entries:
+            score_node = entries["score"][1]
+            score = self.word(score_node, "fold.score", "'max'")
+            if score != "max":
+                problem = f"must be 'max' (a document ranks by its best chunk), got {score}"
+                raise self.error(score_node, "fold.score", problem)
+        return FoldSpec(field=name, score=score)
+
+    def rerank(self, node: yaml.Node) -> RerankSpec:
+        entries = self.entries(node, "rerank")
+        self.check_keys(entries, ("model", "depth", "sample", "decides"), "rerank")
+        if "model" not in entries:
+            problem = "missing required key (a CrossEncoder folder or module:attr)"
+            raise self.error(node, "rerank.model", problem)
+        model_node = entries["model"][1]
+        model = self.word(model_node, "rerank.model", "a CrossEncoder folder or module:attr")
+        values: dict[str, Any] = {"model": model}
+        if not _looks_like_attr(model):
+            path = Path(model)
+            folder = path if path.is_absolute() else self.path.parent / path
+            values["location"] = str(self.require(model_node, "rerank.model", folder, folder=True))
+        for name in ("depth", "sample"):
+            if name in entries:
+                values[name] = self.integer(entries[name][1], f"rerank.{name}", 1)
+        if "decides" in entries:
+            decides_node = entries["decides"][1]
+            decides = self.construct(decides_node, "rerank.decides")
+            if not isinstance(decides, bool):
+                problem = f"must be true or false, got {_describe(decides_node)}"
+                raise self.error(decides_node, "rerank.decides", problem)
+            values["decides"] = decides
+        return RerankSpec(**values)
 
     def relevant(self, node: yaml.Node, key: str, document_ids: AbstractSet[str]) -> dict[str, int]:
         judged: dict[str, int] = {}

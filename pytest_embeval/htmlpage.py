@@ -37,6 +37,7 @@ from pytest_embeval.readout_capacity import (
     slices_block,
     usage_lines,
 )
+from pytest_embeval.readout_pipeline import pipeline_notes, rerank_block
 
 #: Rows of a table shown before the rest is folded away.
 ROWS_SHOWN = 50
@@ -132,6 +133,20 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return parts
 
 
+def _pipeline(golden: Mapping[str, Any]) -> list[str]:
+    """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
+    parts = [f"<p>{_e(note)}</p>" for note in pipeline_notes(golden)]
+    rerank = rerank_block(golden, golden["strata"])
+    if rerank is not None:
+        parts += [
+            "<h3>After the reranker</h3>",
+            f"<p>{_e(rerank.caption)}</p>",
+            html_table(rerank.table),
+            *(f"<p>{_e(n)}</p>" for n in rerank.notes),
+        ]
+    return parts
+
+
 def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
     """One golden set's section (element id ``anchor``), styled by `STYLE` under an ``.embeval`` element."""
     arms = (
@@ -159,6 +174,7 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
     guards = guards_table(golden)
     if guards is not None:
         parts += ["<h3>Guards</h3>", html_table(guards)]
+    parts += _pipeline(golden)
     parts += _capacity(golden)
     moved, total = moved_most(golden, limit=None)
     if moved:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_embeval.cache import CacheStats
-from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
+from pytest_embeval.encoders import EncoderError, embed
 from pytest_embeval.golden import GoldenError, GoldenSet, Stratum, load_golden
 from pytest_embeval.pipeline import (
     ArmFault,
@@ -29,6 +29,8 @@ from pytest_embeval.pipeline import (
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.provenance import golden_judgments
 from pytest_embeval.report import Record, error_record, golden_record, stratum_record
+from pytest_embeval.rerank import RerankError
+from pytest_embeval.retrievers import Retriever, resolve_arm
 from pytest_embeval.session import (
     CACHE_PROPERTIES,
     ITEM_ERROR,
@@ -147,7 +149,7 @@ class StratumItem(pytest.Function):
         before = state.cache.stats() if state.cache is not None else CacheStats()
         try:
             return self._run_golden(state)
-        except (ArmFault, ControlMismatch, RecallTargetError) as error:
+        except (ArmFault, RerankError, ControlMismatch, RecallTargetError) as error:
             record = error_record(self.golden, self.golden_path, error)
             self.stash[ITEM_ERROR] = record
             return FailedRun(self.nodeid, f"{self.golden.name}: {record['message']}")
@@ -180,7 +182,12 @@ class StratumItem(pytest.Function):
         candidate = _arm(request, state, "candidate")
         embedder: Embedder = state.cache.embed if state.cache is not None else embed
         return run_golden(
-            self.golden, incumbent, candidate, embedder=embedder, progress=self._progress(state)
+            self.golden,
+            incumbent,
+            candidate,
+            embedder=embedder,
+            progress=self._progress(state),
+            cache=state.cache,
         )
 
     def _note_cache_use(self, used: CacheStats) -> None:
@@ -208,7 +215,7 @@ class StratumItem(pytest.Function):
         return self.path, None, f"{self.golden.name}::{self.stratum.name}"
 
 
-def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Arm:
+def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Retriever:
     """The arm's model: command line or ini spec if given (resolved when the session started), else the
     session fixture of that name, resolved here once per process."""
     spec: object = getattr(state.settings, role) or request.getfixturevalue(f"embeval_{role}")
@@ -219,7 +226,7 @@ def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Arm
     key = spec if isinstance(spec, str) else id(spec)
     if key not in state.arms:
         try:
-            state.arms[key] = resolve_model(spec)
+            state.arms[key] = resolve_arm(spec)
         except EncoderError as error:
             shown = (
                 spec

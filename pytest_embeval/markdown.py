@@ -35,6 +35,7 @@ from pytest_embeval.readout_capacity import (
     slices_block,
     usage_lines,
 )
+from pytest_embeval.readout_pipeline import pipeline_notes, rerank_block
 
 #: Characters that start inline Markdown (emphasis, code, HTML, strikethrough, headings, entities) or end
 #: a table cell; each shows as itself when backslash-escaped. Left alone where they cannot start anything,
@@ -111,6 +112,16 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _pipeline(golden: Mapping[str, Any]) -> list[str]:
+    """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
+    lines = [line for note in pipeline_notes(golden) for line in (md_text(note), "")]
+    rerank = rerank_block(golden, golden["strata"])
+    if rerank is not None:
+        lines += [md_text(rerank.caption), "", *md_table(rerank.table), ""]
+        lines += [line for n in rerank.notes for line in (md_text(n), "")]
+    return lines
+
+
 def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
     """One golden set's section."""
 
@@ -132,6 +143,7 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
     guards = guards_table(golden)
     if guards is not None:
         lines += ["Guards:", "", *md_table(guards), ""]
+    lines += _pipeline(golden)
     lines += _capacity(golden)
     moved, total = moved_most(golden)
     if moved:

@@ -1,80 +1,114 @@
-"""The one pipeline both arms go through.
+"""The one pipeline both arms go through, and the per-stratum comparison built on it.
 
-`run_golden` embeds the corpus and the queries with each arm, searches the same index type with the same k,
-and scores every query under every declared metric (`scoring.score_arm`); `strata.evaluate_golden` then
-pairs the two arms' per-query scores stratum by stratum and applies the verdict rule. Nothing here knows
-about pytest: the items call these functions.
+`run_golden` runs each arm (`retrievers`: an embedding model searched with the declared index, a BM25 arm,
+or a fusion of arms) over the same records and queries, each query restricted to what its filters allow
+(`filters`); folds chunks to documents when the golden set says so (`folding`); reranks each arm's top
+documents with the declared reranker (`rerank`); and scores every query under every declared metric, with
+the judgments its filters allow (`scoring.score_arm`). `strata.evaluate_golden` then pairs the two arms'
+per-query scores stratum by stratum and applies the verdict rule, to the first stage or, with
+``rerank.decides``, to the after-rerank ranking (the other comparison is reported beside it). Nothing here
+knows about pytest: the items call these functions.
 
-Control: only the encoder may differ between the arms. Each arm records a `Control`, digests of what it
-actually consumed (the documents and queries it embedded, the index it searched, the depth, the judgments
-and plan it was scored with); `run_golden` checks both against the golden set's own and raises
-`ControlMismatch` naming every component that differs, rather than compare arms that saw different inputs.
-With ``index.hnsw.recall_target``, held constant is the recall each arm's ef reaches, not the ef: each arm
+Control: only the arm may differ. Each arm records a `Control`, digests of what it actually consumed (the
+documents and queries it ranked, the index it searched, the depth, the judgments and plan it was scored
+with, and when declared the filters, the chunk folding and the reranked queries); `run_golden` checks both
+against the golden set's own and raises `ControlMismatch` naming every component that differs, rather
+than compare arms that saw different inputs. An arm that embeds nothing (BM25) searches no vector index:
+its index component is the declared one, as it has nothing of its own that could differ. With
+``index.hnsw.recall_target``, held constant is the recall each arm's ef reaches, not the ef: each arm
 searches at the smallest ef that reaches the target on the sampled queries (`RecallTargetError` if none).
 
-With ``corpus_sample``, each arm embeds the largest slice once and searches every slice (`slices`); the
-verdicts are decided on the largest, and each stratum also gets its primary comparison per slice
-(`strata`). With ``production``, each arm's capacity is measured (`measure`) for the projection
-(`capacity`).
+With ``corpus_sample``, each arm is opened on the largest slice once and searches every slice (`slices`); the
+verdicts are decided on the largest, and each stratum also gets its first-stage primary comparison per slice
+(`strata`; the reranker runs on the largest slice only). With ``production``, each embedding arm's capacity is
+measured (`measure`) for the projection (`capacity`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from pytest_embeval.capacity import ArmCapacity
-from pytest_embeval.encoders import Arm, EncoderError, embed
-from pytest_embeval.golden import GoldenSet, Query
-from pytest_embeval.index import (
-    HnswIndex,
-    Latency,
-    TargetNotReached,
-    ann_recall,
-    effective_ef,
-    exact_search,
-    flat_query_seconds,
+from pytest_embeval.control import (
+    Control,
+    ControlMismatch,
+    check_control,
+    consumed_index,
+    control_differences,
+    control_of,
+    declared_index,
+    short_digest,
 )
-from pytest_embeval.measure import TimedEncoder, measure_capacity
+from pytest_embeval.encoders import Arm, EncoderError, embed
+from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
+from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
+from pytest_embeval.golden import GoldenSet
+from pytest_embeval.index import tie_ranks
+from pytest_embeval.metrics import evaluate
+from pytest_embeval.rerank import (
+    Reranked,
+    RerankScorer,
+    rerank_sample,
+    rerank_top,
+    resolve_reranker,
+)
+from pytest_embeval.retrievers import (
+    ANN_SAMPLE,
+    Component,
+    DenseRetriever,
+    Embedder,
+    HnswStats,
+    IndexStats,
+    Progress,
+    RecallTargetError,
+    RetrievalTask,
+    Retriever,
+    Searcher,
+    ann_sample,
+    components,
+    resolve_arm,
+)
 from pytest_embeval.scoring import ArmTies, score_arm
 from pytest_embeval.slices import corpus_slices, restrict
-from pytest_embeval.stats import stable_seed
 from pytest_embeval.usage import UsageCount
+
+__all__ = [
+    "ANN_SAMPLE",
+    "RANKED_DEPTH",
+    "ArmResult",
+    "Control",
+    "ControlMismatch",
+    "Embedder",
+    "GoldenRun",
+    "HeldConstant",
+    "HnswStats",
+    "IndexStats",
+    "Progress",
+    "RecallTargetError",
+    "Reranked",
+    "Role",
+    "SliceRun",
+    "ann_sample",
+    "check_control",
+    "control_differences",
+    "golden_control",
+    "prepare",
+    "ranked_depth",
+    "run_arm",
+    "run_golden",
+    "short_digest",
+]
 
 #: Ranked documents kept per query for the report and the run files (more if a metric looks deeper).
 RANKED_DEPTH = 100
-#: Queries per arm on which an approximate index's recall against exact search and its latency are measured.
-ANN_SAMPLE = 200
 
 Role = Literal["incumbent", "candidate"]
-#: progress(role, kind, done, total) while an arm encodes.
-Progress = Callable[[str, str, int, int], None]
-#: embed(arm, texts, kind, progress) -> unit vectors; injected so the plugin can memoise or cache.
-Embedder = Callable[..., np.ndarray]
-
-
-class ControlMismatch(Exception):
-    """The arms did not consume identical held-constant inputs, so comparing them would measure more than the
-    encoder. ``differences`` holds one description per differing component."""
-
-    def __init__(self, differences: Sequence[str]) -> None:
-        self.differences = tuple(differences)
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        return "refusing to compare: the arms differ in what must be held constant: " + "; ".join(
-            self.differences
-        )
-
-    def __reduce__(self) -> tuple[type[ControlMismatch], tuple[tuple[str, ...]]]:
-        # Exception pickles its args, which here are the formatted message, not the differences.
-        return ControlMismatch, (self.differences,)
 
 
 class ArmFault(EncoderError):
@@ -92,87 +126,57 @@ class ArmFault(EncoderError):
         return ArmFault, (self.role, self.spec, self.problem)
 
 
-class RecallTargetError(Exception):
-    """An arm's index does not reach the declared recall target at any ef: one line naming the arm."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Control:
-    """``sha256:`` digests of everything held constant between the arms, one per component."""
-
-    #: document ids with the sha256 of the exact text embedded, in corpus order
-    corpus: str
-    #: query ids, texts and stratum fields, in golden order
-    queries: str
-    #: every (query, document, grade) judgment
-    qrels: str
-    #: index kind and, for hnsw, M, ef_construction, the build seed and the ef searched with (or, with a
-    #: recall target, the target: each arm's ef is its own)
-    index: str
-    #: documents ranked per query
-    depth: str
-    #: the golden set's plan fingerprint (metric, guards, margins, confidence, bootstrap, seed, ...)
-    plan: str
-
-    def components(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
-
-    @property
-    def fingerprint(self) -> str:
-        """One digest of all components: equal fingerprints mean every held-constant input is equal."""
-        return _digest("fingerprint", [self.components()])
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class HnswStats:
-    """How an arm's HNSW index compares with exact search, measured on a sample of its queries."""
-
-    #: as the built hnswlib index reports them: M, ef_construction, ef (as searched), seed
-    parameters: Mapping[str, int]
-    #: mean share of the exact top-depth documents the index returned
-    ann_recall: float
-    sample: int
-    latency: Latency
-    exact_latency: Latency
-    #: the recall target this arm's ef was chosen to reach; None: searched at the declared ef_search
-    recall_target: float | None = None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class IndexStats:
-    """What one arm's index held and cost; ``hnsw`` is None for exact search."""
-
-    dimension: int
-    #: exact: the float32 document vectors; hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph)
-    memory_bytes: int
-    hnsw: HnswStats | None = None
-
-    @property
-    def kind(self) -> str:
-        return "exact" if self.hnsw is None else "hnsw"
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class ArmResult:
     """One arm's retrieval over a golden set: ranked documents and per-query scores, in golden query order."""
 
     role: Role
-    arm: Arm
+    #: the arm: an embedding arm (`retrievers.DenseRetriever`, whose ``arm`` is the `encoders.Arm`), a BM25
+    #: arm or a fused one; each has ``spec``, ``fingerprint`` and ``prompts``
+    arm: Retriever
     ranked: tuple[tuple[str, ...], ...]
+    #: the first-stage scores of ``ranked`` (cosine, BM25, RRF; with folding, each document's best chunk's)
     similarities: tuple[tuple[float, ...], ...]
     per_query: Mapping[str, np.ndarray]
     #: digests of what this arm consumed, checked against the golden set's by `run_golden`
     control: Control
-    index: IndexStats
+    #: the arm's own vector index; None for an arm that embeds nothing itself (BM25, a fusion)
+    index: IndexStats | None
+    #: the arms a fused arm fuses, with their indexes
+    components: tuple[Component, ...] = ()
+    #: after the golden set's reranker; None without one
+    reranked: Reranked | None = None
     #: ties across cutoffs and the metrics under the worst and best tie orders (`scoring.score_arm`)
     ties: ArmTies | None = None
-    #: measured for the golden set's ``production`` projection; None when it declares none
+    #: measured for the golden set's ``production`` projection; None when it declares none (or the arm
+    #: embeds nothing)
     capacity: ArmCapacity | None = None
     #: with ``corpus_sample``: this arm on each smaller slice, smallest first (this result is the largest)
     slices: tuple[ArmResult, ...] = ()
     #: the tokens the arm's endpoint counted (and the cache saved) for this golden set; None for arms without
     #: `Arm.usage` (in-process models)
     usage: UsageCount | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class HeldConstant:
+    """What both arms of a golden set use alike, derived from the golden set once: the filter plan, the
+    chunk folding, the judgments each query's filters allow, the ids the metrics rank, the reranked
+    queries."""
+
+    #: the golden set it was derived from (an arm given another golden set derives its own)
+    golden: GoldenSet
+    filters: FilterPlan | None
+    chunks: ChunkMap | None
+    #: the judgments each query's filters allow (`filters.allowed_qrels`)
+    qrels: Mapping[str, Mapping[str, int]]
+    #: what rankings hold: the corpus record ids, or with folding the document ids
+    result_ids: tuple[str, ...]
+    depth: int
+    #: stratum name -> query rows reranked for it (golden order); {} without a reranker
+    rerank_samples: Mapping[str, np.ndarray]
+    #: every reranked query row, sorted
+    rerank_rows: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -194,6 +198,10 @@ class GoldenRun:
     candidate: ArmResult
     #: what both arms were checked to have consumed
     control: Control
+    #: None only for runs built by hand; `run_golden` always sets it
+    held: HeldConstant | None = None
+    #: reranker spec and fingerprint, and the pairs it scored and the cache served
+    reranker: Mapping[str, Any] | None = None
     #: with ``corpus_sample``: every slice, smallest first; the arms above are the largest slice's
     slices: tuple[SliceRun, ...] = ()
 
@@ -203,331 +211,301 @@ class GoldenRun:
         return self.slices[-1].documents if self.slices else len(self.golden.documents)
 
 
+def _results(golden: GoldenSet) -> int:
+    """How many different things a ranking can hold: records, or with folding documents."""
+    if golden.fold is None:
+        return len(golden.documents)
+    return len({doc.fields[golden.fold.field][0] for doc in golden.documents})
+
+
 def ranked_depth(golden: GoldenSet) -> int:
-    """`RANKED_DEPTH`, or one past the deepest cutoff (so that a tie across it shows), at most the corpus."""
-    return min(max(RANKED_DEPTH, golden.max_k() + 1), len(golden.documents))
+    """Documents ranked per query: `RANKED_DEPTH`, or one past the deepest cutoff (so that a tie across it
+    shows), or the reranker's depth, whichever is deepest, but no more than there are documents (folded
+    documents, with folding)."""
+    rerank = golden.rerank.depth if golden.rerank is not None else 0
+    return min(max(RANKED_DEPTH, golden.max_k() + 1, rerank), _results(golden))
 
 
-def short_digest(digest: str) -> str:
-    """``sha256:`` and the first 12 hex digits: enough to tell two digests apart in a message."""
-    return digest[: len("sha256:") + 12] + "…"
-
-
-def _digest(component: str, parts: Iterable[object]) -> str:
-    """sha256 of one canonical JSON line per part. The component name is hashed first, so equal content
-    under two components never gives equal digests."""
-    digest = hashlib.sha256(f"pytest-embeval control v1 {component}\n".encode())
-    for part in parts:
-        line = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        digest.update(line.encode("utf-8") + b"\n")
-    return "sha256:" + digest.hexdigest()
-
-
-def _control(
-    *,
-    doc_ids: Sequence[str],
-    doc_texts: Sequence[str],
-    queries: Sequence[Query],
-    query_texts: Sequence[str],
-    qrels: Mapping[str, Mapping[str, int]],
-    index: Mapping[str, str | int | float],
-    depth: int,
-    plan: str,
-    textless: Sequence[str] = (),
-) -> Control:
-    # Texts are hashed one by one so a large corpus is never serialised whole.
-    documents: Iterable[object] = (
-        [doc_id, hashlib.sha256(text.encode("utf-8")).hexdigest()]
-        for doc_id, text in zip(doc_ids, doc_texts, strict=True)
-    )
-    if textless:  # documents without text, never embedded; only then, so other digests do not change
-        documents = itertools.chain(documents, [["textless", list(textless)]])
-    query_rows = (
-        [query.id, text, dict(query.fields)] for query, text in zip(queries, query_texts, strict=True)
-    )
-    judgments = sorted([qid, did, grade] for qid, docs in qrels.items() for did, grade in docs.items())
-    return Control(
-        corpus=_digest("corpus", documents),
-        queries=_digest("queries", query_rows),
-        qrels=_digest("qrels", judgments),
-        index=_digest("index", [index]),
-        depth=_digest("depth", [depth]),
-        plan=plan,
+def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
+    """The `HeldConstant` of a golden set (``warn``: emit the filters' `filters.EmptyFilterWarning`)."""
+    query_ids = [query.id for query in golden.queries]
+    with warnings.catch_warnings():
+        if not warn:
+            warnings.simplefilter("ignore")
+        plan = plan_filters(
+            [doc.fields for doc in golden.documents], [query.filters for query in golden.queries], query_ids
+        )
+    chunks = None if golden.fold is None else chunk_map([doc.fields for doc in golden.documents], golden.fold)
+    if chunks is None:
+        result_ids = tuple(doc.id for doc in golden.documents)
+        records_of = {doc_id: np.array([row]) for row, doc_id in enumerate(result_ids)}
+    else:
+        result_ids = chunks.doc_ids
+        records_of = chunks.records_of()
+    qrels = allowed_qrels(golden.qrels, query_ids, plan, records_of)
+    samples: dict[str, np.ndarray] = {}
+    rows = np.empty(0, dtype=np.intp)
+    if golden.rerank is not None:
+        level = golden.relevance_level
+        scorable = {qid: any(grade >= level for grade in judged.values()) for qid, judged in qrels.items()}
+        position = {qid: i for i, qid in enumerate(query_ids)}
+        for stratum in golden.strata():
+            chosen = rerank_sample(stratum.query_ids, scorable, golden.rerank, golden.seed, stratum.name)
+            samples[stratum.name] = np.array([position[qid] for qid in chosen], dtype=np.intp)
+        rows = np.unique(np.concatenate([np.empty(0, dtype=np.intp), *samples.values()]))
+    return HeldConstant(
+        golden=golden,
+        filters=plan,
+        chunks=chunks,
+        qrels=qrels,
+        result_ids=result_ids,
+        depth=ranked_depth(golden),
+        rerank_samples=samples,
+        rerank_rows=rows,
     )
 
 
-def golden_control(golden: GoldenSet) -> Control:
+def _declared_parts(golden: GoldenSet, held: HeldConstant) -> dict[str, Any]:
+    """The parts of the optional control components the golden set declares: each query's filter and each
+    filter's mask, the document of every chunk, the rerank settings and the reranked queries."""
+    query_ids = [query.id for query in golden.queries]
+    parts: dict[str, Any] = {}
+    if held.filters is not None:
+        parts["filters"] = held.filters.digest_parts(query_ids)
+    if golden.fold is not None and held.chunks is not None:
+        chunks = held.chunks
+        owners = (chunks.doc_ids[i] for i in chunks.document_of.tolist())
+        parts["fold"] = itertools.chain([golden.fold.as_dict()], owners)
+    if golden.rerank is not None:
+        parts["rerank"] = [golden.rerank.as_dict(), [query_ids[i] for i in held.rerank_rows.tolist()]]
+    return parts
+
+
+def golden_control(golden: GoldenSet, held: HeldConstant | None = None) -> Control:
     """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
-    the ef a search of the ranked depth runs with, or the recall target that chooses each arm's), depth and
-    plan."""
-    depth = ranked_depth(golden)
-    spec = golden.index
-    index: dict[str, str | int | float] = {"kind": spec.kind}
-    if spec.kind == "hnsw":
-        index.update(M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed)
-        if spec.recall_target is None:
-            index["ef"] = effective_ef(spec.ef_search, depth)
-        else:
-            # Each arm searches at the ef its own vectors need: the recall reached is what both must share.
-            index["recall_target"] = spec.recall_target
-    return _control(
+    the ef a search of the ranked depth runs with), depth and plan, and its filters, folding and reranked
+    queries when declared."""
+    held = held if held is not None else prepare(golden, warn=False)
+    return control_of(
         doc_ids=[doc.id for doc in golden.documents],
         doc_texts=[doc.embed_text for doc in golden.documents],
         queries=golden.queries,
         query_texts=[query.text for query in golden.queries],
         qrels=golden.qrels,
-        index=index,
-        depth=depth,
+        index=declared_index(golden, held.depth),
+        depth=held.depth,
         plan=golden.plan_fingerprint(),
         textless=golden.textless,
+        **_declared_parts(golden, held),
     )
 
 
-def control_differences(expected: Control, incumbent: Control, candidate: Control) -> tuple[str, ...]:
-    """One description per component where either arm differs from ``expected``, in component order."""
-    wanted = expected.components()
-    arms = incumbent.components(), candidate.components()
-    return tuple(
-        f"{name} (incumbent {short_digest(arms[0][name])}, candidate {short_digest(arms[1][name])}; "
-        f"golden set {short_digest(digest)})"
-        for name, digest in wanted.items()
-        if arms[0][name] != digest or arms[1][name] != digest
+def _all_indexes(own: IndexStats | None, parts: Sequence[Component]) -> list[IndexStats]:
+    found = [] if own is None else [own]
+    for part in parts:
+        found.extend(_all_indexes(part.index, part.parts))
+    return found
+
+
+def _task(
+    golden: GoldenSet, held: HeldConstant, role: Role, embedder: Embedder, progress: Progress | None
+) -> RetrievalTask:
+    return RetrievalTask(
+        doc_ids=[doc.id for doc in golden.documents],
+        doc_texts=[doc.embed_text for doc in golden.documents],
+        query_texts=[query.text for query in golden.queries],
+        allowed=None if held.filters is None else held.filters.allowed,
+        index=golden.index,
+        seed=golden.seed,
+        role=role,
+        embedder=embedder,
+        progress=progress,
+        measure=golden.production is not None,
     )
-
-
-def check_control(expected: Control, incumbent: Control, candidate: Control) -> None:
-    """Raise `ControlMismatch` unless both arms consumed exactly the held-constant inputs ``expected``."""
-    differences = control_differences(expected, incumbent, candidate)
-    if differences:
-        raise ControlMismatch(differences)
-
-
-def ann_sample(n_queries: int, seed: int) -> np.ndarray:
-    """Sorted query rows on which ANN recall and latency are measured: all of them up to `ANN_SAMPLE`, else a
-    seeded draw, so both arms (and every run with the same seed and query count) measure the same queries."""
-    if n_queries <= ANN_SAMPLE:
-        return np.arange(n_queries)
-    rng = np.random.default_rng(stable_seed(seed, "ann-sample"))
-    return np.sort(rng.choice(n_queries, size=ANN_SAMPLE, replace=False))
-
-
-def _search_hnsw(
-    golden: GoldenSet,
-    queries: np.ndarray,
-    documents: np.ndarray,
-    doc_ids: Sequence[str],
-    depth: int,
-    role: Role,
-) -> tuple[np.ndarray, np.ndarray, IndexStats]:
-    spec = golden.index
-    # The golden seed, not the arm, seeds the build: both arms get the same construction randomness.
-    index = HnswIndex(
-        documents, doc_ids=doc_ids, M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed
-    )
-    sample = ann_sample(queries.shape[0], golden.seed)
-    exact_positions, _ = exact_search(queries[sample], documents, depth, doc_ids=doc_ids)
-    ef = spec.ef_search
-    if spec.recall_target is not None:
-        try:
-            ef, _ = index.ef_for_recall(queries[sample], exact_positions, spec.recall_target)
-        except TargetNotReached as missed:
-            raise RecallTargetError(
-                f"{role}: index.hnsw.recall_target {missed.target:g} is out of reach: ANN recall@{depth} "
-                f"{missed.recall:.4f} on {sample.size} sampled queries at the largest ef, {missed.ef} (every "
-                f"document); lower the target, or raise M ({spec.M}) or ef_construction "
-                f"({spec.ef_construction})"
-            ) from None
-    positions, scores = index.search(queries, depth, ef_search=ef)
-    hnsw = HnswStats(
-        parameters=index.parameters(),
-        ann_recall=ann_recall(positions[sample], exact_positions),
-        sample=int(sample.size),
-        latency=Latency.of(index.query_seconds(queries[sample], depth, ef_search=ef)),
-        exact_latency=Latency.of(flat_query_seconds(queries[sample], documents, depth)),
-        recall_target=spec.recall_target,
-    )
-    stats = IndexStats(dimension=int(documents.shape[1]), memory_bytes=index.memory_bytes(), hnsw=hnsw)
-    return positions, scores, stats
-
-
-def _consumed_index(stats: IndexStats) -> dict[str, str | int | float]:
-    """What the index reports it was built and searched with, not what was asked of it; with a recall
-    target, the target if this arm's ef reached it (else the recall it reached), instead of its ef."""
-    if stats.hnsw is None:
-        return {"kind": stats.kind}
-    consumed: dict[str, str | int | float] = {"kind": stats.kind, **stats.hnsw.parameters}
-    target = stats.hnsw.recall_target
-    if target is not None:
-        del consumed["ef"]
-        consumed["recall_target"] = target if stats.hnsw.ann_recall >= target else stats.hnsw.ann_recall
-    return consumed
 
 
 def run_arm(
     golden: GoldenSet,
-    arm: Arm,
+    arm: Arm | Retriever | object,
     role: Role,
     *,
     embedder: Embedder = embed,
     progress: Progress | None = None,
+    held: HeldConstant | None = None,
+    scorer: RerankScorer | None = None,
 ) -> ArmResult:
-    """Embed, search and score one arm; identical for both arms but for `arm`. With ``corpus_sample``, the
-    largest slice is embedded and searched, and every smaller one searched with its rows of those vectors.
-    Raises `ArmFault` when the arm's encoder fails or returns vectors that cannot be searched."""
-
-    def report(kind: str) -> Callable[[int, int], None] | None:
-        if progress is None:
-            return None
-        return lambda done, total: progress(role, kind, done, total)
-
+    """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
+    `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
+    declares a reranker and none is given). With ``corpus_sample``, the arm is opened on the largest slice
+    and every smaller one is searched by restricting it (an embedding arm embeds once). Raises `ArmFault`
+    when the arm's encoder fails or returns vectors that cannot be searched."""
+    retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = restrict(golden, drawn[-1].rows) if drawn else golden
-    # Encoding is timed only when a capacity is to be projected; the timer changes nothing else.
-    timer = TimedEncoder(arm.encoder) if golden.production is not None else None
-    encoding = arm if timer is None else dataclasses.replace(arm, encoder=timer)
-    doc_texts = [doc.embed_text for doc in searched.documents]
-    query_texts = [query.text for query in golden.queries]
-    before = _usage(arm)
+    if held is None or held.golden is not searched:
+        held = prepare(searched)
+    if golden.rerank is not None and scorer is None:
+        scorer = RerankScorer(resolve_reranker(golden.rerank))
+    # The tokens an endpoint arm is billed for this golden set (`Arm.usage`); arms without one: None.
+    counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
+    before = counter.snapshot() if counter is not None else None
     try:
-        doc_vectors = embedder(encoding, doc_texts, "document", progress=report("document"), role=role)
-        after_documents = _usage(arm)
-        query_vectors = embedder(encoding, query_texts, "query", progress=report("query"), role=role)
+        searcher = retriever.open(_task(searched, held, role, embedder, progress))
     except EncoderError as error:
-        raise ArmFault(role, arm.spec, str(error)) from error
-    after = _usage(arm)
-    if query_vectors.shape[1] != doc_vectors.shape[1]:
-        problem = (
-            f"{role} encoder {arm.spec!r} returned {query_vectors.shape[1]}-dimensional query vectors but "
-            f"{doc_vectors.shape[1]}-dimensional document vectors: they cannot be compared"
-        )
-        raise ArmFault(role, arm.spec, problem)
-    usage = None if before is None or after is None else after - before
-    result = dataclasses.replace(
-        _search_arm(
-            searched,
-            arm,
-            role,
-            doc_vectors,
-            query_vectors,
-            timer,
-            document_usage=None if before is None or after_documents is None else after_documents - before,
-            query_usage=None if after_documents is None or after is None else after - after_documents,
-        ),
-        usage=usage,
-    )
+        raise ArmFault(role, retriever.spec, str(error)) from error
+    usage = counter.snapshot() - before if counter is not None and before is not None else None
+    result = dataclasses.replace(_score(searched, retriever, searcher, held, role, scorer), usage=usage)
     if len(drawn) < 2:
         return result
     # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.
     largest = np.asarray(drawn[-1].rows)
-    smaller = tuple(
-        _search_arm(
-            restrict(golden, one.rows),
-            arm,
-            role,
-            doc_vectors[np.searchsorted(largest, one.rows)],
-            query_vectors,
-            timer=None,
-            measure=False,
-        )
-        for one in drawn[:-1]
-    )
-    return dataclasses.replace(result, slices=smaller)
+    smaller = []
+    for one in drawn[:-1]:
+        piece = restrict(golden, one.rows)
+        piece_held = prepare(piece, warn=False)
+        task = dataclasses.replace(_task(piece, piece_held, role, embedder, progress), measure=False)
+        opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
+        smaller.append(_score(piece, retriever, opened, piece_held, role, None))
+    return dataclasses.replace(result, slices=tuple(smaller))
 
 
-def _usage(arm: Arm) -> UsageCount | None:
-    """What the arm's endpoint has counted so far (None for an in-process arm)."""
-    return arm.usage.snapshot() if arm.usage is not None else None
-
-
-def _search_arm(
+def _score(
     golden: GoldenSet,
-    arm: Arm,
+    retriever: Retriever,
+    searcher: Searcher,
+    held: HeldConstant,
     role: Role,
-    doc_vectors: np.ndarray,
-    query_vectors: np.ndarray,
-    timer: TimedEncoder | None,
-    *,
-    document_usage: UsageCount | None = None,
-    query_usage: UsageCount | None = None,
-    measure: bool = True,
+    scorer: RerankScorer | None,
 ) -> ArmResult:
-    """Search the golden set's documents (these vectors, in its corpus order) and score every query."""
+    """Search the golden set's records with an opened arm, fold, rerank (with ``scorer``) and score."""
     doc_ids = [doc.id for doc in golden.documents]
-    depth = ranked_depth(golden)
-    if golden.index.kind == "hnsw":
-        positions, scores, stats = _search_hnsw(golden, query_vectors, doc_vectors, doc_ids, depth, role)
-    else:
-        positions, scores = exact_search(query_vectors, doc_vectors, depth, doc_ids=doc_ids)
-        # A flat index holds the float32 vectors and nothing else.
-        memory = int(doc_vectors.shape[0] * doc_vectors.shape[1] * 4)
-        stats = IndexStats(dimension=int(doc_vectors.shape[1]), memory_bytes=memory)
-    ranked = tuple(tuple(doc_ids[p] for p in row) for row in positions.tolist())
-    per_query, ties = score_arm(golden, ranked, scores, query_vectors=query_vectors, doc_vectors=doc_vectors)
     doc_texts = [doc.embed_text for doc in golden.documents]
     query_texts = [query.text for query in golden.queries]
-    control = _control(
+    depth = held.depth
+    rows = np.arange(len(query_texts))
+    if held.chunks is None:
+        hits = searcher.search(rows, depth)
+        positions, scores, records, searched = hits.positions, hits.scores, hits.positions, depth
+    else:
+
+        def chunk_hits(wanted: np.ndarray, chunk_depth: int) -> tuple[np.ndarray, np.ndarray]:
+            found = searcher.search(wanted, chunk_depth)
+            return found.positions, found.scores
+
+        positions, scores, records, searched = search_documents(
+            chunk_hits, len(query_texts), held.chunks, tie_ranks(held.result_ids), depth
+        )
+    index = searcher.index_stats(searched)
+    parts = components(retriever, searcher, searched)
+    result_ids = held.result_ids
+    ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
+    similarities = tuple(
+        tuple(float(v) for v in row[keep]) for row, keep in zip(scores, positions >= 0, strict=True)
+    )
+    query_ids = [query.id for query in golden.queries]
+    metrics = golden.all_metrics()
+    # Tie groups cut off by the depth are completed by an exact scan of the arm's vectors; an arm without
+    # vectors of its own, a filtered or a folded search keeps the groups as ranked.
+    vectors = searcher.vectors() if held.filters is None and held.chunks is None else None
+    per_query, ties = score_arm(
+        golden,
+        ranked,
+        scores,
+        qrels=held.qrels,
+        query_vectors=None if vectors is None else vectors[0],
+        doc_vectors=None if vectors is None else vectors[1],
+    )
+    reranked = None
+    if golden.rerank is not None and scorer is not None:
+        after, after_scores = rerank_top(
+            scorer,
+            positions,
+            records,
+            held.rerank_rows,
+            golden.rerank.depth,
+            result_ids,
+            doc_texts,
+            query_texts,
+        )
+        reranked_ids = [query_ids[i] for i in held.rerank_rows.tolist()]
+        after_per_query = {str(m): np.full(len(query_ids), np.nan) for m in metrics}
+        if reranked_ids:
+            values = evaluate(
+                {query_ids[i]: after[i] for i in held.rerank_rows.tolist()},
+                held.qrels,
+                metrics,
+                reranked_ids,
+                relevance_level=golden.relevance_level,
+            )
+            for name, array in values.items():
+                after_per_query[name][held.rerank_rows] = array
+        reranked = Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
+    control = control_of(
         doc_ids=doc_ids,
         doc_texts=doc_texts,
         queries=golden.queries,
         query_texts=query_texts,
         qrels=golden.qrels,
-        index=_consumed_index(stats),
+        index=consumed_index(declared_index(golden, depth), _all_indexes(index, parts)),
         depth=depth,
         plan=golden.plan_fingerprint(),
         textless=golden.textless,
+        **_declared_parts(golden, held),
     )
-    capacity = None
-    if measure and golden.production is not None:
-        if stats.hnsw is not None:
-            latency, ef = stats.hnsw.latency, stats.hnsw.parameters["ef"]
-        else:  # exact search is timed here, on hnswlib's flat index, on the queries hnsw would sample
-            sample = ann_sample(query_vectors.shape[0], golden.seed)
-            latency, ef = Latency.of(flat_query_seconds(query_vectors[sample], doc_vectors, depth)), None
-        capacity = measure_capacity(
-            arm,
-            documents=doc_vectors,
-            document_texts=doc_texts,
-            query_texts=query_texts,
-            timer=timer,
-            document_usage=document_usage,
-            query_usage=query_usage,
-            index=stats.kind,
-            index_bytes=stats.memory_bytes,
-            M=golden.index.M if stats.hnsw is not None else None,
-            latency=latency,
-            latency_ef=ef,
-        )
     return ArmResult(
         role=role,
-        arm=arm,
+        arm=retriever,
         ranked=ranked,
-        similarities=tuple(tuple(row) for row in scores.astype(float).tolist()),
+        similarities=similarities,
         per_query=per_query,
         control=control,
-        index=stats,
+        index=index,
+        components=parts,
+        reranked=reranked,
         ties=ties,
-        capacity=capacity,
+        capacity=searcher.capacity(searched),
     )
 
 
 def run_golden(
     golden: GoldenSet,
-    incumbent: Arm,
-    candidate: Arm,
+    incumbent: Arm | Retriever | object,
+    candidate: Arm | Retriever | object,
     *,
     embedder: Embedder = embed,
     progress: Progress | None = None,
+    cache: Any = None,
 ) -> GoldenRun:
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
-    than the golden set (each corpus slice of it) declares."""
-    incumbent_result = run_arm(golden, incumbent, "incumbent", embedder=embedder, progress=progress)
-    candidate_result = run_arm(golden, candidate, "candidate", embedder=embedder, progress=progress)
+    than the golden set (each corpus slice of it) declares. ``cache`` (an `cache.EmbeddingCache`) keeps the
+    reranker's scores."""
     drawn = corpus_slices(golden)
+    searched = restrict(golden, drawn[-1].rows) if drawn else golden
+    held = prepare(searched)
+    scorer = None
+    if golden.rerank is not None:
+        scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
+    common: dict[str, Any] = {"embedder": embedder, "progress": progress, "held": held, "scorer": scorer}
+    incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
+    candidate_result = run_arm(golden, candidate, "candidate", **common)
+    reranker = None
+    if scorer is not None:
+        reranker = {
+            "spec": scorer.reranker.spec,
+            "fingerprint": scorer.reranker.fingerprint,
+            "scored": scorer.scored,
+            "cached": scorer.cached,
+        }
     if not drawn:
-        control = golden_control(golden)
+        control = golden_control(golden, held)
         check_control(control, incumbent_result.control, candidate_result.control)
         return GoldenRun(
-            golden=golden, incumbent=incumbent_result, candidate=candidate_result, control=control
+            golden=golden,
+            incumbent=incumbent_result,
+            candidate=candidate_result,
+            control=control,
+            held=held,
+            reranker=reranker,
         )
     pairs = zip(
         (*incumbent_result.slices, incumbent_result),
@@ -536,12 +514,17 @@ def run_golden(
     )
     slices = []
     for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
-        searched = restrict(golden, one.rows)
-        control = golden_control(searched)
+        piece = searched if one is drawn[-1] else restrict(golden, one.rows)
+        piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
+        control = golden_control(piece, piece_held)
         check_control(control, incumbent_slice.control, candidate_slice.control)
         run = GoldenRun(
-            golden=searched, incumbent=incumbent_slice, candidate=candidate_slice, control=control
+            golden=piece,
+            incumbent=incumbent_slice,
+            candidate=candidate_slice,
+            control=control,
+            held=piece_held,
         )
         slices.append(SliceRun(fraction=one.fraction, run=run))
     largest = slices[-1].run
-    return dataclasses.replace(largest, golden=golden, slices=tuple(slices))
+    return dataclasses.replace(largest, golden=golden, slices=tuple(slices), reranker=reranker)

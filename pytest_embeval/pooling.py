@@ -174,7 +174,7 @@ def pool_from_rankings(
     check_rankings(golden, rankings, depth)
     extra = runs or {}
     base_seed = golden.seed if seed is None else seed
-    documents = {doc.id: doc for doc in golden.documents}
+    documents = golden.judged_documents()
     excluded = set(exclude)
     queries = []
     for query in golden.queries:

@@ -148,8 +148,9 @@ def check_rankings(golden: GoldenSet, rankings: Rankings, depth: int | None) -> 
     if not rankings:
         raise ValueError("no arms: give at least one arm's rankings")
     query_ids = {query.id for query in golden.queries}
-    doc_ids = {doc.id for doc in golden.documents}
-    need = None if depth is None else min(depth, len(golden.documents))
+    # What rankings hold: the corpus records, or with folding the documents their chunks fold to.
+    doc_ids = golden.judged_ids()
+    need = None if depth is None else min(depth, len(doc_ids))
     for arm, by_query in rankings.items():
         unknown = next((qid for qid in by_query if qid not in query_ids), None)
         if unknown is not None:
@@ -166,7 +167,8 @@ def check_rankings(golden: GoldenSet, rankings: Rankings, depth: int | None) -> 
                     f"arm {arm!r} ranks document {stray!r} for query {query.id!r}, "
                     f"which is not in the corpus of {golden.name!r}"
                 )
-            if need is not None and len(ranked) < need:
+            # A filtered query may have fewer documents to rank than the depth.
+            if need is not None and len(ranked) < need and not query.filters:
                 raise ValueError(
                     f"arm {arm!r} ranks only {len(ranked)} documents for query {query.id!r}, "
                     f"fewer than the pool depth {need}"

@@ -401,14 +401,22 @@ def arm_title(arm: Mapping[str, Any]) -> str:
     return f"{arm['spec']} (prompts: " + ", ".join(f"{kind} {text!r}" for kind, text in prompts.items()) + ")"
 
 
+#: What an arm that searches no vector index of its own says instead (a fused arm's parts list theirs).
+_NO_INDEX = {"bm25": "none: BM25 scores its records itself", "rrf": "none: it fuses its parts' rankings"}
+
+
 def _index_setting(golden: Mapping[str, Any], role: str) -> str:
     index = golden[role].get("index")
+    kind = golden[role].get("kind", "dense")
+    if kind in _NO_INDEX:
+        return _NO_INDEX[kind]
     if index is None or index["kind"] != "hnsw":
         return "exact" if index is None else f"{index['kind']}, dimension {index['dimension']}"
+    filtered = ", filtered as the queries are" if index.get("filtered") else ""
     return (
         f"hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}, dimension "
-        f"{index['dimension']}, ANN recall@{golden['depth']} {index['ann_recall']:.3f} "
-        f"({index['sample']} queries), {index['memory_bytes']:,} bytes"
+        f"{index['dimension']}, ANN recall@{golden['depth']} {fmt_number(index['ann_recall'])} "
+        f"({index['sample']} queries{filtered}), {index['memory_bytes']:,} bytes"
     )
 
 

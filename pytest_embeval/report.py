@@ -26,6 +26,8 @@ from pytest_embeval.coverage import coverage
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import Latency
 from pytest_embeval.pipeline import ArmResult, GoldenRun, IndexStats, ranked_depth, short_digest
+from pytest_embeval.rerank import RerankOutcome
+from pytest_embeval.retrievers import Component, DenseRetriever, Retriever
 from pytest_embeval.slices import GAP_STILL_MOVING
 from pytest_embeval.stats import PairedComparison
 from pytest_embeval.strata import Family, Mover, StratumOutcome
@@ -111,6 +113,29 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
         "tied": _tied_record(outcome, primary),
         "consensus_failures": list(outcome.consensus_failures),
         **_slices_record(outcome),
+        **({} if outcome.rerank is None else _rerank_stratum(outcome.rerank)),
+    }
+
+
+def _rerank_stratum(rerank: RerankOutcome) -> Record:
+    """A stratum's two comparisons on its reranked queries, side by side, and which one decides."""
+    first, after = rerank.first_stage_decision, rerank.after_decision
+    return {
+        "decided_by": "rerank" if rerank.decides else "first_stage",
+        "rerank": {
+            "sampled": rerank.sampled,
+            "first_stage": {
+                "verdict": first.verdict.value,
+                "reason": first.reason,
+                "metrics": {name: comparison_record(c) for name, c in rerank.first_stage.items()},
+            },
+            "after_rerank": {
+                "verdict": after.verdict.value,
+                "reason": after.reason,
+                "metrics": {name: comparison_record(c) for name, c in rerank.after.items()},
+            },
+            "absorbed": rerank.absorbed,
+        },
     }
 
 
@@ -153,8 +178,10 @@ def index_record(stats: IndexStats) -> Record:
         record.update(hnsw.parameters)
         if hnsw.recall_target is not None:
             record["recall_target"] = hnsw.recall_target
-        record["ann_recall"] = hnsw.ann_recall
+        record["ann_recall"] = _number(hnsw.ann_recall)
         record["sample"] = hnsw.sample
+        if hnsw.filtered:
+            record["filtered"] = True
         record["timings"] = {
             "latency_ms": _latency_record(hnsw.latency),
             "exact_latency_ms": _latency_record(hnsw.exact_latency),
@@ -167,13 +194,68 @@ def _arm_record(result: ArmResult, production: Production | None) -> Record:
         "spec": result.arm.spec,
         "fingerprint": result.arm.fingerprint,
         "prompts": dict(result.arm.prompts),
-        "index": index_record(result.index),
-        "usage": None
-        if result.usage is None
-        else usage_record(result.usage, result.arm.price_per_million_tokens),
+        "index": None if result.index is None else index_record(result.index),
+        "usage": None if result.usage is None else usage_record(result.usage, _price(result.arm)),
     }
     if result.capacity is not None and production is not None:
         record["capacity"] = capacity_record(result.capacity, production)
+    # Only for the arms that are not embedding arms, so embedding arms' records keep their shape.
+    if result.arm.kind != "dense":
+        record["kind"] = result.arm.kind
+    if result.components:
+        record["components"] = [_component_record(part) for part in result.components]
+    return record
+
+
+def _price(arm: Retriever) -> float | None:
+    """An embedding arm's price per million tokens; arms that embed nothing themselves have none."""
+    return arm.arm.price_per_million_tokens if isinstance(arm, DenseRetriever) else None
+
+
+def _component_record(part: Component) -> Record:
+    record: Record = {
+        "spec": part.spec,
+        "kind": part.kind,
+        "fingerprint": part.fingerprint,
+        "prompts": dict(part.prompts),
+        "index": None if part.index is None else index_record(part.index),
+    }
+    if part.parts:
+        record["components"] = [_component_record(inner) for inner in part.parts]
+    return record
+
+
+def _pipeline_record(run: GoldenRun) -> Record:
+    """What the golden set's pipeline adds to plain retrieval: filters, folding, a reranker."""
+    golden, held = run.golden, run.held
+    record: Record = {}
+    if held is None:
+        return record
+    if held.filters is not None:
+        plan = held.filters
+        counts = plan.allowed_counts()
+        record["filters"] = {
+            "queries": sum(1 for query in golden.queries if query.filters),
+            "distinct": sum(1 for one in plan.filters if one),
+            "matching_nothing": [
+                query.id for query, n in zip(golden.queries, counts.tolist(), strict=True) if n == 0
+            ],
+        }
+    if golden.fold is not None and held.chunks is not None:
+        record["fold"] = {
+            **golden.fold.as_dict(),
+            "chunks": held.chunks.chunks,
+            "documents": len(held.chunks.doc_ids),
+        }
+    if golden.rerank is not None and run.reranker is not None:
+        record["rerank"] = {
+            **golden.rerank.as_dict(),
+            "spec": run.reranker["spec"],
+            "fingerprint": run.reranker["fingerprint"],
+            "queries": int(held.rerank_rows.size),
+            # What this run had to score varies run to run (a rerun is served from the cache).
+            "timings": {"pairs_scored": run.reranker["scored"], "pairs_from_cache": run.reranker["cached"]},
+        }
     return record
 
 
@@ -201,20 +283,24 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         for role, arm in arms.items()
     }
     queries = []
+    reranked = set() if run.held is None else set(run.held.rerank_rows.tolist())
     for i, query in enumerate(golden.queries):
-        queries.append(
-            {
-                "id": query.id,
-                "text": query.text,
-                "strata": dict(query.fields),
-                "scores": {
-                    role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
-                    for role, arm in arms.items()
-                },
-                "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
-                "similarities": {role: list(arm.similarities[i]) for role, arm in arms.items()},
-            }
-        )
+        record: Record = {
+            "id": query.id,
+            "text": query.text,
+            "strata": dict(query.fields),
+            "scores": {
+                role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
+                for role, arm in arms.items()
+            },
+            "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
+            "similarities": {role: list(arm.similarities[i]) for role, arm in arms.items()},
+        }
+        if query.filters:
+            record["filters"] = {name: list(values) for name, values in query.filters.items()}
+        if i in reranked:
+            record["after_rerank"] = _after_rerank(arms, i)
+        queries.append(record)
     return {
         "name": golden.name,
         "path": path,
@@ -241,10 +327,24 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "documents_without_text": list(golden.textless),
         **_sample_record(golden),
         **_recall_target_record(run),
+        **_pipeline_record(run),
         "incumbent": _arm_record(run.incumbent, golden.production),
         "candidate": _arm_record(run.candidate, golden.production),
         "queries": queries,
         "coverage": [dataclasses.asdict(row) for row in coverage(golden, rankings, k=golden.metric.k)],
+    }
+
+
+def _after_rerank(arms: Mapping[str, ArmResult], row: int) -> Record:
+    """One reranked query under both arms after the reranker: scores, ranking, the reranker's scores."""
+    after = {role: arm.reranked for role, arm in arms.items() if arm.reranked is not None}
+    return {
+        "scores": {
+            role: {name: _number(float(values[row])) for name, values in one.per_query.items()}
+            for role, one in after.items()
+        },
+        "ranked": {role: list(one.ranked[row]) for role, one in after.items()},
+        "reranker_scores": {role: list(one.scores[row]) for role, one in after.items()},
     }
 
 
@@ -273,7 +373,11 @@ def _sample_record(golden: GoldenSet) -> Record:
 
 def _recall_target_record(run: GoldenRun) -> Record:
     """With a recall target: the ef each arm needed to reach it, and which arm needs more."""
-    arms = {"incumbent": run.incumbent.index.hnsw, "candidate": run.candidate.index.hnsw}
+    # An arm without its own vector index (BM25, a fusion) has no ef of its own to report.
+    arms = {
+        role: None if result.index is None else result.index.hnsw
+        for role, result in (("incumbent", run.incumbent), ("candidate", run.candidate))
+    }
     target = run.golden.index.recall_target
     if target is None or arms["incumbent"] is None or arms["candidate"] is None:
         return {}
@@ -454,8 +558,27 @@ def file_stem(golden: Mapping[str, Any]) -> str:
     return "__".join(parts).rsplit(".", 1)[0]
 
 
-def run_file_name(golden: Mapping[str, Any], role: str) -> str:
-    return f"{file_stem(golden)}.{role}.run"
+def run_file_name(golden: Mapping[str, Any], role: str, stage: str = "") -> str:
+    """``<stem>.<role>.run``; after the reranker (``stage="rerank"``) ``<stem>.<role>.rerank.run``."""
+    return f"{file_stem(golden)}.{role}{'.' + stage if stage else ''}.run"
+
+
+def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
+    """A TREC run file of one arm after the reranker, with the reranker's scores, over the reranked queries;
+    None when the golden set has no reranker."""
+    if "rerank" not in golden:
+        return None
+    tag = f"embeval-{role}-rerank"
+    lines = []
+    for query in golden["queries"]:
+        after = query.get("after_rerank")
+        if after is None:
+            continue
+        for rank, (doc_id, score) in enumerate(
+            zip(after["ranked"][role], after["reranker_scores"][role], strict=True), start=1
+        ):
+            lines.append(f"{query['id']} Q0 {doc_id} {rank} {score!r} {tag}")
+    return "\n".join(lines) + "\n"
 
 
 def report_json(report: Mapping[str, Any]) -> str:

@@ -55,17 +55,24 @@ def score_arm(
     ranked: Sequence[Sequence[str]],
     similarities: npt.NDArray[np.floating],
     *,
-    query_vectors: np.ndarray,
-    doc_vectors: np.ndarray,
+    qrels: Mapping[str, Mapping[str, int]] | None = None,
+    query_vectors: np.ndarray | None = None,
+    doc_vectors: np.ndarray | None = None,
 ) -> tuple[dict[str, FloatArray], ArmTies]:
     """The per-query scores of every metric of ``golden`` (golden query order) and the arm's `ArmTies`.
 
-    ``ranked`` and ``similarities`` are the search's result, ``(n_queries, depth)``, in trec_eval order;
-    the vectors are needed only to complete tie groups cut off by the depth.
+    ``ranked`` and ``similarities`` are the search's result, ``(n_queries, depth)``, in trec_eval order (a
+    query ranked fewer documents, as a filtered one may, pads its row of similarities with NaN);
+    ``qrels`` are the judgments scored with (default: the golden set's; with filters, those they allow).
+    The vectors are needed only to complete tie groups cut off by the depth; without them (an arm that
+    embeds nothing, a filtered or folded search) the groups stay as ranked.
     """
+    qrels = golden.qrels if qrels is None else qrels
     specs = golden.all_metrics()
     query_ids = [query.id for query in golden.queries]
-    scores = np.asarray(similarities, dtype=np.float32)
+    # float64: a fused arm's scores are float64, and rounding them could make distinct scores tie; a dense
+    # arm's float32 scores convert exactly, so its ties are the same either way.
+    scores = np.asarray(similarities, dtype=np.float64)
     depth = scores.shape[1] if scores.ndim == 2 else 0
     across = {
         str(spec): scores[:, spec.k - 1] == scores[:, spec.k]
@@ -77,7 +84,7 @@ def score_arm(
     lists = dict(zip(query_ids, ranked, strict=True))
     # trec_eval's values come from the ranked lists as searched (for hnsw, a tied group's listed members
     # need not be the ones with the largest ids).
-    docid = evaluate(lists, golden.qrels, specs, query_ids, relevance_level=level)
+    docid = evaluate(lists, qrels, specs, query_ids, relevance_level=level)
     # Queries with two equal scores among the first (deepest cutoff + 1) ranks: their metrics could move.
     reach = min(max(spec.k for spec in specs), depth - 1)
     tied = np.empty(0, dtype=np.intp)
@@ -86,11 +93,13 @@ def score_arm(
     if tied.size == 0:
         return docid, ArmTies(across)
 
-    beyond = _beyond(golden, ranked, scores, tied, reach, query_vectors, doc_vectors)
+    beyond: list[list[str]] = [[] for _ in ranked]
+    if query_vectors is not None and doc_vectors is not None:
+        beyond = _beyond(golden, ranked, scores, tied, reach, query_vectors, doc_vectors)
     subset = [query_ids[row] for row in tied.tolist()]
     run = {
         query_ids[row]: {
-            **dict(zip(ranked[row], scores[row].tolist(), strict=True)),
+            **dict(zip(ranked[row], scores[row, : len(ranked[row])].tolist(), strict=True)),
             **dict.fromkeys(beyond[row], float(scores[row, -1])),
         }
         for row in tied.tolist()
@@ -99,8 +108,8 @@ def score_arm(
         # The queries without a relevant document were named once, by the evaluation above.
         warnings.simplefilter("ignore", NoRelevantDocumentsWarning)
         again = {
-            "docid-ascending": ascending(run, golden.qrels, specs, subset, relevance_level=level),
-            "expected": expected(run, golden.qrels, specs, subset, relevance_level=level),
+            "docid-ascending": ascending(run, qrels, specs, subset, relevance_level=level),
+            "expected": expected(run, qrels, specs, subset, relevance_level=level),
         }
     orders = {"docid": docid, **{order: _merged(docid, values, tied) for order, values in again.items()}}
     return dict(orders[golden.ties]), ArmTies(across, orders, tuple(map(tuple, beyond)))
@@ -109,7 +118,7 @@ def score_arm(
 def _beyond(
     golden: GoldenSet,
     ranked: Sequence[Sequence[str]],
-    scores: npt.NDArray[np.float32],
+    scores: npt.NDArray[np.floating],
     tied: npt.NDArray[np.intp],
     reach: int,
     query_vectors: np.ndarray,

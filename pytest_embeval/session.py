@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.encoders import Arm, EncoderError, resolve_model
+from pytest_embeval.encoders import Arm, EncoderError
 from pytest_embeval.endpoint import EndpointEncoder
 from pytest_embeval.golden import TEXTLESS_SHOWN, GoldenSet, load_golden
 from pytest_embeval.options import Settings
@@ -35,7 +35,17 @@ from pytest_embeval.pooling import (
     write_sheet,
 )
 from pytest_embeval.rankings import rankings_from_record
-from pytest_embeval.report import ROLES, Record, build_report, file_stem, report_json, run_file_name, trec_run
+from pytest_embeval.report import (
+    ROLES,
+    Record,
+    build_report,
+    file_stem,
+    report_json,
+    rerank_run,
+    run_file_name,
+    trec_run,
+)
+from pytest_embeval.retrievers import DenseRetriever, Retriever, resolve_arm
 from pytest_embeval.strata import StratumOutcome
 from pytest_embeval.terminal import cache_lines, coverage_warning_lines, golden_table, textless_warning_lines
 
@@ -86,7 +96,7 @@ class EmbevalState:
     #: the embedding cache (None with --embeval-no-cache); it touches the disk only when first used
     cache: EmbeddingCache | None = dataclasses.field(init=False)
     #: resolved models, by spec (the command line's and the ini file's are resolved at the start)
-    arms: dict[Any, Arm] = dataclasses.field(default_factory=dict)
+    arms: dict[Any, Retriever] = dataclasses.field(default_factory=dict)
     #: on an xdist worker, command-line or ini specs that did not resolve there, with the reason
     unresolved: dict[str, str] = dataclasses.field(default_factory=dict)
     #: each golden set's run in this process, by resolved path
@@ -142,15 +152,24 @@ def start(config: pytest.Config, settings: Settings) -> None:
         config.pluginmanager.register(PytestHtmlSection(state), "embeval-pytest-html")
 
 
-def ready_arm(spec: str) -> Arm:
+def ready_arm(spec: str) -> Retriever:
     """The arm of a command-line or ini spec, with everything it needs to run that can be known now: an
-    endpoint arm's key variable must be set (else `EncoderError`, as for a spec that does not resolve)."""
-    arm = resolve_model(spec)
-    if isinstance(arm.encoder, EndpointEncoder):
-        missing = arm.encoder.missing_key()
-        if missing is not None:
-            raise EncoderError(f"model spec {spec!r}: {missing}")
+    endpoint arm's key variable must be set, a fused arm's parts' too (else `EncoderError`, as for a spec
+    that does not resolve, or a ``bm25`` spec without its extra)."""
+    arm = resolve_arm(spec)
+    for part in _embedding_arms(arm):
+        if isinstance(part.encoder, EndpointEncoder):
+            missing = part.encoder.missing_key()
+            if missing is not None:
+                raise EncoderError(f"model spec {part.spec!r}: {missing}")
     return arm
+
+
+def _embedding_arms(arm: Retriever) -> list[Arm]:
+    """The embedding models an arm runs: itself, or a fused arm's parts', depth first."""
+    if isinstance(arm, DenseRetriever):
+        return [arm.arm]
+    return [model for part in arm.parts for model in _embedding_arms(part)]
 
 
 class SessionHooks:
@@ -259,6 +278,9 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         for golden_set in report["golden_sets"]:
             for role in ROLES:
                 write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
+                after = rerank_run(golden_set, role)
+                if after is not None:
+                    write_atomic(settings.runs_dir / run_file_name(golden_set, role, "rerank"), after)
         reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
     _write_readable(report, settings, reporter)
 

@@ -82,7 +82,10 @@ def corpus_slices(golden: GoldenSet) -> tuple[CorpusSlice, ...]:
     """The golden set's declared slices, smallest first; none without ``corpus_sample``."""
     if golden.corpus_sample is None:
         return ()
-    doc_ids = [doc.id for doc in golden.documents]
+    # With folding, judgments name documents: every chunk of a judged document is kept (other chunks are
+    # drawn one by one).
+    fold = golden.fold
+    doc_ids = [doc.id if fold is None else doc.fields[fold.field][0] for doc in golden.documents]
     return draw_slices(doc_ids, judged_documents(golden.qrels), golden.corpus_sample)
 
 

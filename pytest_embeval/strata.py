@@ -5,6 +5,10 @@
 (`stats.compare_paired`, seeded by stratum and metric), applies the verdict rule (`verdict.decide`), and
 records what the verdict rests on: the queries that moved most, the ties that could change it, the
 queries neither arm finds a relevant document for and, with ``corpus_sample``, the verdict per slice.
+
+With a reranker, each stratum is also compared on the queries reranked for it, before and after the
+reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the family's p-values) rest on
+the after-rerank comparison, and the ties and slices stay the first stage's.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 
 from pytest_embeval.golden import GoldenSet, Stratum
 from pytest_embeval.pipeline import GoldenRun
+from pytest_embeval.rerank import RerankOutcome
 from pytest_embeval.scoring import TIE_ORDERS
 from pytest_embeval.slices import SliceOutcome, gap_still_moving
 from pytest_embeval.stats import DegenerateComparisonWarning, PairedComparison, compare_paired, stable_seed
@@ -76,7 +81,9 @@ class StratumOutcome:
     ties: StratumTies | None = None
     #: queries (with judgments) where neither arm has a relevant document within the primary cutoff
     consensus_failures: tuple[str, ...] = ()
-    #: with ``corpus_sample``: the primary comparison and verdict per slice, smallest first
+    #: before and after the reranker, on the queries reranked for the stratum; None without one
+    rerank: RerankOutcome | None = None
+    #: with ``corpus_sample``: the first-stage primary comparison and verdict per slice, smallest first
     slices: tuple[SliceOutcome, ...] = ()
     #: Δ moved by more than half the margin between the two largest slices (`slices.gap_still_moving`)
     gap_moving: bool = False
@@ -104,9 +111,12 @@ def _compare(
     incumbent: np.ndarray,
     candidate: np.ndarray,
     confidence: float,
+    stage: str = "",
 ) -> PairedComparison:
-    """One metric on one stratum. The seed names the stratum and metric only, so the same pairs give the
-    same resamples at any confidence (the family's first pass and its decision share them)."""
+    """One metric on one stratum. The seed names the stratum and metric only (and the ``stage`` of a
+    comparison around the reranker), so the same pairs give the same resamples at any confidence (the
+    family's first pass and its decision share them)."""
+    seed = (golden.seed, stratum.name, name, stage) if stage else (golden.seed, stratum.name, name)
     with warnings.catch_warnings():
         # A degenerate comparison (an A/A run, a tiny stratum) is stated in its note and the verdict's
         # reason; as a pytest warning too it would only repeat it.
@@ -116,7 +126,7 @@ def _compare(
             candidate,
             confidence=confidence,
             n_resamples=golden.bootstrap,
-            rng=np.random.default_rng(stable_seed(golden.seed, stratum.name, name)),
+            rng=np.random.default_rng(stable_seed(*seed)),
             interval=golden.interval,
         )
 
@@ -136,13 +146,13 @@ def evaluate_golden(run: GoldenRun) -> tuple[StratumOutcome, ...]:
     floor = max(golden.min_queries, 2)
     p_values: list[float | None] = []
     for stratum in strata:
-        rows = _stratum_rows(golden, stratum)
-        incumbent, candidate = run.incumbent.per_query[primary][rows], run.candidate.per_query[primary][rows]
+        scores, rows, stage = _deciding(run, stratum)
+        incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
         if int(np.count_nonzero(np.isfinite(incumbent) & np.isfinite(candidate))) < floor:
             p_values.append(None)
         elif golden.multiple_comparisons == "holm":
             p_values.append(
-                _compare(golden, stratum, primary, incumbent, candidate, golden.confidence).p_value
+                _compare(golden, stratum, primary, incumbent, candidate, golden.confidence, stage).p_value
             )
         else:
             p_values.append(0.0)  # a member; its p-value is not needed
@@ -153,6 +163,67 @@ def evaluate_golden(run: GoldenRun) -> tuple[StratumOutcome, ...]:
     return tuple(
         evaluate_stratum(run, stratum, family=Family(golden.multiple_comparisons, size, level))
         for stratum, level in zip(strata, levels, strict=True)
+    )
+
+
+Scores = tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]
+
+
+def _deciding(run: GoldenRun, stratum: Stratum) -> tuple[Scores, np.ndarray, str]:
+    """What the stratum's verdict rests on: both arms' per-query scores, the rows compared and the stage
+    seeding them; the first stage on every query, or with ``rerank.decides`` the after-rerank scores on
+    the queries reranked for the stratum."""
+    spec, held = run.golden.rerank, run.held
+    before, after = run.incumbent.reranked, run.candidate.reranked
+    if spec is None or not spec.decides or held is None or before is None or after is None:
+        return (run.incumbent.per_query, run.candidate.per_query), _stratum_rows(run.golden, stratum), ""
+    return (before.per_query, after.per_query), held.rerank_samples[stratum.name], "after-rerank"
+
+
+def _decided(
+    golden: GoldenSet, stratum: Stratum, scores: Scores, rows: np.ndarray, confidence: float, stage: str = ""
+) -> tuple[dict[str, PairedComparison], Decision]:
+    """Every metric of the golden set compared on ``rows`` of both arms' ``scores``, and the verdict rule
+    applied to them (primary and guards)."""
+    comparisons = {
+        str(m): _compare(
+            golden, stratum, str(m), scores[0][str(m)][rows], scores[1][str(m)][rows], confidence, stage
+        )
+        for m in golden.all_metrics()
+    }
+    decision = decide(
+        comparisons[str(golden.metric)],
+        tie_margin=golden.tie_margin,
+        min_queries=golden.min_queries,
+        guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
+    )
+    return comparisons, decision
+
+
+def _rerank_outcome(run: GoldenRun, stratum: Stratum, confidence: float) -> RerankOutcome | None:
+    """The stratum before and after the reranker, on the queries reranked for it; None without one."""
+    golden, held = run.golden, run.held
+    spec, before, after = golden.rerank, run.incumbent.reranked, run.candidate.reranked
+    if spec is None or held is None or before is None or after is None:
+        return None
+    rows = held.rerank_samples[stratum.name]
+    # The first stage is seeded as the stratum's own comparison is: reranking every query, its column
+    # repeats the stratum's interval rather than one from other resamples of the same pairs.
+    first, first_decision = _decided(
+        golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
+    )
+    reranked, reranked_decision = _decided(
+        golden, stratum, (before.per_query, after.per_query), rows, confidence, "after-rerank"
+    )
+    level = golden.relevance_level
+    scorable = sum(any(g >= level for g in held.qrels[qid].values()) for qid in stratum.query_ids)
+    return RerankOutcome(
+        first_stage=first,
+        first_stage_decision=first_decision,
+        after=reranked,
+        after_decision=reranked_decision,
+        decides=spec.decides,
+        sampled=rows.size < scorable,
     )
 
 
@@ -176,28 +247,23 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
         )
 
     primary = str(golden.metric)
-    comparisons = {
-        str(metric): _compare(
-            golden,
-            stratum,
-            str(metric),
-            run.incumbent.per_query[str(metric)][rows],
-            run.candidate.per_query[str(metric)][rows],
-            confidence,
-        )
-        for metric in golden.all_metrics()
-    }
-    decision = decide(
-        comparisons[primary],
-        tie_margin=golden.tie_margin,
-        min_queries=golden.min_queries,
-        guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
+    comparisons: Mapping[str, PairedComparison]
+    comparisons, decision = _decided(
+        golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
     )
 
-    incumbent = run.incumbent.per_query[primary][rows]
-    candidate = run.candidate.per_query[primary][rows]
+    first_stage, first_decision = comparisons, decision
+    rerank = _rerank_outcome(run, stratum, confidence)
+    ties = _stratum_ties(run, rows, decide_with, decision.verdict)
+    scores: Scores = (run.incumbent.per_query, run.candidate.per_query)
+    if rerank is not None and rerank.decides:
+        # The after-rerank comparison decides; its movers are the reranked queries'.
+        comparisons, decision, ties = rerank.after, rerank.after_decision, None
+        scores, rows, _ = _deciding(run, stratum)
+    incumbent = scores[0][primary][rows]
+    candidate = scores[1][primary][rows]
     difference = np.nan_to_num(candidate - incumbent, nan=0.0)
-    ids = list(stratum.query_ids)
+    ids = [golden.queries[i].id for i in rows]
     texts = [golden.queries[i].text for i in rows]
     # Stable sorts keep golden-file order among equal differences, so the listing is reproducible.
     by_size = np.argsort(-np.abs(difference), kind="stable")
@@ -210,16 +276,22 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
         movers=_movers(texts, ids, incumbent, candidate, by_size),
         drivers=_movers(texts, ids, incumbent, candidate, by_contribution),
         family=family,
-        ties=_stratum_ties(run, rows, decide_with, decision.verdict),
-        consensus_failures=consensus_failures(run, rows),
+        ties=ties,
+        consensus_failures=consensus_failures(run, _stratum_rows(golden, stratum)),
+        rerank=rerank,
     )
     if not run.slices:
         return outcome
-    # The largest slice is this run: its outcome is the one above.
+    # The largest slice is this run: its first stage is the one above (smaller slices are not reranked).
     smaller = [(one, evaluate_stratum(one.run, stratum)) for one in run.slices[:-1]]
-    slices = tuple(
-        SliceOutcome(one.fraction, one.documents, result.comparisons[primary], result.decision.verdict)
-        for one, result in [*smaller, (run.slices[-1], outcome)]
+    slices = (
+        *(
+            SliceOutcome(one.fraction, one.documents, r.comparisons[primary], r.decision.verdict)
+            for one, r in smaller
+        ),
+        SliceOutcome(
+            run.slices[-1].fraction, run.slices[-1].documents, first_stage[primary], first_decision.verdict
+        ),
     )
     return dataclasses.replace(outcome, slices=slices, gap_moving=gap_still_moving(slices, golden.tie_margin))
 
@@ -275,10 +347,12 @@ def consensus_failures(run: GoldenRun, rows: np.ndarray) -> tuple[str, ...]:
     document within the primary metric's cutoff: both models miss, so the labels may be what is wrong."""
     golden = run.golden
     k, level = golden.metric.k, golden.relevance_level
+    # The judgments scored with: with filters, those they allow.
+    qrels = golden.qrels if run.held is None else run.held.qrels
     failures = []
     for row in rows.tolist():
         query = golden.queries[row]
-        judged = golden.qrels.get(query.id, {})
+        judged = qrels.get(query.id, {})
         if not any(grade >= level for grade in judged.values()):
             continue
         ranked = run.incumbent.ranked[row][:k] + run.candidate.ranked[row][:k]

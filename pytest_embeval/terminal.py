@@ -26,6 +26,7 @@ from pytest_embeval.readout_capacity import (
     slices_block,
     usage_lines,
 )
+from pytest_embeval.readout_pipeline import pipeline_notes, rerank_block
 from pytest_embeval.report import ROLES
 
 #: The terminal's strata table: golden-file order, with the MDE, the reasons left to the failures.
@@ -50,20 +51,29 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         # .get: reports written before arms carried an index record are still rendered.
         index = golden[role].get("index")
         if index is not None and index["kind"] == "hnsw":
-            lines.append(_hnsw_line(role, index, golden["depth"]))
+            lines.append(_hnsw_line(f"{role} index", index, golden["depth"]))
+        for part in golden[role].get("components", ()):
+            if part["index"] is not None and part["index"]["kind"] == "hnsw":
+                lines.append(_hnsw_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
     if "recall_target" in golden:
         lines.append(str(recall_target_note(golden)))
     lines += usage_lines(golden)
+    lines += pipeline_notes(golden)
+    rerank = rerank_block(golden, strata)
+    if rerank is not None:
+        lines += _block_lines(rerank)
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
 
 
-def _hnsw_line(role: str, index: Mapping[str, Any], depth: int) -> str:
+def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
     timings = index["timings"]
     latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
     reached = f" (smallest to reach recall {index['recall_target']:g})" if "recall_target" in index else ""
+    filtered = ", filtered as the queries are" if index.get("filtered") else ""
     return (
-        f"{role} index: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
-        f"{reached}, ANN recall@{depth} {index['ann_recall']:.3f} ({index['sample']} queries), "
+        f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
+        f"{reached}, ANN recall@{depth} {fmt_number(index['ann_recall'])} "
+        f"({index['sample']} queries{filtered}), "
         f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
     )
@@ -120,6 +130,14 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
     lines = [
         f"{record['stratum']}: {record['verdict']} — {record['reason']}",
         f"margin {record['tie_margin']}, confidence {record['confidence']}",
+    ]
+    if record.get("decided_by") == "rerank":
+        first = record["rerank"]["first_stage"]
+        lines.append(
+            f"decided after the reranker, on {record['n']} reranked queries (first stage on them: "
+            f"Δ {fmt_number(first['metrics'][metric]['delta'], True)}, {first['verdict']})"
+        )
+    lines += [
         "",
         *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
     ]

@@ -103,7 +103,8 @@ def test_files_form_loads_documents_queries_qrels_and_defaults(tmp_path: Path) -
     assert golden.documents == (
         Document("d1", "alpha text"),
         Document("d2", "beta text", "Beta"),
-        Document("d3", "gamma text"),
+        # The extra field is kept, for filters and folding, but embedded by no one.
+        Document("d3", "gamma text", fields={"lang": ("en",)}),
         Document("d4", "delta text"),
     )
     assert [doc.embed_text for doc in golden.documents] == [
@@ -502,7 +503,7 @@ NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": No
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, split, strata, separate, metric, guards, report, "
     "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, interval, ties, "
-    "multiple_comparisons, production, corpus_sample, guidelines"
+    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"

@@ -105,7 +105,7 @@ def test_an_arm_that_missed_the_target_records_the_recall_it_reached(monkeypatch
 
     golden = wide_golden(TARGET)
     monkeypatch.setattr(
-        index_module.HnswIndex, "ef_for_recall", lambda self, queries, exact, target: (100, 1.0)
+        index_module.HnswIndex, "ef_for_recall", lambda self, queries, exact, target, **_: (100, 1.0)
     )
     with pytest.raises(ControlMismatch, match=r"held constant: index \(incumbent"):
         run_golden(golden, intrinsic_arm(2), intrinsic_arm(32))
