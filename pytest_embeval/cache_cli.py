@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_embeval.cache import PACK_ROWS, EmbeddingCache
-from pytest_embeval.cli import EXIT_FAILED, EXIT_OK, CliError, _golden
+from pytest_embeval.cli_support import EXIT_FAILED, EXIT_OK, CliError
+from pytest_embeval.cli_support import golden_set as _golden
 from pytest_embeval.encoders import KINDS, Arm, EncoderError, Kind, resolve_model
 from pytest_embeval.pipeline import searched_corpus, short_digest
 from pytest_embeval.sharding import (

@@ -13,28 +13,43 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_embeval import cache_cli, cli_judge
 from pytest_embeval.agreement import agreement, agreement_lines
+from pytest_embeval.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
+from pytest_embeval.cli_support import add_scale as _add_scale
+from pytest_embeval.cli_support import bounded_float as _bounded_float
+from pytest_embeval.cli_support import golden_set as _golden
+from pytest_embeval.cli_support import nonnegative_int as _nonnegative_int
+from pytest_embeval.cli_support import positive_int as _positive_int
+from pytest_embeval.cli_support import print_lines as _print
+from pytest_embeval.cli_support import sheets as _sheets
 from pytest_embeval.coverage import DEFAULT_COVERAGE_GAP, coverage, coverage_lines, coverage_warnings
-from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
-from pytest_embeval.merging import DEFAULT_MAX_GRADE, append_qrels, merge_sheets, qrels_file, sheet_grades
+from pytest_embeval.golden import GoldenSet
+from pytest_embeval.merging import append_qrels, merge_sheets, qrels_file
 from pytest_embeval.planning import DEFAULT_SD, observed_sd, plan, plan_lines
 from pytest_embeval.pooling import (
     DEFAULT_DEPTH,
-    Sheet,
     SheetError,
     pool_from_rankings,
     pool_lines,
-    read_sheet,
     sample_pool,
     sheet_pairs,
     split_pool,
     write_sheet,
 )
+from pytest_embeval.provenance import (
+    append_provenance,
+    calibration_sources,
+    model_lines,
+    provenance_line,
+    provenance_path,
+    read_calibration,
+)
 from pytest_embeval.rankings import (
-    Pair,
     ReportError,
     find_golden_record,
     load_report,
@@ -42,63 +57,7 @@ from pytest_embeval.rankings import (
     read_trec_run,
 )
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """Bad input: printed as ``embeval <command>: error: <line>`` for each line, exit status 2."""
-
-
-# ----------------------------------------------------------------------------------------- argument types
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def _bounded_float(low: float, high: float, *, include_high: bool) -> Callable[[str], float]:
-    closing = "]" if include_high else ")"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not (low <= value <= high if include_high else low <= value < high):
-            raise argparse.ArgumentTypeError(
-                f"expected a number in [{low:g}, {high:g}{closing}, got {text!r}"
-            )
-        return value
-
-    return parse
-
-
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def _golden(path: str) -> GoldenSet:
-    try:
-        return load_golden(path)
-    except GoldenError as error:
-        raise CliError(str(error)) from None
 
 
 def _report_record(path: str, golden: GoldenSet) -> Mapping[str, object]:
@@ -164,24 +123,6 @@ def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict
             for query, row in zip(golden.queries, positions.tolist(), strict=True)
         }
     return rankings
-
-
-def _sheets(paths: Sequence[str]) -> list[Sheet]:
-    problems: list[str] = []
-    sheets: list[Sheet] = []
-    for path in paths:
-        try:
-            sheets.append(read_sheet(path))
-        except SheetError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise CliError("\n".join(problems))
-    return sheets
-
-
-def _print(lines: Sequence[str]) -> None:
-    for line in lines:
-        print(line)
 
 
 # ----------------------------------------------------------------------------------------------- commands
@@ -257,18 +198,35 @@ def _merge(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     try:
         target = qrels_file(golden)
+        calibrations = [read_calibration(Path(path)) for path in args.calibration]
     except ValueError as error:
         raise CliError(str(error)) from None
     sheets = _sheets(args.sheets)
     try:
         result = merge_sheets(golden, sheets, max_grade=args.max_grade, resolve=args.resolve)
+        sources = calibration_sources(
+            Counter(judgment.judge for judgment in result.new),
+            calibrations,
+            query_ids={query.id for query in golden.queries},
+            doc_ids={doc.id for doc in golden.documents},
+            golden_name=golden.name,
+            accept_uncalibrated=args.accept_uncalibrated,
+        )
     except SheetError as error:
         raise CliError("\n".join([*error.problems, "nothing was merged"])) from None
+    except ValueError as error:
+        raise CliError("\n".join([*str(error).splitlines(), "nothing was merged"])) from None
     judges = ", ".join(f"{judge} ({rows} rows)" for judge, rows in result.judges.items())
     print(f"{len(sheets)} sheet(s), judges: {judges or 'none'}")
     print(f"already in the qrels with the same grade: {result.unchanged}")
     if result.resolved:
         print(f"judges disagreed on {result.resolved} pair(s), resolved by --resolve {args.resolve}")
+    if result.set_aside:
+        print(
+            f"a model's grades set aside (people graded the pair, or the qrels judge it): {result.set_aside}"
+        )
+    _print(model_lines(result.new, sources))
+    sidecar = provenance_path(target)
     if not result.new:
         print(f"nothing new to merge into {target}")
     elif args.dry_run:
@@ -276,20 +234,15 @@ def _merge(args: argparse.Namespace) -> int:
     else:
         append_qrels(target, result.new, qrels_format=golden.qrels_format or "beir")
         print(f"appended {len(result.new)} judgments to {target}")
+        append_provenance(
+            sidecar, [provenance_line(j.query_id, j.doc_id, j.grade, sources[j.judge]) for j in result.new]
+        )
+        print(f"where each came from: {sidecar}")
     return EXIT_OK
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    first, second = _sheets([args.first, args.second])
-    problems: list[str] = []
-    grades: list[dict[Pair, int]] = []
-    for sheet in (first, second):
-        try:
-            grades.append(sheet_grades(sheet, max_grade=args.max_grade))
-        except SheetError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise CliError("\n".join(problems))
+    grades = sheet_grades_of(_sheets([args.first, args.second]), args.max_grade)
     try:
         result = agreement(grades[0], grades[1], max_grade=args.max_grade)
     except ValueError as error:
@@ -344,16 +297,6 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------------- parser
-
-
-def _add_scale(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--max-grade",
-        type=_positive_int,
-        default=DEFAULT_MAX_GRADE,
-        metavar="N",
-        help="grades are integers 0..N (default %(default)s).",
-    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -428,7 +371,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         metavar="N",
-        help="write a seeded random sample of N of the pairs: the calibration sheet two judges grade first.",
+        help="write a seeded sample of N of the pairs, drawn evenly over the best rank any arm gave them: "
+        "the calibration sheet people grade first.",
     )
     pool_parser.add_argument(
         "--split",
@@ -469,6 +413,19 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="when different judges graded a pair differently, keep the highest, the lowest, or the first "
         "grade (sheets in the order given, then rows); default: it is an error.",
+    )
+    merge_parser.add_argument(
+        "--calibration",
+        action="append",
+        default=[],
+        metavar="CALIBRATION.json",
+        help="the record of embeval calibrate --record for a model judge on the sheets (repeatable); a "
+        "model's grades are merged only when its calibration found it usable.",
+    )
+    merge_parser.add_argument(
+        "--accept-uncalibrated",
+        action="store_true",
+        help="merge a model's grades without a passed calibration; recorded with each such judgment.",
     )
     merge_parser.add_argument("--dry-run", action="store_true", help="validate and report, write nothing.")
     merge_parser.set_defaults(run=_merge)
@@ -544,9 +501,8 @@ def _parser() -> argparse.ArgumentParser:
         help="use each stratum's observed paired standard deviation from this embeval JSON report.",
     )
     plan_parser.set_defaults(run=_plan)
-    from pytest_embeval.cache_cli import add_commands  # imports this module: added once it is loaded
-
-    add_commands(commands)
+    cli_judge.add_parsers(commands)
+    cache_cli.add_commands(commands)
     return parser
 
 

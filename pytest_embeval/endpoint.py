@@ -7,7 +7,7 @@ and 408/409/429/5xx answers with exponential backoff (0.5 s doubling up to 8 s, 
 jitter), waits what ``Retry-After`` or ``retry-after-ms`` asks instead when that is at most 120 s, and never
 waits longer (current clients then give up, older ones back off as usual). This module configures it
 (``max_retries``, ``timeout``, ``base_url``, ``api_key``), never retries on top of it, and turns its typed
-errors into one-line `EncoderError` messages.
+errors into one-line messages (`OpenAIClient`, which the LLM judge's chat requests share, see `judge`).
 
 Each encoder call is one request: `encoders.embed` cuts the texts by count and by an estimated token budget
 and keeps ``concurrency`` requests in flight (see `batching`), and the embedding cache stores each request's
@@ -49,10 +49,15 @@ from pytest_embeval.usage import TokenUsage, apportion
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_KEY_ENV",
+    "Connection",
     "EndpointEncoder",
+    "EndpointError",
     "EndpointSettings",
+    "OpenAIClient",
     "arm_from_spec",
+    "connection",
     "openai_arm",
+    "spec_parameters",
 ]
 
 #: Where requests go without ``base_url`` and without ``OPENAI_BASE_URL`` (as the official client does).
@@ -75,6 +80,103 @@ _PARAMETER_NAME = re.compile(r"[a-z_]{1,40}")
 _ENCODING_FORMATS = ("float", "base64")
 #: Statuses the client retries (`_base_client.BaseClient._should_retry`): past them it has given up.
 _RETRIED = frozenset({408, 409, 429})
+
+
+class EndpointError(Exception):
+    """A one-line problem with an endpoint spec, its key, or a request to it; it never holds the key.
+
+    Each user of an endpoint turns it into its own error: an arm's into an `EncoderError`, the LLM judge's
+    (`judge`) into a `JudgeError`."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Connection:
+    """What the official client is built with, validated (`connection`): the endpoint, where its key is read
+    from (never the key), and how the client retries and waits."""
+
+    #: ``openai:MODEL``, what messages name the spec by
+    label: str
+    model: str
+    base_url: str
+    api_key_env: str
+    max_retries: int
+    timeout: float
+
+
+class OpenAIClient:
+    """The official client of one `Connection`, shared by the threads that send its requests; it is built,
+    and the key read from the environment, when the first request is sent."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._lock = threading.Lock()
+        self._openai: ModuleType | None = None
+        self._client: Any = None
+
+    def connect(self, url: str) -> tuple[ModuleType, Any]:
+        """The ``openai`` module and the client; `EndpointError` when the client or the key is missing
+        (naming ``url``, where the request was to go)."""
+        with self._lock:
+            if self._client is None:
+                openai = _import_openai(self.connection.label)
+                where = self.connection
+                missing = self.missing_key(url)
+                if missing is not None:
+                    raise EndpointError(missing)
+                # The key goes from the environment to the client, through no variable of ours.
+                self._client = openai.OpenAI(
+                    api_key=os.environ[where.api_key_env],
+                    base_url=where.base_url,
+                    max_retries=where.max_retries,
+                    timeout=where.timeout,
+                )
+                self._openai = openai
+            assert self._openai is not None
+            return self._openai, self._client
+
+    def missing_key(self, url: str) -> str | None:
+        """Why no request to ``url`` could be sent now: the key's variable is not set; None when it is."""
+        env = self.connection.api_key_env
+        if os.environ.get(env):
+            return None
+        return (
+            f"the API key for {url} is read from ${env}, which is not set (for a server that needs no key, "
+            "set it to any value)"
+        )
+
+    def explain(self, openai: ModuleType, error: Exception, url: str) -> str:
+        """One line for an error of the client on a request to ``url``, naming the URL (and the key's
+        variable, never the key), redacted."""
+        where = self.connection
+        env = where.api_key_env
+        retries = _retries_taken(error, where.max_retries)
+        if isinstance(error, openai.APITimeoutError):
+            line = f"no answer from {url} within {where.timeout:g} s, {_times(retries)}"
+        elif isinstance(error, openai.APIConnectionError):
+            line = f"cannot reach {url} ({_cause(error)}), {_times(retries)}"
+        elif isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
+            line = f"{url} refused the API key in ${env} ({_status(error.status_code)})"
+        elif isinstance(error, openai.NotFoundError):
+            line = (
+                f"{url} has no model {where.model!r} ({_status(404)}): check the model name and the base URL"
+            )
+        elif isinstance(error, openai.APIStatusError):
+            status = error.status_code
+            if status in _RETRIED or status >= 500:
+                line = (
+                    f"{url} answered {_status(status)}; gave up after {retries} of {where.max_retries} "
+                    "retries"
+                )
+            else:
+                line = f"{url} answered {_status(status)}: {_server_message(error)}"
+        else:
+            line = f"{url} gave an unusable answer: {type(error).__name__}: {_first_line(str(error))}"
+        return self.redact(line)
+
+    def redact(self, message: str) -> str:
+        """``message`` with the key, should it hold it (a server's text quoted), blanked out."""
+        key = os.environ.get(self.connection.api_key_env, "")
+        return message.replace(key, "***") if len(key) >= 4 else message
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -118,9 +220,16 @@ class EndpointEncoder:
         self.settings = settings
         self.usage = usage
         self.batching = settings.batching
-        self._lock = threading.Lock()
-        self._openai: ModuleType | None = None
-        self._client: Any = None
+        self._client = OpenAIClient(
+            Connection(
+                label=f"{ENDPOINT_PREFIX}{settings.model}",
+                model=settings.model,
+                base_url=settings.base_url,
+                api_key_env=settings.api_key_env,
+                max_retries=settings.max_retries,
+                timeout=settings.timeout,
+            )
+        )
 
     def encode_query(self, texts: list[str]) -> EncodedBatch:
         return self._encode(texts, "query")
@@ -131,13 +240,7 @@ class EndpointEncoder:
     def missing_key(self) -> str | None:
         """Why no request could be sent now: the key's variable is not set; None when it is. Asked by the
         plugin before anything runs, so that the command line's arms fail as a usage error, not mid-run."""
-        settings = self.settings
-        if os.environ.get(settings.api_key_env):
-            return None
-        return (
-            f"the API key for {settings.url} is read from ${settings.api_key_env}, which is not set (for a "
-            "server that needs no key, set it to any value)"
-        )
+        return self._client.missing_key(self.settings.url)
 
     def __repr__(self) -> str:
         return f"EndpointEncoder({self.settings.model!r} at {self.settings.url})"
@@ -146,7 +249,10 @@ class EndpointEncoder:
         settings = self.settings
         prompt = settings.prompts[kind]
         inputs = [prompt + text for text in texts]
-        openai, client = self._connect()
+        try:
+            openai, client = self._client.connect(settings.url)
+        except EndpointError as error:
+            raise EncoderError(str(error)) from None
         options: dict[str, Any] = {"model": settings.model, "input": inputs}
         if settings.dimensions is not None:
             options["dimensions"] = settings.dimensions
@@ -155,34 +261,16 @@ class EndpointEncoder:
         try:
             response = client.embeddings.create(**options)
         except openai.OpenAIError as error:
-            raise EncoderError(self._redact(self._explain(openai, error))) from None
+            raise EncoderError(self._client.explain(openai, error, settings.url)) from None
         except ValueError as error:  # the client's own check: "No embedding data received"
-            raise EncoderError(self._redact(f"{settings.url} returned no embeddings ({error})")) from None
+            message = f"{settings.url} returned no embeddings ({error})"
+            raise EncoderError(self._client.redact(message)) from None
         vectors = self._vectors(response, len(inputs))
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "prompt_tokens", None)
         spent = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else 0
         self.usage.add(tokens=spent, requests=1)
         return EncodedBatch(vectors=vectors, tokens=apportion(spent, [estimate_tokens(t) for t in inputs]))
-
-    def _connect(self) -> tuple[ModuleType, Any]:
-        with self._lock:
-            if self._client is None:
-                openai = _import_openai(f"{ENDPOINT_PREFIX}{self.settings.model}")
-                settings = self.settings
-                missing = self.missing_key()
-                if missing is not None:
-                    raise EncoderError(missing)
-                # The key goes from the environment to the client, through no variable of ours.
-                self._client = openai.OpenAI(
-                    api_key=os.environ[settings.api_key_env],
-                    base_url=settings.base_url,
-                    max_retries=settings.max_retries,
-                    timeout=settings.timeout,
-                )
-                self._openai = openai
-            assert self._openai is not None
-            return self._openai, self._client
 
     def _vectors(self, response: Any, n: int) -> np.ndarray:
         """The response's vectors as float64 ``(n, d)``, or an `EncoderError` saying what is wrong."""
@@ -226,36 +314,6 @@ class EndpointEncoder:
             )
         return vectors
 
-    def _explain(self, openai: ModuleType, error: Exception) -> str:
-        """One line for an error of the client, naming the URL (and the key's variable, never the key)."""
-        settings = self.settings
-        url, env = settings.url, settings.api_key_env
-        retries = _retries_taken(error, settings.max_retries)
-        if isinstance(error, openai.APITimeoutError):
-            return f"no answer from {url} within {settings.timeout:g} s, {_times(retries)}"
-        if isinstance(error, openai.APIConnectionError):
-            return f"cannot reach {url} ({_cause(error)}), {_times(retries)}"
-        if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
-            return f"{url} refused the API key in ${env} ({_status(error.status_code)})"
-        if isinstance(error, openai.NotFoundError):
-            return (
-                f"{url} has no model {settings.model!r} ({_status(404)}): check the model name and the "
-                "base URL"
-            )
-        if isinstance(error, openai.APIStatusError):
-            status = error.status_code
-            if status in _RETRIED or status >= 500:
-                return (
-                    f"{url} answered {_status(status)}; gave up after {retries} of {settings.max_retries} "
-                    "retries"
-                )
-            return f"{url} answered {_status(status)}: {_server_message(error)}"
-        return f"{url} gave an unusable answer: {type(error).__name__}: {_first_line(str(error))}"
-
-    def _redact(self, message: str) -> str:
-        key = os.environ.get(self.settings.api_key_env, "")
-        return message.replace(key, "***") if len(key) >= 4 else message
-
 
 # ------------------------------------------------------------------------------------------------ the arm
 
@@ -289,27 +347,22 @@ def openai_arm(
     an answer. ``encoding_format`` ("float" or "base64") is sent when given (the client asks for base64 and
     also reads floats). ``name`` is what reports show (default ``"openai:MODEL"``).
     """
-    label = f"{ENDPOINT_PREFIX}{model}"
-    if not isinstance(model, str) or not model.strip() or model != model.strip():
-        raise EncoderError(
-            f"model spec {label!r}: the model name must be a non-empty string without surrounding spaces"
+    try:
+        where = connection(
+            model, base_url=base_url, api_key_env=api_key_env, max_retries=max_retries, timeout=timeout
         )
+    except EndpointError as error:
+        raise EncoderError(str(error)) from None
+    label = where.label
 
     def check(condition: bool, problem: str) -> None:
         if not condition:
             raise EncoderError(f"model spec {label!r}: {problem}")
 
     check(
-        isinstance(api_key_env, str) and _ENV_NAME.fullmatch(api_key_env) is not None,
-        "api_key_env must be the name of an environment variable (letters, digits and underscores), "
-        "not a key: the key is read from that variable",
-    )
-    check(
         dimensions is None or _is_int(dimensions, 1),
         f"dimensions must be an integer >= 1, got {dimensions!r}",
     )
-    check(_is_int(max_retries, 0), f"max_retries must be an integer >= 0, got {max_retries!r}")
-    check(_is_number(timeout) and timeout > 0, f"timeout must be a number of seconds > 0, got {timeout!r}")
     check(
         price_per_million_tokens is None
         or (_is_number(price_per_million_tokens) and price_per_million_tokens >= 0),
@@ -324,17 +377,15 @@ def openai_arm(
     except ValueError as error:
         raise EncoderError(f"model spec {label!r}: {error}") from None
     applied = _prompts(prompts, label)
-    url = _base_url(base_url, label)
-    _import_check(label)
     settings = EndpointSettings(
         model=model,
-        base_url=url,
+        base_url=where.base_url,
         api_key_env=api_key_env,
         dimensions=dimensions,
         prompts=applied,
         batching=batching,
         max_retries=max_retries,
-        timeout=float(timeout),
+        timeout=where.timeout,
         encoding_format=encoding_format,
     )
     usage = TokenUsage()
@@ -360,6 +411,46 @@ def openai_arm(
     )
 
 
+def connection(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str = DEFAULT_KEY_ENV,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Connection:
+    """The validated `Connection` to ``model`` (``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's),
+    or an `EndpointError` naming the spec; also when the ``openai`` client is not installed (it is not
+    imported here)."""
+    label = f"{ENDPOINT_PREFIX}{model}"
+    if not isinstance(model, str) or not model.strip() or model != model.strip():
+        raise EndpointError(
+            f"model spec {label!r}: the model name must be a non-empty string without surrounding spaces"
+        )
+
+    def check(condition: bool, problem: str) -> None:
+        if not condition:
+            raise EndpointError(f"model spec {label!r}: {problem}")
+
+    check(
+        isinstance(api_key_env, str) and _ENV_NAME.fullmatch(api_key_env) is not None,
+        "api_key_env must be the name of an environment variable (letters, digits and underscores), "
+        "not a key: the key is read from that variable",
+    )
+    check(_is_int(max_retries, 0), f"max_retries must be an integer >= 0, got {max_retries!r}")
+    check(_is_number(timeout) and timeout > 0, f"timeout must be a number of seconds > 0, got {timeout!r}")
+    url = _base_url(base_url, label)
+    _import_check(label)
+    return Connection(
+        label=label,
+        model=model,
+        base_url=url,
+        api_key_env=api_key_env,
+        max_retries=max_retries,
+        timeout=float(timeout),
+    )
+
+
 #: What a spec's parameters are read as; ``query_prompt`` / ``document_prompt`` become `openai_arm`'s prompts.
 _SPEC_PARAMETERS: dict[str, Callable[[str], object]] = {
     "dimensions": int,
@@ -382,37 +473,52 @@ def arm_from_spec(spec: str) -> Arm:
     (``query_prompt`` and ``document_prompt`` for its prompts), percent-encoded as in a URL query string (a
     literal ``+`` is ``%2B``; ``+`` is a space). Unknown parameters and bad values are one-line errors, which
     never quote a value that could be a key."""
+    try:
+        model, options = spec_parameters(
+            spec, _SPEC_PARAMETERS, example="openai:text-embedding-3-small?dimensions=256"
+        )
+    except EndpointError as error:
+        raise EncoderError(str(error)) from None
+    prompts = {kind: str(options.pop(f"{kind}_prompt", "")) for kind in KINDS}
+    return openai_arm(model, prompts=prompts, name=spec, **options)  # type: ignore[arg-type]
+
+
+def spec_parameters(
+    spec: str, parameters: Mapping[str, Callable[[str], object]], *, example: str
+) -> tuple[str, dict[str, object]]:
+    """The model name and the parameters of ``openai:MODEL[?name=value&...]``, each read by its entry in
+    ``parameters`` (``int``, ``float``, ``str`` or a function raising ``ValueError``); ``example`` is a
+    whole spec shown in the message for a spec without a model name. Unknown or repeated parameters and bad
+    values are one-line `EndpointError` messages, which never quote a value that could be a key."""
     model, _, query = spec[len(ENDPOINT_PREFIX) :].partition("?")
     label = f"{ENDPOINT_PREFIX}{model}"
     if not model:
-        raise EncoderError(
-            f"model spec {label!r}: no model name after {ENDPOINT_PREFIX!r} "
-            "(e.g. 'openai:text-embedding-3-small?dimensions=256')"
+        raise EndpointError(
+            f"model spec {label!r}: no model name after {ENDPOINT_PREFIX!r} (e.g. {example!r})"
         )
     try:
         pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
-        raise EncoderError(
+        raise EndpointError(
             f"model spec {label!r}: the parameters after '?' must be name=value pairs joined by '&'"
         ) from None
     options: dict[str, object] = {}
     for key, value in pairs:
         shown = repr(key) if _PARAMETER_NAME.fullmatch(key) else "a parameter"
-        if key not in _SPEC_PARAMETERS:
+        if key not in parameters:
             hint = " (the key is read from the environment: api_key_env=VARIABLE)" if "key" in key else ""
-            raise EncoderError(
-                f"model spec {label!r}: unknown parameter {shown}{hint}; known: {', '.join(_SPEC_PARAMETERS)}"
+            raise EndpointError(
+                f"model spec {label!r}: unknown parameter {shown}{hint}; known: {', '.join(parameters)}"
             )
         if key in options:
-            raise EncoderError(f"model spec {label!r}: parameter {shown} is given twice")
-        read = _SPEC_PARAMETERS[key]
+            raise EndpointError(f"model spec {label!r}: parameter {shown} is given twice")
+        read = parameters[key]
         try:
             options[key] = read(value)
-        except ValueError:
-            kind = "an integer" if read is int else "a number"
-            raise EncoderError(f"model spec {label!r}: {key} must be {kind}, got {value!r}") from None
-    prompts = {kind: str(options.pop(f"{kind}_prompt", "")) for kind in KINDS}
-    return openai_arm(model, prompts=prompts, name=spec, **options)  # type: ignore[arg-type]
+        except ValueError as error:
+            kind = "an integer" if read is int else "a number" if read is float else str(error)
+            raise EndpointError(f"model spec {label!r}: {key} must be {kind}, got {value!r}") from None
+    return model, options
 
 
 # ---------------------------------------------------------------------------------------------- internals
@@ -421,14 +527,14 @@ def arm_from_spec(spec: str) -> Arm:
 def _import_check(label: str) -> None:
     """The one-line error for a missing client, at resolve time, without importing it."""
     if importlib.util.find_spec("openai") is None:
-        raise EncoderError(f"model spec {label!r} needs the openai client: {EXTRA_HINT}")
+        raise EndpointError(f"model spec {label!r} needs the openai client: {EXTRA_HINT}")
 
 
 def _import_openai(label: str) -> ModuleType:
     try:
         return importlib.import_module("openai")
     except ImportError as error:
-        raise EncoderError(f"model spec {label!r} needs the openai client ({error}): {EXTRA_HINT}") from None
+        raise EndpointError(f"model spec {label!r} needs the openai client ({error}): {EXTRA_HINT}") from None
 
 
 def _base_url(given: str | None, label: str) -> str:
@@ -438,15 +544,15 @@ def _base_url(given: str | None, label: str) -> str:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018  (raises ValueError on a port out of range or not a number)
     except (ValueError, TypeError):
-        raise EncoderError(f"model spec {label!r}: {source} is not a URL") from None
+        raise EndpointError(f"model spec {label!r}: {source} is not a URL") from None
     if parts.username is not None or parts.password is not None:
         # Never quoted: it holds a credential.
-        raise EncoderError(
+        raise EndpointError(
             f"model spec {label!r}: {source} must not hold a user name or password; the key is read from "
             "the environment (api_key_env=VARIABLE)"
         )
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise EncoderError(
+        raise EndpointError(
             f"model spec {label!r}: {source} must be an http(s) URL without query or fragment, such as "
             f"'http://127.0.0.1:8080/v1', got {url!r}"
         )

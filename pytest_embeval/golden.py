@@ -30,6 +30,9 @@ Decisions the schema leaves open, taken here:
   ``sizes`` are fractions in (0, 1], kept sorted.
 * ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
   least 2 (hnswlib cannot build a graph with M = 1).
+* ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
+  file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
+  the fingerprint: the judgments are, and the guidelines change no score.
 """
 
 from __future__ import annotations
@@ -145,6 +148,7 @@ KNOWN_KEYS = (
     "corpus_sample",
     "fold",
     "rerank",
+    "guidelines",
 )
 _DATA_KEYS = ("corpus", "queries", "qrels")
 _INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters")
@@ -196,6 +200,14 @@ class CorpusSample:
 
 
 @dataclass(frozen=True, slots=True)
+class Guidelines:
+    """The relevance definition judges grade by: the file, and its text as read."""
+
+    path: Path
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Stratum:
     name: str  # "overall" | "field=value"
     query_ids: tuple[str, ...]
@@ -232,6 +244,8 @@ class GoldenSet:
     #: the production index each arm's capacity is projected to; None: no capacity is measured
     production: Production | None = None
     corpus_sample: CorpusSample | None = None
+    #: the written relevance definition (``guidelines``), for people and the LLM judge; None: not declared
+    guidelines: Guidelines | None = None
     #: ids of the corpus's documents without text, in corpus order: never embedded nor retrievable, but
     #: known to the judgments (a judged one counts in recall's and nDCG's denominators)
     textless: tuple[str, ...] = ()
@@ -615,6 +629,7 @@ class _GoldenLoader:
         corpus_sample: CorpusSample | None = setting(
             "corpus_sample", lambda node: self.corpus_sample(node, seed), None
         )
+        guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
         return GoldenSet(
             path=self.path,
             name=name,
@@ -638,6 +653,7 @@ class _GoldenLoader:
             multiple_comparisons=multiple_comparisons,
             production=production,
             corpus_sample=corpus_sample,
+            guidelines=guidelines,
             textless=tuple(doc.id for doc in data.documents if not doc.has_text),
             split=data.split,
             qrels_path=data.qrels_path,
@@ -802,6 +818,14 @@ class _GoldenLoader:
         if "seed" in entries:
             seed = self.integer(entries["seed"][1], "corpus_sample.seed", 0)
         return CorpusSample(sizes=tuple(sorted(sizes)), seed=seed)
+
+    def guidelines(self, node: yaml.Node) -> Guidelines:
+        path = self.require(node, "guidelines", self.location(node, "guidelines"))
+        text = read_text(path)
+        if not text.strip():
+            problem = f"{path.resolve()} is empty: write down the relevance definition judges grade by"
+            raise self.error(node, "guidelines", problem)
+        return Guidelines(path, text)
 
     # --- data: corpus, queries, qrels
 

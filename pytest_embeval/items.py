@@ -27,7 +27,8 @@ from pytest_embeval.pipeline import (
     run_golden,
 )
 from pytest_embeval.progress import PROGRESS_MIN_TEXTS, ProgressLine
-from pytest_embeval.report import error_record, golden_record, stratum_record
+from pytest_embeval.provenance import golden_judgments
+from pytest_embeval.report import Record, error_record, golden_record, stratum_record
 from pytest_embeval.rerank import RerankError
 from pytest_embeval.retrievers import Retriever, resolve_arm
 from pytest_embeval.session import (
@@ -77,13 +78,20 @@ class GoldenFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
             golden = load_golden(self.path)
+            judgments = golden_judgments(golden)
         except GoldenError as error:
             # Name the file as the user typed it, relative to where pytest was started.
             shown = os.path.relpath(error.path, self.config.invocation_params.dir)
             raise self.CollectError(str(GoldenError(shown, error.key, error.line, error.problem))) from None
         for order, stratum in enumerate(golden.strata()):
             yield StratumItem.from_parent(
-                self, name=stratum.name, callobj=_check_stratum, golden=golden, stratum=stratum, order=order
+                self,
+                name=stratum.name,
+                callobj=_check_stratum,
+                golden=golden,
+                stratum=stratum,
+                order=order,
+                judgments=judgments,
             )
 
 
@@ -103,11 +111,15 @@ class StratumItem(pytest.Function):
     the call then only pairs the arms over the item's stratum.
     """
 
-    def __init__(self, *, golden: GoldenSet, stratum: Stratum, order: int, **kwargs: Any) -> None:
+    def __init__(
+        self, *, golden: GoldenSet, stratum: Stratum, order: int, judgments: Record, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.golden = golden
         self.stratum = stratum
         self.order = order
+        #: where the judgments came from (`provenance.judgments_record`), for the report
+        self.judgments = judgments
         self.run: GoldenRun | None = None
 
     @property
@@ -151,7 +163,7 @@ class StratumItem(pytest.Function):
         golden = None
         if self.golden_path not in state.sent_golden:
             state.sent_golden.add(self.golden_path)
-            golden = golden_record(self.run, self.golden_path)
+            golden = {**golden_record(self.run, self.golden_path), "judgments": self.judgments}
         outcomes = state.outcomes.get(self.golden_key)
         if outcomes is None:
             # The strata of a file are decided as one family, so all of them are evaluated at once.

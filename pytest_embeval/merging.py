@@ -1,6 +1,10 @@
 """Graded sheets into qrels: validate every row against the golden set, then append the new judgments.
 
 Grades are integers on the scale ``0..max_grade`` (default 2: 0 not relevant, 1 partly, 2 fully relevant).
+
+People's grades come before a model's (a judge cell that is a judge spec, see `judge.is_model_judge`): on
+a pair people graded, or the qrels already judge, a model's grade is set aside, not a disagreement. So the
+model's sheet of a whole pool merges together with the people's calibration sheet of part of it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Literal
 
 from pytest_embeval.datafiles import QRELS_HEADER
 from pytest_embeval.golden import GoldenSet
+from pytest_embeval.judge import is_model_judge
 from pytest_embeval.output import write_atomic
 from pytest_embeval.pooling import Sheet, SheetError, SheetRow, pair_id
 from pytest_embeval.rankings import Pair
@@ -25,6 +30,7 @@ __all__ = [
     "append_qrels",
     "check_max_grade",
     "merge_sheets",
+    "pair_problems",
     "qrels_file",
     "sheet_grades",
 ]
@@ -97,6 +103,8 @@ class Judgment:
     query_id: str
     doc_id: str
     grade: int
+    #: who made it: the sheet's judge cell (or its file name); a judge spec for a model
+    judge: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +117,8 @@ class MergeResult:
     judges: Mapping[str, int]
     #: pairs on which judges disagreed and ``resolve`` chose the grade
     resolved: int
+    #: a model's grades set aside because people graded the pair, or the qrels already judge it
+    set_aside: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +143,20 @@ def _check_ids(golden: GoldenSet, query_ids: Set[str], doc_ids: Set[str], row: S
         )
 
 
+def pair_problems(golden: GoldenSet, sheet: Sheet) -> list[str]:
+    """One line for every row of ``sheet`` that does not name a pair of ``golden`` (unknown or empty ids,
+    a ``pair_id`` that is not the row's), in row order."""
+    query_ids = {query.id for query in golden.queries}
+    doc_ids = {doc.id for doc in golden.documents}
+    problems = []
+    for row in sheet.rows:
+        try:
+            _check_ids(golden, query_ids, doc_ids, row)
+        except _CellError as exc:
+            problems.append(f"{sheet.name}: row {row.row}: {exc}")
+    return problems
+
+
 def merge_sheets(
     golden: GoldenSet,
     sheets: Sequence[Sheet],
@@ -149,8 +173,9 @@ def merge_sheets(
     that is blank. One judge grading a pair twice differently is an error; two judges grading it differently
     are an error too unless ``resolve`` says which grade to keep (``max``, ``min``, or ``first`` in sheet and
     row order). A pair the qrels already hold with a different grade is an error (qrels are revised by hand,
-    on purpose); with the same grade it is counted as unchanged. Raises `SheetError` listing every problem,
-    one line each, in sheet and row order.
+    on purpose); with the same grade it is counted as unchanged. A model's grade of a pair that people
+    graded too, or that the qrels already judge, is set aside (counted in ``set_aside``). Raises `SheetError`
+    listing every problem, one line each, in sheet and row order.
     """
     check_max_grade(max_grade)
     if resolve not in (None, "max", "min", "first"):
@@ -194,8 +219,14 @@ def merge_sheets(
                 )
 
     new: list[Judgment] = []
-    unchanged = resolved = 0
-    for pair, grades in by_pair.items():
+    unchanged = resolved = set_aside = 0
+    for pair, graded_by in by_pair.items():
+        grades = [g for g in graded_by if not is_model_judge(g.judge)] or graded_by
+        judged = pair[1] in golden.qrels.get(pair[0], {})
+        if judged and not [g for g in graded_by if not is_model_judge(g.judge)]:
+            set_aside += len(grades)  # a model's grades of a pair the qrels already judge
+            continue
+        set_aside += len(graded_by) - len(grades)
         chosen = grades[0]
         if len({g.grade for g in grades}) > 1:
             if resolve is None:
@@ -217,7 +248,7 @@ def merge_sheets(
                 chosen = min(grades, key=lambda g: g.grade)
         existing = golden.qrels.get(pair[0], {}).get(pair[1])
         if existing is None:
-            new.append(Judgment(pair[0], pair[1], chosen.grade))
+            new.append(Judgment(pair[0], pair[1], chosen.grade, chosen.judge))
         elif existing == chosen.grade:
             unchanged += 1
         else:
@@ -233,7 +264,7 @@ def merge_sheets(
         raise SheetError([f"{sheets[i].name}: row {row}: {text}" for i, row, text in sorted(problems)])
     position = {query.id: i for i, query in enumerate(golden.queries)}
     new.sort(key=lambda j: (position[j.query_id], j.doc_id))
-    return MergeResult(tuple(new), unchanged, judges, resolved)
+    return MergeResult(tuple(new), unchanged, judges, resolved, set_aside)
 
 
 def qrels_file(golden: GoldenSet) -> Path:

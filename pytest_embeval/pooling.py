@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 import json
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from os import PathLike
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_embeval.golden import GoldenSet
+from pytest_embeval.golden import Document, GoldenSet, Query
 from pytest_embeval.output import table, write_atomic
 from pytest_embeval.rankings import Pair, Rankings, check_rankings
 from pytest_embeval.stats import stable_seed
@@ -43,8 +44,10 @@ __all__ = [
     "pool_command",
     "pool_from_rankings",
     "pool_lines",
+    "pool_row",
     "read_sheet",
     "sample_pool",
+    "sheet_cells",
     "sheet_pairs",
     "sheet_text",
     "split_pool",
@@ -105,6 +108,8 @@ class QueryPool:
     pending: int
     #: the rest, to judge, in a seeded shuffled order
     rows: tuple[PoolRow, ...]
+    #: for each row, the best (lowest, 1-based) rank any arm or run gave its document; never on the sheet
+    best_ranks: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +126,18 @@ class Pool:
     @property
     def rows(self) -> tuple[PoolRow, ...]:
         return tuple(row for query in self.queries for row in query.rows)
+
+
+def pool_row(golden_name: str, query: Query, document: Document) -> PoolRow:
+    """The sheet row of a pair, with the texts the golden set holds."""
+    return PoolRow(
+        pair_id=pair_id(golden_name, query.id, document.id),
+        query_id=query.id,
+        query_text=query.text,
+        doc_id=document.id,
+        doc_title=document.title,
+        doc_text=document.text,
+    )
 
 
 def pool_from_rankings(
@@ -171,19 +188,14 @@ def pool_from_rankings(
         skipped = {} if rejudge is not None else judged  # a second look shows the judged pairs again
         pending = [doc for doc in union if doc not in skipped and (query.id, doc) in excluded]
         fresh = [doc for doc in union if doc not in skipped and (query.id, doc) not in excluded]
-        order = np.random.default_rng(stable_seed("embeval pool", base_seed, query.id)).permutation(
-            len(fresh)
+        order = (
+            np.random.default_rng(stable_seed("embeval pool", base_seed, query.id))
+            .permutation(len(fresh))
+            .tolist()
         )
-        rows = tuple(
-            PoolRow(
-                pair_id=pair_id(golden.name, query.id, doc_id),
-                query_id=query.id,
-                query_text=query.text,
-                doc_id=doc_id,
-                doc_title=documents[doc_id].title,
-                doc_text=documents[doc_id].text,
-            )
-            for doc_id in (fresh[i] for i in order.tolist())
+        rows = tuple(pool_row(golden.name, query, documents[fresh[i]]) for i in order)
+        best = _best_ranks(
+            [*(r[query.id] for r in rankings.values()), *(r.get(query.id, ()) for r in extra.values())], depth
         )
         queries.append(
             QueryPool(
@@ -192,29 +204,56 @@ def pool_from_rankings(
                 judged=sum(1 for doc in union if doc in judged),
                 pending=len(pending),
                 rows=rows,
+                best_ranks=tuple(best[fresh[i]] for i in order),
             )
         )
     return Pool(golden.name, depth, base_seed, tuple(sorted([*rankings, *extra])), tuple(queries))
 
 
-def sample_pool(pool: Pool, size: int) -> Pool:
-    """A seeded uniform sample of ``size`` of the pool's pairs (all, if it has fewer), in sheet order.
+def _best_ranks(ranked: Sequence[Sequence[str]], depth: int) -> dict[str, int]:
+    """Each pooled document's best (lowest, 1-based) rank within the top ``depth`` of any ranking."""
+    best: dict[str, int] = {}
+    for ranking in ranked:
+        for rank, doc in enumerate(ranking[:depth], start=1):
+            best[doc] = min(rank, best.get(doc, rank))
+    return best
 
-    This is the calibration sheet: two judges grade the same sample first, and `agreement` tells whether
-    the guidelines are clear enough for one judge (or an LLM) to carry the rest. Sampling pairs, not queries,
-    keeps the mix of easy and hard documents the full sheet has. The seed is derived from the pool's.
+
+def sample_pool(pool: Pool, size: int) -> Pool:
+    """A seeded sample of ``size`` of the pool's pairs (all, if it has fewer), stratified over the rankings,
+    in sheet order.
+
+    This is the calibration sheet: people grade it first, and `agreement` (two people) or
+    `disagreement.calibrate` (people and an LLM judge) tells whether one judge can carry the rest. The strata
+    are the best rank any arm gave a pair; the sample takes one pair from each rank in turn (rank 1 first,
+    each a seeded uniform draw) until it holds ``size``, so every rank is equally represented and a rank with
+    fewer pairs than its share leaves the rest to the others. A uniform sample of a pool is mostly deep,
+    mostly irrelevant pairs: it measures agreement on the easy noes and holds few of the top-ranked,
+    relevant pairs whose grades move the metric. The seed is derived from the pool's.
     """
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive integer, got {size!r}")
     total = len(pool.rows)
+    best = [rank for query in pool.queries for rank in query.best_ranks]
     rng = np.random.default_rng(stable_seed("embeval sample", pool.seed))
-    chosen = set(rng.choice(total, size=min(size, total), replace=False).tolist())
+    # The j-th draw of every rank before the (j+1)-th of any: equal shares, the top ranks first.
+    turns = []
+    for rank in sorted(set(best)):
+        members = [i for i, r in enumerate(best) if r == rank]
+        turns += [(turn, rank, members[i]) for turn, i in enumerate(rng.permutation(len(members)).tolist())]
+    chosen = {index for _, _, index in sorted(turns)[:size]}
     queries = []
     start = 0
     for query in pool.queries:
-        kept = tuple(row for i, row in enumerate(query.rows, start=start) if i in chosen)
+        kept = [i for i in range(len(query.rows)) if start + i in chosen]
         start += len(query.rows)
-        queries.append(replace(query, rows=kept))
+        queries.append(
+            replace(
+                query,
+                rows=tuple(query.rows[i] for i in kept),
+                best_ranks=tuple(query.best_ranks[i] for i in kept),
+            )
+        )
     return replace(pool, queries=tuple(queries), sampled_from=total)
 
 
@@ -251,9 +290,23 @@ def sheet_text(pool: Pool) -> str:
     writer = csv.writer(buffer)
     writer.writerow(SHEET_COLUMNS)
     for row in pool.rows:
-        texts = [row.pair_id, row.query_id, row.query_text, row.doc_id, row.doc_title, row.doc_text]
-        writer.writerow([*texts, "", "", ""])  # grade, judge, notes: for the judge to fill in
+        writer.writerow(sheet_cells(row))  # grade, judge, notes empty: for the judge to fill in
     return buffer.getvalue()
+
+
+def sheet_cells(row: PoolRow, grade: str = "", judge: str = "", notes: str = "") -> list[str]:
+    """A sheet row's cells, in `SHEET_COLUMNS` order."""
+    return [
+        row.pair_id,
+        row.query_id,
+        row.query_text,
+        row.doc_id,
+        row.doc_title,
+        row.doc_text,
+        grade,
+        judge,
+        notes,
+    ]
 
 
 def write_sheet(path: str | PathLike[str], pool: Pool) -> None:
@@ -277,7 +330,12 @@ def pool_lines(pool: Pool, *, per_query: bool = False) -> list[str]:
         f"mean {np.mean(to_judge):.1f}, max {max(to_judge)} per query)",
     ]
     if pool.sampled_from is not None:
-        lines.append(f"a random sample of {sum(to_judge)} of the {pool.sampled_from} pairs to judge")
+        ranks = Counter(rank for query in pool.queries for rank in query.best_ranks)
+        lines.append(
+            f"a calibration sample of {sum(to_judge)} of the {pool.sampled_from} pairs to judge, "
+            "drawn evenly over the best rank any arm gave them: "
+            + ", ".join(f"rank {rank}: {ranks[rank]}" for rank in sorted(ranks))
+        )
     if per_query:
         rows = [
             [q.query_id, str(q.union), str(q.judged), str(q.pending), str(len(q.rows))] for q in pool.queries

@@ -1,7 +1,10 @@
 """A small OpenAI-compatible embeddings server for the tests, on 127.0.0.1, that can be told to misbehave.
 
 ``POST /v1/embeddings`` answers as the OpenAI API does (``data`` with ``index`` and ``embedding``, as floats
-or base64 as asked; ``usage``), with the vectors of a function the test gives. Every request is recorded
+or base64 as asked; ``usage``), with the vectors of a function the test gives. Given a ``chat`` function, it
+also answers ``POST /v1/chat/completions`` (one choice, ``usage`` with prompt and completion tokens), as a
+chat model does for the LLM judge: the function gets the model and the messages and returns the answer's
+text, or a `ChatReply` (a refusal, no content, another finish reason). Every request is recorded
 (arrival time, body, headers) and the most requests in flight at once are counted. ``script`` holds
 `Reply` objects, used one per request in arrival order before normal answers resume: a status with headers
 (a 429 with ``Retry-After``), or a change to the normal answer (a row dropped, NaN, indices swapped). It
@@ -44,6 +47,19 @@ class Received:
     def retry_count(self) -> int:
         """The client's attempt number for this request (0: the first attempt)."""
         return int(self.headers.get("x-stainless-retry-count", "0"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatReply:
+    """A chat answer other than plain text: ``content`` (None: none), a ``refusal``, a ``finish_reason``."""
+
+    content: str | None = None
+    refusal: str | None = None
+    finish_reason: str = "stop"
+
+
+#: chat(model, messages) -> the answer's text, or a ChatReply
+Chat = Callable[[str, list[dict[str, Any]]], "str | ChatReply"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +110,10 @@ class EmbeddingServer:
         max_requests: int = 2000,
         lifetime: float = 300.0,
         dimensions: bool = False,
+        chat: Chat | None = None,
     ) -> None:
         self.embed = embed
+        self.chat = chat
         self.dimensions = dimensions
         self.models = models
         self.key = key
@@ -159,7 +177,9 @@ class EmbeddingServer:
             if count > self.max_requests:
                 status, extra, data = _error(503, "request budget of the test server spent", "server_error")
                 return status, {**extra, "x-should-retry": "false"}, data
-            if path != "/v1/embeddings":
+            if path not in ("/v1/embeddings", "/v1/chat/completions") or (
+                path == "/v1/chat/completions" and self.chat is None
+            ):
                 return _error(404, f"no route {path}", "invalid_request_error")
             if headers.get("authorization") != f"Bearer {self.key}":
                 return _error(401, "Incorrect API key provided", "invalid_request_error")
@@ -169,6 +189,12 @@ class EmbeddingServer:
             model = str(body.get("model"))
             if model not in self.models:
                 return _error(404, f"The model `{model}` does not exist", "invalid_request_error")
+            if path == "/v1/chat/completions":
+                assert self.chat is not None
+                answer = _chat_answer(model, body.get("messages") or [], self.chat)
+                if reply is not None and reply.change is not None:
+                    answer = reply.change(answer)
+                return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode("utf-8")
             asked = body.get("dimensions") if self.dimensions else None
             shortened = self.embed(model, inputs, asked) if self.dimensions else self.embed(model, inputs)
             vectors = np.asarray(shortened, dtype=np.float32)
@@ -194,6 +220,27 @@ class EmbeddingServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+
+def _chat_answer(model: str, messages: list[dict[str, Any]], chat: Chat) -> Answer:
+    said = chat(model, messages)
+    reply = said if isinstance(said, ChatReply) else ChatReply(content=said)
+    asked = _tokens([str(message.get("content") or "") for message in messages])
+    answered = _tokens([reply.content or reply.refusal or ""])
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content, "refusal": reply.refusal},
+                "finish_reason": reply.finish_reason,
+            }
+        ],
+        "usage": {"prompt_tokens": asked, "completion_tokens": answered, "total_tokens": asked + answered},
+    }
 
 
 def _tokens(inputs: list[str]) -> int:

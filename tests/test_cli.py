@@ -236,7 +236,7 @@ def test_pool_writes_a_calibration_sample(
     golden, report = setup
     sheet = tmp_path / "calibration.csv"
     status, out, _ = embeval("pool", golden, "--from-report", report, "--sample", "100", "--out", sheet)
-    assert status == 0 and "a random sample of 100 of the 126 pairs to judge" in out
+    assert status == 0 and "a calibration sample of 100 of the 126 pairs to judge, drawn evenly" in out
     assert len(sheet_rows(sheet)) == 100
 
 
@@ -354,6 +354,7 @@ def test_merge_appends_validated_grades_to_the_qrels(
         "1 sheet(s), judges: ann (9 rows)",
         "already in the qrels with the same grade: 0",
         f"appended 9 judgments to {qrels}",
+        f"where each came from: {qrels.with_name('qrels.provenance.jsonl')}",
     ]
     added = [
         *("q1\td00\t1", "q2\td00\t1", "q2\td01\t0", "q3\td00\t1", "q3\td01\t0"),

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -255,8 +256,42 @@ def test_a_calibration_sample_is_seeded_and_keeps_sheet_order(golden: GoldenSet)
     positions = [order[row.pair_id] for row in sample.rows]
     assert positions == sorted(positions)
     assert [q.union for q in sample.queries] == [22] * 6
-    assert pool_lines(sample)[-1] == "a random sample of 50 of the 126 pairs to judge"
     assert len(sample_pool(pool, 1000).rows) == 126
+
+
+def test_a_calibration_sample_is_drawn_evenly_over_the_best_rank(golden: GoldenSet) -> None:
+    # Documents 0..17 are at ranks 1..18 in both arms; 18, 19 (arm a) and 20, 21 (arm b) at ranks 19, 20.
+    # So each of ranks 1..18 has one pair per query (less what is judged), ranks 19 and 20 two.
+    pool = pool_from_rankings(golden, {"a": rankings(TOP_A), "b": rankings(TOP_B)})
+    best = {
+        (q.query_id, row.doc_id): rank
+        for q in pool.queries
+        for row, rank in zip(q.rows, q.best_ranks, strict=True)
+    }
+    assert best[("q1", "d00")] == 1 and best[("q1", "d19")] == best[("q1", "d21")] == 20
+    assert Counter(best.values()) == {
+        1: 5,
+        2: 4,
+        3: 5,
+        4: 5,
+        5: 5,
+        **dict.fromkeys(range(6, 19), 6),
+        19: 12,
+        20: 12,
+    }
+
+    def per_rank(size: int) -> Counter[int]:
+        sample = sample_pool(pool, size)
+        return Counter(best[(row.query_id, row.doc_id)] for row in sample.rows)
+
+    # 50 over 20 ranks: two from each, and a third from each of the top ten.
+    assert per_rank(50) == {**dict.fromkeys(range(1, 11), 3), **dict.fromkeys(range(11, 21), 2)}
+    # Ranks 1..18 run out after all their 102 pairs; ranks 19 and 20 take the rest in turn.
+    assert per_rank(121) == {**{r: n for r, n in Counter(best.values()).items() if r <= 18}, 19: 10, 20: 9}
+    assert pool_lines(sample_pool(pool, 50))[-1] == (
+        "a calibration sample of 50 of the 126 pairs to judge, drawn evenly over the best rank any arm gave "
+        "them: " + ", ".join(f"rank {r}: {3 if r <= 10 else 2}" for r in range(1, 21))
+    )
 
 
 def a_then_b(arms: Mapping[str, Mapping[str, Sequence[str]]], qid: str) -> list[str]:
@@ -498,7 +533,7 @@ def test_the_same_grade_twice_counts_once(tmp_path: Path, golden: GoldenSet) -> 
         tmp_path / "s.csv", [("q1", "d10", "1", "ann"), ("q1", "d10", "1", "ann"), ("q1", "d10", "1", "bob")]
     )
     result = merge_sheets(golden, [sheet])
-    assert result.new == (Judgment("q1", "d10", 1),)
+    assert result.new == (Judgment("q1", "d10", 1, "ann"),)
     assert dict(result.judges) == {"ann": 2, "bob": 1}
 
 
@@ -509,10 +544,10 @@ def test_judges_who_disagree_need_resolve(tmp_path: Path, golden: GoldenSet) -> 
         f"{tmp_path / 'bob.csv'}: row 3: judges 'ann' (2 on {tmp_path / 'ann.csv'} row 2) and 'bob' (0 here) "
         "disagree on query 'q1' and document 'd10'; reconcile the grades or pass --resolve max|min|first",
     )
-    expected: dict[Resolve, int] = {"max": 2, "min": 0, "first": 2}
-    for resolve, grade in expected.items():
+    expected: dict[Resolve, tuple[int, str]] = {"max": (2, "ann"), "min": (0, "bob"), "first": (2, "ann")}
+    for resolve, (grade, judge) in expected.items():
         result = merge_sheets(golden, [ann, bob], resolve=resolve)
-        assert result.new == (Judgment("q1", "d10", grade), Judgment("q2", "d10", 0))
+        assert result.new == (Judgment("q1", "d10", grade, judge), Judgment("q2", "d10", 0, "ann"))
         assert result.resolved == 1
     assert merge_sheets(golden, [bob, ann], resolve="first").new[0].grade == 0
 
@@ -563,16 +598,16 @@ def test_merge_returns_new_judgments_in_golden_order_and_counts_unchanged(
     )
     result = merge_sheets(golden, [sheet])
     assert result.new == (
-        Judgment("q0", "d11", 2),
-        Judgment("q0", "d12", 0),
-        Judgment("q4", "d20", 1),
+        Judgment("q0", "d11", 2, "ann"),
+        Judgment("q0", "d12", 0, "bob"),
+        Judgment("q4", "d20", 1, "ann"),
     )
     assert (result.unchanged, result.resolved, dict(result.judges)) == (1, 0, {"ann": 3, "bob": 1})
 
 
 def test_a_wider_scale_is_declared_with_max_grade(tmp_path: Path, golden: GoldenSet) -> None:
     sheet = graded(tmp_path / "s.csv", [("q1", "d10", "3", "ann")])
-    assert merge_sheets(golden, [sheet], max_grade=3).new == (Judgment("q1", "d10", 3),)
+    assert merge_sheets(golden, [sheet], max_grade=3).new == (Judgment("q1", "d10", 3, "ann"),)
     with pytest.raises(ValueError, match="max_grade must be an integer >= 1, got 0"):
         merge_sheets(golden, [sheet], max_grade=0)
 

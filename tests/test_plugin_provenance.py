@@ -1,0 +1,121 @@
+"""The JSON report says where the judgments a run used came from: people, a model (and what let its grades
+in), or nobody on record; a sidecar that does not match the qrels is a collection error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_plugin import XDIST, Golden, run
+
+from conftest import golden_files
+from pytest_embeval.golden import GoldenError, load_golden
+from pytest_embeval.provenance import (
+    Source,
+    golden_judgments,
+    judgments_record,
+    provenance_line,
+    provenance_path,
+)
+
+JUDGE = "openai:judge-model?base_url=http://127.0.0.1:1/v1 prompt:0123456789ab"
+CALIBRATION = {"file": "calibration.json", "sha256": "ab" * 32, "verdict": "usable", "weighted_kappa": 0.8}
+PERSON = Source("ana", "person")
+MODEL = Source(JUDGE, "model", calibration=CALIBRATION)
+UNCALIBRATED = Source("openai:other prompt:0123456789ab", "model", accepted_uncalibrated=True)
+
+
+def write_sidecar(golden: Path, sources: dict[int, Source]) -> Path:
+    """Provenance of q<i>/d<i> (grade 1 in the conftest's golden set) for each query number given."""
+    sidecar = provenance_path(golden.parent / golden.stem / "qrels.tsv")
+    lines = [provenance_line(f"q{i:02d}", f"d{i:02d}", 1, source) for i, source in sources.items()]
+    sidecar.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return sidecar
+
+
+def test_judgments_are_counted_by_who_made_them() -> None:
+    qrels = {"q1": {"d1": 2, "d2": 0}, "q2": {"d1": 1, "d3": 1, "d4": 0}}
+    sources = {("q1", "d1"): PERSON, ("q1", "d2"): MODEL, ("q2", "d3"): MODEL, ("q2", "d4"): UNCALIBRATED}
+    assert judgments_record(sources, qrels) == {
+        "total": 5,
+        "by_person": 1,
+        "by_model": 3,
+        "unrecorded": 1,
+        "model_fraction": 0.6,
+        "models": {
+            JUDGE: {"judgments": 2, "calibration": CALIBRATION, "accepted_uncalibrated": False},
+            UNCALIBRATED.judge: {"judgments": 1, "calibration": None, "accepted_uncalibrated": True},
+        },
+    }
+
+
+def test_no_judgments_have_no_fraction() -> None:
+    assert judgments_record({}, {"q1": {}})["model_fraction"] is None
+
+
+def test_inline_judgments_are_unrecorded(tmp_path: Path) -> None:
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "one"}\n{"_id": "d2", "text": "two"}\n')
+    path = tmp_path / "inline.yaml"
+    path.write_text(
+        "corpus: corpus.jsonl\nmetric: hit@1\n"
+        "queries:\n  - {id: q1, text: first, relevant: {d1: 2, d2: 0}}\n",
+        encoding="utf-8",
+    )
+    record = golden_judgments(load_golden(path))
+    assert (record["total"], record["unrecorded"], record["model_fraction"]) == (2, 2, 0.0)
+
+
+def test_a_sidecar_line_the_qrels_do_not_hold_is_a_golden_error(tmp_path: Path) -> None:
+    path = golden_files(tmp_path)
+    sidecar = write_sidecar(path, {0: PERSON})
+    sidecar.write_text(sidecar.read_text().replace('"d00", "grade": 1', '"d00", "grade": 2'))
+    with pytest.raises(GoldenError) as raised:
+        golden_judgments(load_golden(path))
+    assert str(raised.value) == (
+        f"{sidecar}:1: grade: records grade 2 by 'ana', the qrels hold 1 (revised by hand?); "
+        "revise this line too"
+    )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_the_json_report_says_what_fraction_of_its_judgments_a_model_made(
+    pytester: pytest.Pytester, golden: Golden, xdist: list[str]
+) -> None:
+    path = golden()
+    write_sidecar(path, {**dict.fromkeys(range(0, 20), PERSON), **dict.fromkeys(range(20, 32), MODEL)})
+    result = run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:good",
+        "--embeval-json=r.json",
+        *xdist,
+    )
+    assert result.ret == pytest.ExitCode.OK
+    (golden_set,) = json.loads((pytester.path / "r.json").read_text())["golden_sets"]
+    assert golden_set["judgments"] == {
+        "total": 48,
+        "by_person": 20,
+        "by_model": 12,
+        "unrecorded": 16,
+        "model_fraction": 0.25,
+        "models": {JUDGE: {"judgments": 12, "calibration": CALIBRATION, "accepted_uncalibrated": False}},
+    }
+
+
+def test_a_sidecar_that_does_not_match_the_qrels_is_a_collection_error(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    path = golden()
+    sidecar = write_sidecar(path, {0: PERSON})
+    sidecar.write_text(sidecar.read_text().replace('"d00"', '"d01"'))
+    result = run(pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:good")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting support.yaml*",
+            "support/qrels.provenance.jsonl:1: doc_id: query 'q00' and document 'd01' are not judged in the "
+            "qrels; delete this line or restore the judgment",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
