@@ -26,6 +26,7 @@ from pytest_embeval.grading import GradingRun, Spend, audit_path, grade_sheet
 from pytest_embeval.judge import Judge, JudgeError, Price, is_model_judge, judge_settings
 from pytest_embeval.output import table, write_atomic
 from pytest_embeval.pooling import Sheet, SheetError
+from pytest_embeval.progress import StreamProgress
 from pytest_embeval.provenance import calibration_record
 
 __all__ = ["add_parsers"]
@@ -60,7 +61,7 @@ def _judge(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     (sheet,) = sheets([args.sheet])
     try:
-        run = grade_sheet(golden, sheet, judge, out)
+        run = grade_sheet(golden, sheet, judge, out, progress=StreamProgress("embeval judge: pairs graded"))
     except SheetError as error:
         raise CliError("\n".join(error.problems)) from None
     except JudgeError as error:

@@ -21,7 +21,7 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +81,16 @@ class GradingRun:
     total: Spend
 
 
-def grade_sheet(golden: GoldenSet, sheet: Sheet, judge: Judge, out: Path) -> GradingRun:
-    """Grade every pair of ``sheet`` (a sheet of ``golden``'s pairs) with ``judge`` into ``out``.
+def grade_sheet(
+    golden: GoldenSet,
+    sheet: Sheet,
+    judge: Judge,
+    out: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> GradingRun:
+    """Grade every pair of ``sheet`` (a sheet of ``golden``'s pairs) with ``judge`` into ``out``;
+    ``progress(done, total)`` is told of this run's pairs as each is graded.
 
     Raises `SheetError` for rows that do not name a pair of the golden set, `JudgeError` for an output
     written by another judge or holding other pairs, and `JudgeError` when the endpoint fails: the rows
@@ -109,6 +117,8 @@ def grade_sheet(golden: GoldenSet, sheet: Sheet, judge: Judge, out: Path) -> Gra
             texts = rows[pair]
             return judge.grade(texts.query_text, texts.doc_title, texts.doc_text)
 
+        if progress is not None and todo:
+            progress(0, len(todo))
         try:
             for position, judgment in completed(grade, todo, judge.settings.concurrency):
                 pair = todo[position]
@@ -123,6 +133,8 @@ def grade_sheet(golden: GoldenSet, sheet: Sheet, judge: Judge, out: Path) -> Gra
                     }
                     audit_file.append(_json_line(record))
                 sheet_file.append(_row_text(graded, judgment.grade, judge.name, judgment.problem))
+                if progress is not None:
+                    progress(len(results), len(todo))
         except JudgeError as error:
             left = len(todo) - len(results)
             raise JudgeError(

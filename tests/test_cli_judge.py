@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -83,8 +84,11 @@ def test_judge_grades_the_sheet_and_says_what_it_spent(
         "--out",
         out,
     )
-    assert (status, err) == (0, "")
     total = len(rows(pool))
+    # Progress on standard error (in a log: the start, every ten seconds, the end), results on standard out.
+    assert status == 0
+    graded = f"embeval judge: pairs graded {total}/{total} \\([0-9,]+/s\\)\n"
+    assert re.fullmatch(f"embeval judge: pairs graded 0/{total}\n{graded}", err), err
     name = f"openai:{MODEL}?base_url={server.base_url} prompt:{prompt_digest(GUIDELINES, 2)}"
     lines = printed.splitlines()
     assert lines[0] == f"judge: {name}"
@@ -181,7 +185,7 @@ def test_judge_stops_on_an_endpoint_fault_with_what_to_do(
     out = tmp_path / "g.csv"
     status, _, err = run(capsys, "judge", golden, pool, "--model", spec(server), "--out", out)
     assert status == 2
-    assert err == (
+    assert err == f"embeval judge: pairs graded 0/{len(rows(pool))}\n" + (
         f"embeval judge: error: {server.base_url}/chat/completions refused the API key in ${KEY_ENV} "
         f"(401 Unauthorized); 2 of {len(rows(pool))} pairs are in {out}: run the same command again to grade "
         f"the other {len(rows(pool)) - 2}\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Iterator
 
 import pytest
@@ -63,3 +64,40 @@ def test_short_corpora_print_nothing() -> None:
     reporter = FakeReporter()
     progress.ProgressLine("support", reporter, FakeCapture())("incumbent", "document", 10, 100)
     assert reporter.lines == reporter.written == []
+
+
+class FakeStream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_a_commands_progress_goes_to_its_stream_paced_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([0.0, 5.0, 12.0, 14.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    stream = FakeStream(tty=False)
+    line = progress.StreamProgress("embeval judge: pairs graded", stream)
+    for done in (0, 50, 120, 140):
+        line(done, 140)
+    assert stream.getvalue() == (
+        "embeval judge: pairs graded 0/140\n"
+        "embeval judge: pairs graded 120/140 (10/s)\n"
+        "embeval judge: pairs graded 140/140 (10/s)\n"
+    )
+
+
+def test_a_commands_progress_on_a_terminal_is_one_line_rewritten(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([0.0, 1.0, 2.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    stream = FakeStream(tty=True)
+    line = progress.StreamProgress("embeval judge: pairs graded", stream)
+    for done in (0, 1_000, 2_000):
+        line(done, 2_000)
+    assert stream.getvalue() == (
+        "\rembeval judge: pairs graded 0/2,000"
+        "\rembeval judge: pairs graded 1,000/2,000 (1,000/s)"
+        "\rembeval judge: pairs graded 2,000/2,000 (1,000/s)\n"
+    )
