@@ -215,14 +215,16 @@ class EmbeddingCache:
         if not texts:
             return np.empty((0, 0), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
+        keys = [text_key(text) for text in unique]
         shelf = self._shelf(arm, kind)
-        found = self._find(shelf, unique)
-        vectors = {text: vector for text, (vector, _) in found.items()}
-        self._count(read=len(found))
-        if arm.usage is not None and found:
-            arm.usage.add(cached_tokens=sum(tokens for _, tokens in found.values()))
-        missing = [text for text in unique if text not in found]
-        if missing:
+        who = f"{role} encoder {arm.spec!r}" if role else f"encoder {arm.spec!r}"
+        vectors, found, tokens = self._find(shelf, keys, who=who, kind=kind)
+        self._count(read=int(found.sum()))
+        if arm.usage is not None and found.any():
+            arm.usage.add(cached_tokens=int(tokens[found].sum()))
+        missing_rows = np.flatnonzero(~found)
+        if missing_rows.size:
+            missing = [unique[row] for row in missing_rows.tolist()]
             # This call's packs, with their rows: merged from memory rather than read back.
             stored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -244,25 +246,44 @@ class EmbeddingCache:
                 fresh = embed(arm, missing, kind, progress=progress, role=role, on_batch=keep)
             except Exception:
                 if stored:
-                    self._merge(shelf, unique, stored)
+                    self._merge(shelf, keys, stored)
                 raise
             if stored:
-                self._merge(shelf, unique, stored)
-            vectors.update(zip(missing, fresh, strict=True))
-        dims = sorted({vector.shape[0] for vector in vectors.values()})
-        if len(dims) > 1:
-            who = f"{role} encoder {arm.spec!r}" if role else f"encoder {arm.spec!r}"
-            raise EncoderError(
-                f"{who}: the embedding cache {self.root} holds {kind} vectors of {dims} dimensions for "
-                "the same model fingerprint, so the model changed without its fingerprint changing: give it "
-                "a new `name` or `fingerprint`, or delete that cache folder"
-            )
-        return np.stack([vectors[text] for text in texts])
+                self._merge(shelf, keys, stored)
+            if vectors is None:  # nothing was cached: the fresh vectors are all of them, in order
+                vectors = fresh
+            elif fresh.shape[1] != vectors.shape[1]:
+                raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], fresh.shape[1]])
+            else:
+                vectors[missing_rows] = fresh
+        assert vectors is not None
+        if len(unique) == len(texts):
+            return vectors
+        row_of = {text: row for row, text in enumerate(unique)}
+        return vectors[[row_of[text] for text in texts]]
 
     def lookup(self, arm: Keyed, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``texts`` that have an intact entry, by text."""
-        found = self._find(self._shelf(arm, kind), list(dict.fromkeys(texts)))
-        return {text: vector for text, (vector, _) in found.items()}
+        unique = list(dict.fromkeys(texts))
+        vectors, found, _ = self._find(
+            self._shelf(arm, kind),
+            [text_key(text) for text in unique],
+            # What else is keyed like an arm (a reranker's scores) is named by its digest.
+            who=f"encoder {arm.spec!r}" if isinstance(arm, Arm) else f"entries of {arm.digest[:19]}…",
+            kind=kind,
+        )
+        if vectors is None:
+            return {}
+        return {unique[row]: vectors[row] for row in np.flatnonzero(found).tolist()}
+
+    def contains(self, arm: Arm, kind: Kind, texts: Sequence[str]) -> np.ndarray:
+        """Which ``texts`` have an entry, from the packs' indexes alone: no vector is read (so a damaged row
+        counts until a lookup finds it damaged and embeds it again)."""
+        validate_texts(texts, kind)
+        shelf = self._shelf(arm, kind)
+        self._scan(shelf)
+        where = shelf.where
+        return np.fromiter((text_key(text) in where for text in texts), dtype=bool, count=len(texts))
 
     def store(
         self,
@@ -311,44 +332,71 @@ class EmbeddingCache:
             written.append((pack, matrix[part], counts[part]))
         return written
 
-    def _find(self, shelf: _Shelf, pending: list[str]) -> dict[str, tuple[np.ndarray, int]]:
-        """The cached vector and token count of each (distinct) ``pending`` text with an intact entry."""
-        found: dict[str, tuple[np.ndarray, int]] = {}
+    def _find(
+        self, shelf: _Shelf, keys: Sequence[bytes], *, who: str, kind: Kind
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """``(vectors, found, tokens)`` for these (distinct) text keys: float32 ``(len(keys), d)`` whose rows
+        of the keys with an intact entry hold their cached vectors (None when no key has one), which rows
+        those are, and their token counts.
+
+        Each pack is read once, and its wanted rows copied straight into ``vectors``: memory holds the
+        result and one pack, never a vector per text."""
+        found = np.zeros(len(keys), dtype=bool)
+        tokens = np.zeros(len(keys), dtype="<u4")
+        vectors: np.ndarray | None = None
+        pending = np.arange(len(keys))
         # A pack can vanish between indexing and reading when another process replaces it (a damaged one,
         # or small ones merged); the replacement is written before the deletion, so a fresh scan finds it.
         for _ in range(_ATTEMPTS):
             self._scan(shelf)
-            wanted: dict[Path, tuple[_Pack, list[tuple[str, int]]]] = {}
             where = shelf.where
-            for text in pending:
-                location = where.get(text_key(text))
+            wanted: dict[str, tuple[_Pack, list[int], list[int]]] = {}
+            for position in pending.tolist():
+                location = where.get(keys[position])
                 if location is not None:
                     pack, row = location
-                    wanted.setdefault(pack.path, (pack, []))[1].append((text, row))
+                    _, positions, rows = wanted.setdefault(pack.path.name, (pack, [], []))
+                    positions.append(position)
+                    rows.append(row)
             vanished = False
-            for pack, rows in wanted.values():
+            for pack, positions, rows in wanted.values():
                 read = self._read(shelf, pack)
                 if read is None:
                     vanished = True
                     continue
-                vectors, intact = read
-                found.update(
-                    (text, (vectors[row], int(pack.tokens[row]))) for text, row in rows if intact[row]
-                )
+                if vectors is None:
+                    vectors = np.empty((len(keys), pack.dim), dtype=_FLOAT)
+                elif pack.dim != vectors.shape[1]:
+                    raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], pack.dim])
+                packed, intact = read
+                wanted_rows = np.asarray(rows, dtype=np.intp)
+                ok = intact[wanted_rows]
+                targets = np.asarray(positions, dtype=np.intp)[ok]
+                vectors[targets] = packed[wanted_rows[ok]]
+                tokens[targets] = pack.tokens[wanted_rows[ok]]
+                found[targets] = True
             if not vanished:
                 break
-            pending = [text for text in pending if text not in found]
-        return found
+            pending = np.flatnonzero(~found)
+        return vectors, found, tokens
 
     def _merge(
-        self, shelf: _Shelf, order: Sequence[str], held: Mapping[str, tuple[np.ndarray, np.ndarray]]
+        self, shelf: _Shelf, order: Sequence[bytes], held: Mapping[str, tuple[np.ndarray, np.ndarray]]
     ) -> None:
-        """Merge the shelf's packs of fewer than `MERGE_BELOW` rows into packs of up to `PACK_ROWS`: first the
-        rows of ``order``'s texts in that order (so merging one call's packs gives the pack one store of its
-        texts would have), then any others (left by an interrupted run) by pack name and row. The rows of the
+        """Merge the shelf's packs of fewer than `MERGE_BELOW` rows whose texts are all among ``order`` (the
+        text keys of the call that stored) into packs of up to `PACK_ROWS`, its texts in its order: so the
+        packs a call leaves are a function of its texts alone, the same whatever was interrupted and resumed,
+        and never hold texts another process is still storing (`embeval embed` shards rely on it). Small
+        packs of other texts (an interrupted run's) are merged by the call that covers them. The rows of the
         packs in ``held`` (by file name) are in memory already; the others are read."""
+        position = {key: i for i, key in enumerate(order)}
         small = sorted(
-            (pack for pack in shelf.packs.values() if len(pack.keys) < MERGE_BELOW), key=lambda p: p.path.name
+            (
+                pack
+                for pack in shelf.packs.values()
+                if len(pack.keys) < MERGE_BELOW and all(key in position for key in pack.keys)
+            ),
+            key=lambda p: p.path.name,
         )
         if len(small) < 2:
             return
@@ -373,10 +421,8 @@ class EmbeddingCache:
             tokens.append(counts[intact])
         if len(merged) < 2 or len({part.shape[1] for part in vectors}) > 1:
             return  # nothing to merge, or a model changed without its fingerprint changing (`embed` says)
-        # Rank: position in ``order`` (texts not in it after), then pack name and row, which is the order the
-        # rows are gathered in; the first copy of a key wins.
-        position = {text_key(text): i for i, text in enumerate(order)}
-        ranked = np.argsort([position.get(key, len(position)) for key in keys], kind="stable")
+        # Rank: position in ``order``; the first copy of a key wins.
+        ranked = np.argsort([position[key] for key in keys], kind="stable")
         first: dict[bytes, int] = {}
         for i in ranked.tolist():
             first.setdefault(keys[i], i)
@@ -506,6 +552,14 @@ class EmbeddingCache:
             shelf.seen.discard(path.name)
         if first:
             self._count(corrupt=entries)
+
+
+def _mixed_dimensions(who: str, root: Path, kind: Kind, dims: Iterable[int]) -> EncoderError:
+    return EncoderError(
+        f"{who}: the embedding cache {root} holds {kind} vectors of {sorted(set(dims))} dimensions for "
+        "the same model fingerprint, so the model changed without its fingerprint changing: give it "
+        "a new `name` or `fingerprint`, or delete that cache folder"
+    )
 
 
 def _token_counts(tokens: Sequence[int] | np.ndarray | None, n: int) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""``embeval``: the judging afternoon before ``pytest --embeval`` (pool, merge, agreement, coverage, plan).
+"""``embeval``: the judging afternoon before ``pytest --embeval`` (pool, merge, agreement, coverage, plan),
+and filling the embedding cache at scale (embed, import: `cache_cli`).
 
 Every command prints its result to stdout and one-line errors to stderr; the exit status is 0 on success,
 1 when a check fails its threshold (agreement below ``--min-kappa``, an arm under-judged in coverage) and 2
@@ -16,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_embeval import cli_judge
+from pytest_embeval import cache_cli, cli_judge
 from pytest_embeval.agreement import agreement, agreement_lines
 from pytest_embeval.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
 from pytest_embeval.cli_support import add_scale as _add_scale
@@ -302,8 +303,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="embeval",
         description="Judge a golden set fairly before `pytest --embeval`: pool both models' results into a "
-        "blind sheet, check that judges agree, merge the grades, check coverage, plan the size.",
-        epilog="Exit status: 0 success, 1 a check below its threshold, 2 bad input.",
+        "blind sheet, check that judges agree, merge the grades, check coverage, plan the size. Fill the "
+        "embedding cache at scale: embed in shards, import vectors computed elsewhere.",
+        epilog="Exit status: 0 success, 1 a check below its threshold (or a model that failed while "
+        "embedding), 2 bad input.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -499,6 +502,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan_parser.set_defaults(run=_plan)
     cli_judge.add_parsers(commands)
+    cache_cli.add_commands(commands)
     return parser
 
 

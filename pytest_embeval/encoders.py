@@ -45,6 +45,7 @@ __all__ = [
     "import_attr",
     "resolve_model",
     "sentence_transformer_arm",
+    "unit_rows",
     "validate_texts",
     "weights_digest",
 ]
@@ -730,12 +731,10 @@ def embed(
                 f"{who} returned {vectors.shape[1]}-dimensional vectors for {_batch_where(rows, kind)} "
                 f"but {out.shape[1]}-dimensional ones before"
             )
-        finite = np.isfinite(vectors).all(axis=1)
-        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        out[rows], finite, norms = unit_rows(vectors)
         valid = finite & (norms > 0.0)
         bad_rows.extend(rows[~finite].tolist())
         zero_rows.extend(rows[finite & (norms == 0.0)].tolist())
-        out[rows] = vectors / np.where(valid, norms, 1.0)[:, None]
         if on_batch is not None and valid.all():
             on_batch(rows, out[rows], tokens)
         done += len(rows)
@@ -753,6 +752,18 @@ def embed(
             f"(first: row {min(zero_rows)}); it cannot be normalised for cosine similarity"
         )
     return out
+
+
+def unit_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(unit, finite, norms)``: the rows L2-normalised in float64 and rounded to float32, as every arm's
+    vectors are (a row that is not finite, or zero, is left as it is for the caller to report), which rows
+    are finite, and their norms. Also how `embeval import` normalises vectors computed elsewhere."""
+    matrix = np.asarray(vectors, dtype=np.float64)
+    finite = np.isfinite(matrix).all(axis=1)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    valid = finite & (norms > 0.0)
+    unit = (matrix / np.where(valid, norms, 1.0)[:, None]).astype(np.float32)
+    return unit, np.asarray(finite, dtype=bool), norms
 
 
 def _batch_where(rows: np.ndarray, kind: str) -> str:

@@ -51,8 +51,10 @@ __all__ = [
 ]
 
 DEFAULT_BLOCK_SIZE = 8192
-# Scratch memory per (query block x document block) step; about 40 bytes per pair are live at once.
-_SCRATCH_BYTES = 128 * 2**20
+# Scratch memory per (query block x document block) step; about 40 bytes per pair are live at once. 48 MB
+# (150 queries a block against 8,192 documents): the peak memory of a run at 200,000 x 1,500 within 1.5 x the
+# two arms' vectors, at about the search time of 128 MB (benchmarks/README.md, "At the practice's scale").
+_SCRATCH_BYTES = 48 * 2**20
 _BYTES_PER_PAIR = 40
 _SIGN = np.uint32(0x80000000)
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -112,7 +114,7 @@ def exact_search(
     ``allowed`` lets each query return (all of them when None; padded rows when fewer than k).
 
     Documents are scanned in blocks of ``block_size`` rows and queries in blocks of ``query_block_size`` (by
-    default as many as fit in ~128 MB of scratch), keeping a running top k per query, so memory stays bounded
+    default as many as fit in ~48 MB of scratch), keeping a running top k per query, so memory stays bounded
     for large corpora. The result does not depend on either block size. A masked-out pair keeps only its tie
     rank (`_mask`), below every allowed document's key, and is recognised after the scan.
     """

@@ -45,7 +45,7 @@ from pytest_embeval.control import (
     declared_index,
     short_digest,
 )
-from pytest_embeval.encoders import Arm, EncoderError, embed
+from pytest_embeval.encoders import Arm, EncoderError, Kind, embed
 from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
 from pytest_embeval.golden import GoldenSet
@@ -75,7 +75,7 @@ from pytest_embeval.retrievers import (
     resolve_arm,
 )
 from pytest_embeval.scoring import ArmTies, score_arm
-from pytest_embeval.slices import corpus_slices, restrict
+from pytest_embeval.slices import CorpusSlice, corpus_slices, restrict
 from pytest_embeval.usage import UsageCount
 
 __all__ = [
@@ -97,11 +97,13 @@ __all__ = [
     "ann_sample",
     "check_control",
     "control_differences",
+    "embedded_texts",
     "golden_control",
     "prepare",
     "ranked_depth",
     "run_arm",
     "run_golden",
+    "searched_corpus",
     "short_digest",
 ]
 
@@ -307,13 +309,35 @@ def _all_indexes(own: IndexStats | None, parts: Sequence[Component]) -> list[Ind
     return found
 
 
+def searched_corpus(golden: GoldenSet, drawn: Sequence[CorpusSlice] | None = None) -> GoldenSet:
+    """The golden set whose documents an arm searches (and an embedding arm embeds): with ``corpus_sample``
+    its largest slice (``drawn``: its `slices.corpus_slices`, if at hand), else the golden set itself."""
+    drawn = corpus_slices(golden) if drawn is None else drawn
+    return restrict(golden, drawn[-1].rows) if drawn else golden
+
+
+def embedded_texts(golden: GoldenSet) -> dict[Kind, list[str]]:
+    """Exactly the texts an embedding arm embeds for ``golden``, by kind, in the order it embeds them: the
+    documents of the `searched_corpus` and the golden set's queries (what `embeval embed` fills the cache
+    with; `_task` hands the same lists to the arm)."""
+    return _texts(searched_corpus(golden))
+
+
+def _texts(golden: GoldenSet) -> dict[Kind, list[str]]:
+    return {
+        "document": [doc.embed_text for doc in golden.documents],
+        "query": [query.text for query in golden.queries],
+    }
+
+
 def _task(
     golden: GoldenSet, held: HeldConstant, role: Role, embedder: Embedder, progress: Progress | None
 ) -> RetrievalTask:
+    texts = _texts(golden)
     return RetrievalTask(
         doc_ids=[doc.id for doc in golden.documents],
-        doc_texts=[doc.embed_text for doc in golden.documents],
-        query_texts=[query.text for query in golden.queries],
+        doc_texts=texts["document"],
+        query_texts=texts["query"],
         allowed=None if held.filters is None else held.filters.allowed,
         index=golden.index,
         seed=golden.seed,
@@ -341,7 +365,7 @@ def run_arm(
     when the arm's encoder fails or returns vectors that cannot be searched."""
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
-    searched = restrict(golden, drawn[-1].rows) if drawn else golden
+    searched = searched_corpus(golden, drawn)
     if held is None or held.golden is not searched:
         held = prepare(searched)
     if golden.rerank is not None and scorer is None:
@@ -480,7 +504,7 @@ def run_golden(
     than the golden set (each corpus slice of it) declares. ``cache`` (an `cache.EmbeddingCache`) keeps the
     reranker's scores."""
     drawn = corpus_slices(golden)
-    searched = restrict(golden, drawn[-1].rows) if drawn else golden
+    searched = searched_corpus(golden, drawn)
     held = prepare(searched)
     scorer = None
     if golden.rerank is not None:

@@ -87,6 +87,32 @@ def golden_files(root: Path, name: str = "support", **settings: Any) -> Path:
     return path
 
 
+def without_timings(value: Any) -> Any:
+    """A JSON report without its ``timings`` values: what must be equal between runs."""
+    if isinstance(value, dict):
+        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
+
+
+#: What an in-process ``embeval`` run gives: exit status, stdout, stderr.
+CliResult = tuple[int, str, str]
+
+
+@pytest.fixture
+def embeval(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run ``embeval`` in-process: (exit status, stdout, stderr)."""
+    from pytest_embeval import cli
+
+    def run(*args: str | Path) -> CliResult:
+        status = cli.main([str(arg) for arg in args])
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    return run
+
+
 @pytest.fixture
 def golden(pytester: pytest.Pytester) -> Callable[..., Path]:
     """Make `fake_models` importable in pytester runs (rootdir conftest puts it on sys.path, xdist workers

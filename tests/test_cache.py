@@ -214,17 +214,37 @@ def test_small_packs_are_merged_when_a_call_that_stored_ends(tmp_path: Path) -> 
     # A call that reads everything it needs writes nothing and merges nothing.
     EmbeddingCache(tmp_path).embed(arm, TEXTS[:10], "document")
     assert len(packs(tmp_path)) == 3
-    # One that embeds: its texts in its order first, then the others (by pack name and row).
+    # One that embeds merges the small packs of its own texts into the pack one store of them would give,
+    # in its order; the pack of other texts (TEXTS[128:138]) is left for a call that covers them.
     cache = fresh(tmp_path)
     cache.embed(arm, TEXTS[:100], "document")
-    (pack,) = packs(tmp_path)
+    other = {p for p in packs(tmp_path) if struct.unpack_from("<I", p.read_bytes(), 44) == (10,)}
+    (pack,) = set(packs(tmp_path)) - other
     data = pack.read_bytes()
-    assert struct.unpack_from("<I", data, 44) == (110,)  # TEXTS[:100], and the 10 of TEXTS[128:138]
-    keys = [data[84 + i * 32 : 84 + (i + 1) * 32] for i in range(110)]
-    assert keys[:100] == [text_key(text) for text in TEXTS[:100]]
-    assert sorted(keys[100:]) == sorted(text_key(text) for text in TEXTS[128:138])
-    assert len(fresh(tmp_path).lookup(arm, "document", TEXTS)) == 110
+    assert struct.unpack_from("<I", data, 44) == (100,)
+    assert [data[84 + i * 32 : 84 + (i + 1) * 32] for i in range(100)] == [text_key(t) for t in TEXTS[:100]]
+    replica = tmp_path.with_name(tmp_path.name + "-replica")
+    EmbeddingCache(replica).store(arm, "document", TEXTS[:100], reference(TEXTS[:100]))
+    assert [p.name for p in packs(replica)] == [pack.name]  # byte for byte
+    assert len(other) == 1
+    fresh(tmp_path).embed(arm, TEXTS, "document")
+    assert not other & set(packs(tmp_path))  # merged by the call that covers its texts
+    assert len(fresh(tmp_path).lookup(arm, "document", TEXTS)) == len(TEXTS)
     np.testing.assert_array_equal(fresh(tmp_path).embed(arm, TEXTS, "document"), reference(TEXTS))
+
+
+def test_a_call_never_merges_packs_of_texts_it_was_not_given(tmp_path: Path) -> None:
+    """Another process may still be storing them, call by call (a shard of `embeval embed`): the packs a
+    call leaves depend on its texts alone."""
+    arm = resolve_model(Recorder())
+    for text in TEXTS[100:103]:
+        EmbeddingCache(tmp_path).store(arm, "document", [text], reference([text]))
+    before = set(packs(tmp_path))
+    EmbeddingCache(tmp_path).embed(arm, TEXTS[:100], "document")
+    assert before <= set(packs(tmp_path))
+    alone = tmp_path.with_name(tmp_path.name + "-alone")
+    EmbeddingCache(alone).embed(arm, TEXTS[:100], "document")
+    assert {p.name for p in packs(tmp_path)} - {p.name for p in before} == {p.name for p in packs(alone)}
 
 
 def test_big_packs_are_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -241,8 +261,10 @@ def test_token_counts_are_kept_with_the_vectors(tmp_path: Path) -> None:
     arm = resolve_model(Recorder())
     EmbeddingCache(tmp_path).store(arm, "document", TEXTS[:3], reference(TEXTS[:3]), tokens=[5, 0, 7])
     cache = fresh(tmp_path)
-    found = cache._find(cache._shelf(arm, "document"), TEXTS[:3])
-    assert [tokens for _, tokens in found.values()] == [5, 0, 7]
+    _, found, tokens = cache._find(
+        cache._shelf(arm, "document"), [text_key(t) for t in TEXTS[:3]], who="encoder", kind="document"
+    )
+    assert found.all() and tokens.tolist() == [5, 0, 7]
     with pytest.raises(
         ValueError, match=re.escape("tokens must be 2 integers from 0 to 2**32 - 1, got int64 (1,)")
     ):
@@ -269,9 +291,20 @@ def test_packs_of_version_1_are_read_as_costing_no_tokens(tmp_path: Path) -> Non
 
 def test_a_model_that_changed_without_a_new_fingerprint_is_an_error(tmp_path: Path) -> None:
     EmbeddingCache(tmp_path).embed(resolve_model(Recorder("same-name", dim=16)), TEXTS[:2], "document")
-    with pytest.raises(EncoderError, match=re.escape("candidate encoder 'same-name': the embedding cache")):
+    message = (
+        f"candidate encoder 'same-name': the embedding cache {tmp_path} holds document vectors of [8, 16]"
+    )
+    with pytest.raises(EncoderError, match=re.escape(message)):  # the cached 16 and the fresh 8
         fresh(tmp_path).embed(
             resolve_model(Recorder("same-name", dim=8)), TEXTS[:3], "document", role="candidate"
+        )
+    # Two packs of either dimension: found while reading, before anything is embedded.
+    EmbeddingCache(tmp_path).store(
+        resolve_model(Recorder("same-name")), "document", TEXTS[5:6], np.ones((1, 8))
+    )
+    with pytest.raises(EncoderError, match=re.escape(message)):
+        fresh(tmp_path).embed(
+            resolve_model(Recorder("same-name")), [TEXTS[0], TEXTS[5]], "document", role="candidate"
         )
 
 

@@ -13,24 +13,12 @@ from typing import Any
 import pytest
 from test_judging import QRELS, TOP_A, TOP_B, query_ids, rankings, write_golden, write_sheet_text
 
-from pytest_embeval import cli
+from conftest import CliResult
 from pytest_embeval.agreement import agreement, agreement_lines
 from pytest_embeval.merging import sheet_grades
 from pytest_embeval.pooling import SHEET_COLUMNS, read_sheet
 
-Result = tuple[int, str, str]
-
-
-@pytest.fixture
-def embeval(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    """Run ``embeval`` in-process: (exit status, stdout, stderr)."""
-
-    def run(*args: str | Path) -> Result:
-        status = cli.main([str(arg) for arg in args])
-        captured = capsys.readouterr()
-        return status, captured.out, captured.err
-
-    return run
+Result = CliResult
 
 
 def write_report(path: Path, arms: dict[str, dict[str, list[str]]], **golden: Any) -> Path:

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import without_timings
+
 Golden = Callable[..., Path]
 
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
@@ -98,14 +100,6 @@ def run(pytester: pytest.Pytester, name: str, *args: str) -> tuple[pytest.RunRes
         *args,
     )
     return result, json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
-
-
-def without_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
-    if isinstance(value, list):
-        return [without_timings(item) for item in value]
-    return value
 
 
 CAPACITY = {

@@ -6,6 +6,8 @@ import dataclasses
 import itertools
 import math
 import re
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 
@@ -18,6 +20,7 @@ from scipy import stats as sps
 from pytest_embeval import stats
 from pytest_embeval.stats import (
     DEFAULT_INTERVAL,
+    EXACT_SIGN_TEST,
     INTERVALS,
     DegenerateComparisonWarning,
     PairedComparison,
@@ -181,9 +184,44 @@ def test_sign_test_of_32_wins_against_15_losses() -> None:
     wins, losses, p = sign_test(d)
     assert (wins, losses) == (32, 15)
     assert 0.015 < p < 0.025
-    assert p == sps.binomtest(32, 47, 0.5).pvalue
+    assert p == pytest.approx(sps.binomtest(32, 47, 0.5).pvalue, rel=1e-13)
     c = compare_paired(np.zeros(len(d)), d, n_resamples=500, rng=rng())
     assert (c.wins, c.losses, c.sign_p) == (32, 15, p)
+
+
+HALF = EXACT_SIGN_TEST // 2
+
+
+@pytest.mark.parametrize(
+    "wins, losses",
+    [
+        (1, 0), (0, 7), (3, 4), (10, 10), (32, 15), (15, 32), (0, 60), (700, 800),
+        (HALF - 40, EXACT_SIGN_TEST - HALF + 40),  # the last pair computed in integers
+        (HALF + 41, EXACT_SIGN_TEST - HALF - 40),  # the first left to scipy
+    ],
+)  # fmt: skip
+def test_sign_test_p_is_scipys_binomtest(wins: int, losses: int) -> None:
+    d = [0.5] * wins + [-0.5] * losses
+    assert sign_test(d) == (wins, losses, pytest.approx(sps.binomtest(wins, wins + losses).pvalue, rel=1e-12))
+
+
+def test_sign_test_is_exact_where_floating_point_tails_would_not_be() -> None:
+    # 2 * P(X <= 1 | Binomial(60, 1/2)) = 2 * 61 / 2**60, exactly representable
+    assert sign_test([1.0] * 59 + [-1.0])[2] == 2 * 61 / 2**60
+
+
+def test_comparing_imports_no_scipy() -> None:
+    """scipy takes 0.5-1.5 s to import: a golden set's statistics do without it."""
+    program = (
+        "import sys, numpy as np\n"
+        "from pytest_embeval.stats import compare_paired, minimum_detectable_effect\n"
+        "rng = np.random.default_rng(0)\n"
+        "compare_paired(rng.random(300), rng.random(300), rng=rng)\n"
+        "minimum_detectable_effect(0.2, 100)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'scipy'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_sign_test_without_wins_or_losses_has_p_one() -> None:
