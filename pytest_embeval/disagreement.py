@@ -38,12 +38,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from pytest_embeval.agreement import Agreement, agreement
 from pytest_embeval.merging import DEFAULT_MAX_GRADE
 from pytest_embeval.rankings import Pair
-from pytest_embeval.stats import paired_bootstrap_ci, stable_seed
+from pytest_embeval.stats import binomial_sign_p, paired_bootstrap_ci, stable_seed
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -118,7 +117,7 @@ def stuart_maxwell(matrix: Sequence[Sequence[int]] | np.ndarray) -> ChiSquare | 
     d = table.sum(axis=1) - table.sum(axis=0)
     covariance = np.diag(off.sum(axis=1)) - off
     statistic = float(d @ np.linalg.pinv(covariance) @ d)
-    return ChiSquare(statistic, df, float(scipy_stats.chi2.sf(statistic, df)))
+    return ChiSquare(statistic, df, _chi2_sf(statistic, df))
 
 
 def bowker(matrix: Sequence[Sequence[int]] | np.ndarray) -> ChiSquare | None:
@@ -132,7 +131,15 @@ def bowker(matrix: Sequence[Sequence[int]] | np.ndarray) -> ChiSquare | None:
         return None
     statistic = float((((above - below) ** 2)[used] / total[used]).sum())
     df = int(used.sum())
-    return ChiSquare(statistic, df, float(scipy_stats.chi2.sf(statistic, df)))
+    return ChiSquare(statistic, df, _chi2_sf(statistic, df))
+
+
+def _chi2_sf(statistic: float, df: int) -> float:
+    # Imported here: this module is imported by every `--embeval` run (the report's provenance of judgments
+    # names its types), and scipy.stats takes about a second to import; only a calibration needs it.
+    from scipy.stats import chi2
+
+    return float(chi2.sf(statistic, df))
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +174,7 @@ def _shifts(table: np.ndarray, alpha: float) -> tuple[Shift, ...]:
             up, down = int(table[i, j]), int(table[j, i])
             if up + down == 0:
                 continue
-            p = float(scipy_stats.binomtest(up, up + down, 0.5).pvalue)
+            p = binomial_sign_p(up, down)
             human, model, count, reverse = (i, j, up, down) if up >= down else (j, i, down, up)
             candidates.append((p, human, model, count, reverse))
     # Holm: the r-th smallest p times (m - r), never below the adjusted p before it.

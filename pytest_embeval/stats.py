@@ -45,6 +45,7 @@ __all__ = [
     "INTERVALS",
     "DegenerateComparisonWarning",
     "PairedComparison",
+    "binomial_sign_p",
     "compare_paired",
     "minimum_detectable_effect",
     "paired_bootstrap_ci",
@@ -227,7 +228,7 @@ def sign_test(differences: ArrayLike) -> tuple[int, int, float]:
     """
     d = _check_differences(differences)
     wins, losses = int(np.count_nonzero(d > 0)), int(np.count_nonzero(d < 0))
-    return wins, losses, _sign_p(wins, losses)
+    return wins, losses, binomial_sign_p(wins, losses)
 
 
 def minimum_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -330,7 +331,9 @@ def _z_sum(alpha: float, power: float) -> float:
     return normal.inv_cdf(1.0 - alpha / 2.0) + normal.inv_cdf(power)
 
 
-def _sign_p(wins: int, losses: int) -> float:
+def binomial_sign_p(wins: int, losses: int) -> float:
+    """``scipy.stats.binomtest(wins, wins + losses, 0.5).pvalue`` (two-sided), exactly, without importing
+    scipy up to `EXACT_SIGN_TEST` pairs; 1.0 when there are none or as many wins as losses."""
     n = wins + losses
     if n == 0 or wins == losses:
         return 1.0
@@ -397,7 +400,7 @@ def _compare(
         sd=sd,
         wins=wins,
         losses=losses,
-        sign_p=_sign_p(wins, losses),
+        sign_p=binomial_sign_p(wins, losses),
         mde=_z_sum(1.0 - confidence, 0.8) * sd / math.sqrt(n),
         note=note,
     )
@@ -425,7 +428,7 @@ def _too_few_pairs(
         sd=nan,
         wins=wins,
         losses=losses,
-        sign_p=_sign_p(wins, losses),
+        sign_p=binomial_sign_p(wins, losses),
         mde=nan,
         note=note,
     )

@@ -122,6 +122,35 @@ def test_without_the_flag_nothing_is_collected_nor_imported(
     result.stdout.fnmatch_lines(["HEAVY: []"])
 
 
+def test_a_run_with_in_process_models_imports_no_scipy_torch_or_endpoint_client(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    # scipy.stats alone costs about a second of every run; only calibration and huge sign tests need it.
+    golden()
+    pytester.makeconftest(
+        """
+        import sys
+
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_sessionfinish(session):
+            heavy = ("scipy", "torch", "sentence_transformers", "openai", "matplotlib", "hnswlib")
+            print("HEAVY:", sorted(m for m in heavy if m in sys.modules))
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "-s",
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*HEAVY: []"])
+
+
 def test_other_yaml_files_are_left_alone(pytester: pytest.Pytester, golden: Golden) -> None:
     golden()
     pytester.makefile(".yaml", ci="steps:\n  - run: echo hello\n")
