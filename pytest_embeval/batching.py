@@ -113,8 +113,10 @@ def completed(
         if failure is not None:
             error = error or failure
             continue
+        yield position, cast(Result, result)
+        # Only once the caller has kept this result (the cache stores a batch's vectors here): an interrupt
+        # then loses at most the ``concurrency`` calls in flight, never also one returned and not yet kept.
         if error is None:
             start_next()
-        yield position, cast(Result, result)
     if error is not None:
         raise error
