@@ -10,11 +10,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import statsmodels.stats.contingency_tables as statsmodels_tables
 from sklearn.metrics import cohen_kappa_score
 
 from pytest_embeval.disagreement import Verdict, bowker, calibrate, stuart_maxwell
-
-statsmodels_tables = pytest.importorskip("statsmodels.stats.contingency_tables")
 
 #: People's grades of the 100-pair calibration sample below: 30 zeros, 20 ones, 50 twos.
 PEOPLE = (30, 20, 50)
