@@ -38,11 +38,13 @@ from pytest_embeval.capacity import ArmCapacity
 from pytest_embeval.control import (
     Control,
     ControlMismatch,
+    InputDigests,
     check_control,
     consumed_index,
     control_differences,
     control_of,
     declared_index,
+    input_digests,
     short_digest,
 )
 from pytest_embeval.encoders import Arm, EncoderError, Kind, embed
@@ -179,6 +181,8 @@ class HeldConstant:
     rerank_samples: Mapping[str, np.ndarray]
     #: every reranked query row, sorted
     rerank_rows: np.ndarray
+    #: the digests of its documents, queries and judgments, shared by the controls of both arms and its own
+    inputs: InputDigests
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -264,6 +268,7 @@ def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
         depth=ranked_depth(golden),
         rerank_samples=samples,
         rerank_rows=rows,
+        inputs=input_digests(golden),
     )
 
 
@@ -289,15 +294,10 @@ def golden_control(golden: GoldenSet, held: HeldConstant | None = None) -> Contr
     queries when declared."""
     held = held if held is not None else prepare(golden, warn=False)
     return control_of(
-        doc_ids=[doc.id for doc in golden.documents],
-        doc_texts=[doc.embed_text for doc in golden.documents],
-        queries=golden.queries,
-        query_texts=[query.text for query in golden.queries],
-        qrels=golden.qrels,
+        inputs=held.inputs,
         index=declared_index(golden, held.depth),
         depth=held.depth,
         plan=golden.plan_fingerprint(),
-        textless=golden.textless,
         **_declared_parts(golden, held),
     )
 
@@ -402,8 +402,6 @@ def _score(
     scorer: RerankScorer | None,
 ) -> ArmResult:
     """Search the golden set's records with an opened arm, fold, rerank (with ``scorer``) and score."""
-    doc_ids = [doc.id for doc in golden.documents]
-    doc_texts = [doc.embed_text for doc in golden.documents]
     query_texts = [query.text for query in golden.queries]
     depth = held.depth
     rows = np.arange(len(query_texts))
@@ -448,7 +446,7 @@ def _score(
             held.rerank_rows,
             golden.rerank.depth,
             result_ids,
-            doc_texts,
+            [doc.embed_text for doc in golden.documents],
             query_texts,
         )
         reranked_ids = [query_ids[i] for i in held.rerank_rows.tolist()]
@@ -465,15 +463,10 @@ def _score(
                 after_per_query[name][held.rerank_rows] = array
         reranked = Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
     control = control_of(
-        doc_ids=doc_ids,
-        doc_texts=doc_texts,
-        queries=golden.queries,
-        query_texts=query_texts,
-        qrels=golden.qrels,
+        inputs=held.inputs,
         index=consumed_index(declared_index(golden, depth), _all_indexes(index, parts)),
         depth=depth,
         plan=golden.plan_fingerprint(),
-        textless=golden.textless,
         **_declared_parts(golden, held),
     )
     return ArmResult(
