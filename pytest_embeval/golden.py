@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from pytest_embeval.canonical import hash_rows
 from pytest_embeval.capacity import Production
 from pytest_embeval.datafiles import (
     QRELS_FORMATS,
@@ -347,12 +348,14 @@ class GoldenSet:
         digest.update(b"plan " + _canonical(self.plan()) + b"\n")
         # Fields and filters are hashed only where they matter, so other golden sets keep their fingerprints.
         with_fields = self.uses_document_fields()
-        for doc in self.documents:
-            text_hash = hashlib.sha256(doc.embed_text.encode("utf-8")).hexdigest()
-            row: list[object] = [doc.id, text_hash]
-            if with_fields:
-                row.append({name: list(values) for name, values in doc.fields.items()})
-            digest.update(b"document " + _canonical(row) + b"\n")
+        hashes = [hashlib.sha256(doc.embed_text.encode("utf-8")).hexdigest() for doc in self.documents]
+        if with_fields:
+            for doc, text_hash in zip(self.documents, hashes, strict=True):
+                fields = {name: list(values) for name, values in doc.fields.items()}
+                digest.update(b"document " + _canonical([doc.id, text_hash, fields]) + b"\n")
+        else:
+            rows = [(doc.id, text_hash) for doc, text_hash in zip(self.documents, hashes, strict=True)]
+            hash_rows(digest, rows, "document ")
         if self.textless:  # only then, so the fingerprints of sets without such documents do not change
             digest.update(b"textless " + _canonical(list(self.textless)) + b"\n")
         for query in self.queries:
@@ -363,8 +366,7 @@ class GoldenSet:
         judgments = sorted(
             (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()
         )
-        for judgment in judgments:
-            digest.update(b"qrel " + _canonical(list(judgment)) + b"\n")
+        hash_rows(digest, judgments, "qrel ")
         return "sha256:" + digest.hexdigest()
 
 

@@ -3,6 +3,9 @@ malformed input (``<path>[:<line>]: <key>: <problem>``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import os
 import pickle
 import re
@@ -1213,3 +1216,42 @@ def test_unjudged_queries_are_kept(tmp_path: Path) -> None:
     # Allowed, unlike an empty qrels file: a query may lack judgments (it scores NaN and is reported).
     golden = load(tmp_path, BASE, {"qrels.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\n"})
     assert golden.qrels == {"q1": {"d1": 1}, "q2": {}, "q3": {}, "q4": {}}
+
+
+def _canonical_line(prefix: str, value: object) -> bytes:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return f"{prefix} {text}\n".encode()
+
+
+def reference_fingerprint(golden: GoldenSet) -> str:
+    """The golden set's fingerprint as its definition reads: one canonical JSON line per part."""
+    digest = hashlib.sha256(b"pytest-embeval golden set v1\n")
+    digest.update(_canonical_line("plan", golden.plan()))
+    for doc in golden.documents:
+        row: list[object] = [doc.id, hashlib.sha256(doc.embed_text.encode()).hexdigest()]
+        if golden.uses_document_fields():
+            row.append({name: list(values) for name, values in doc.fields.items()})
+        digest.update(_canonical_line("document", row))
+    if golden.textless:
+        digest.update(_canonical_line("textless", list(golden.textless)))
+    for query in golden.queries:
+        query_row: list[object] = [query.id, query.text, dict(query.fields)]
+        if query.filters:
+            query_row.append({name: list(values) for name, values in query.filters.items()})
+        digest.update(_canonical_line("query", query_row))
+    for qid, did, grade in sorted((q, d, g) for q, docs in golden.qrels.items() for d, g in docs.items()):
+        digest.update(_canonical_line("qrel", [qid, did, grade]))
+    return "sha256:" + digest.hexdigest()
+
+
+@pytest.mark.parametrize("escaped", [False, True], ids=["plain", "ids-json-escapes"])
+def test_the_fingerprint_is_one_canonical_json_line_per_part(tmp_path: Path, escaped: bool) -> None:
+    golden = load(tmp_path, PLAN)
+    if escaped:  # ids holding characters JSON escapes take the json.dumps path of the row writer
+        rename = {"d1": 'd"1', "d2": "d\\2", "d3": "d3\u00e9", "d4": "d\t4"}
+        golden = dataclasses.replace(
+            golden,
+            documents=tuple(dataclasses.replace(doc, id=rename[doc.id]) for doc in golden.documents),
+            qrels={q: {rename[d]: g for d, g in docs.items()} for q, docs in golden.qrels.items()},
+        )
+    assert golden.fingerprint() == reference_fingerprint(golden)
