@@ -595,11 +595,13 @@ def _empty_result(n_queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _top(keys: np.ndarray, k: int) -> np.ndarray:
-    """The k largest keys of each row, in no particular order."""
+    """The k largest keys of each row, in no particular order, in an array of their own: a slice of the
+    partitioned row block would keep all of it alive (exact search holds one per query block until a
+    document block ends: 100 MB at 1,500 queries x 8,192 documents, instead of 1 MB)."""
     n = keys.shape[1]
     if n <= k:
         return keys
-    top: np.ndarray = np.partition(keys, n - k, axis=1)[:, n - k :]
+    top: np.ndarray = np.partition(keys, n - k, axis=1)[:, n - k :].copy()
     return top
 
 

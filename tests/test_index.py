@@ -380,6 +380,18 @@ def test_exact_search_memory_follows_the_blocks_not_the_corpus() -> None:
     assert large - small < 35_000 * 64
 
 
+def test_exact_search_memory_does_not_grow_with_the_query_blocks() -> None:
+    """Each query block's running top k is kept in an array of its own, not as a slice of that block's
+    partitioned scores (which held a whole (block x document block) array per query block until the
+    document block ended: 100 MB at 1,500 x 200,000)."""
+    rng = np.random.default_rng(12)
+    documents = rng.random((8_192, 8), dtype=np.float32)
+    few = _peak_bytes(rng.random((200, 8), dtype=np.float32), documents, 10, query_block_size=100)
+    many = _peak_bytes(rng.random((2_000, 8), dtype=np.float32), documents, 10, query_block_size=100)
+    # 1,800 more queries cost their top 10 keys and scores (well under 1 MB), not 18 x 6.5 MB.
+    assert many - few < 2**20
+
+
 @pytest.mark.slow
 def test_exact_search_of_200k_documents_stays_within_bounded_memory() -> None:
     """200,000 x 384 documents, 1,000 queries, default blocks: the 1,000 x 200,000 score matrix would be
