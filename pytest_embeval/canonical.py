@@ -1,4 +1,5 @@
-"""Canonical JSON lines: what every digest of the golden set and of the control hashes.
+"""Canonical JSON lines and text keys: what every digest of the golden set and of the control hashes, and
+what the embedding cache stores a text under.
 
 A line is ``json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)``
 and a newline. Rows of strings and integers (a document id and its text's sha256, a judgment) are written
@@ -8,12 +9,13 @@ is nearly always: a quarter of the time on 200,000 documents, with the same byte
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
-__all__ = ["hash_rows", "json_line", "row_lines"]
+__all__ = ["KeyedTexts", "hash_rows", "json_line", "row_lines", "text_key"]
 
 #: What json.dumps escapes in a string with ensure_ascii=False; a string without any is its own JSON body.
 _JSON_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
@@ -39,3 +41,35 @@ def hash_rows(digest: Any, rows: Sequence[Sequence[str | int]], prefix: str = ""
     hashing them line by line, without holding them all as text at once."""
     for start in range(0, len(rows), block):
         digest.update(row_lines(rows[start : start + block], prefix).encode("utf-8"))
+
+
+def text_key(text: str) -> bytes:
+    """sha256 of a text's UTF-8 bytes (lone surrogates kept, never an encoding error): the embedding cache's
+    key of the text, and the per-document digest the golden fingerprint and the control's corpus digest
+    hash (as hex)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class KeyedTexts(Sequence[str]):
+    """Texts and the `text_key` of each, hashed once: a golden set's documents as both arms embed them,
+    whose keys the cache looks up and the control digest and golden fingerprint hash (200,000 documents
+    are 0.4 s of hashing, three times over without it)."""
+
+    __slots__ = ("keys", "texts")
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.texts: tuple[str, ...] = tuple(texts)
+        self.keys: tuple[bytes, ...] = tuple(map(text_key, self.texts))
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self.texts[index]
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.texts)

@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_embeval.canonical import hash_rows, json_line
+from pytest_embeval.canonical import KeyedTexts, hash_rows, json_line
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.index import effective_ef
 from pytest_embeval.retrievers import IndexStats
@@ -105,15 +105,13 @@ def _digest(component: str, parts: Iterable[object]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def _corpus_digest(doc_ids: Sequence[str], doc_texts: Sequence[str], textless: Sequence[str] = ()) -> str:
-    """``_digest("corpus", [[id, sha256 hex of its text], ...])``, then ``["textless", [ids]]`` if some
-    documents have no text (never embedded; only then, so that other digests do not change), written by
-    `_id_rows_digest`. The texts are hashed one by one, never serialised whole."""
-    if len(doc_ids) != len(doc_texts):
-        raise ValueError(f"{len(doc_ids)} document ids but {len(doc_texts)} texts")
-    sha = hashlib.sha256
-    hexes = [sha(text.encode("utf-8")).hexdigest() for text in doc_texts]
-    rows = [(doc_id, hex_) for doc_id, hex_ in zip(doc_ids, hexes, strict=True)]
+def _corpus_digest(doc_ids: Sequence[str], text_keys: Sequence[bytes], textless: Sequence[str] = ()) -> str:
+    """``_digest("corpus", [[id, sha256 hex of its text], ...])`` (``text_keys``: `canonical.text_key` of
+    each text), then ``["textless", [ids]]`` if some documents have no text (never embedded; only then, so
+    that other digests do not change), written by `_id_rows_digest`."""
+    if len(doc_ids) != len(text_keys):
+        raise ValueError(f"{len(doc_ids)} document ids but {len(text_keys)} texts")
+    rows = [(doc_id, key.hex()) for doc_id, key in zip(doc_ids, text_keys, strict=True)]
     return _id_rows_digest("corpus", rows, after=[["textless", list(textless)]] if textless else [])
 
 
@@ -147,14 +145,15 @@ class InputDigests:
     qrels: str
 
 
-def input_digests(golden: GoldenSet) -> InputDigests:
-    """The `InputDigests` of ``golden``: the exact texts its arms embed, in corpus and golden order."""
+def input_digests(golden: GoldenSet, document_texts: KeyedTexts | None = None) -> InputDigests:
+    """The `InputDigests` of ``golden``: the exact texts its arms embed, in corpus and golden order
+    (``document_texts``: its documents' embedded texts, hashed already)."""
     query_rows = ([query.id, query.text, dict(query.fields)] for query in golden.queries)
     documents = golden.documents
+    if document_texts is None:
+        document_texts = KeyedTexts(doc.embed_text for doc in documents)
     return InputDigests(
-        corpus=_corpus_digest(
-            [doc.id for doc in documents], [doc.embed_text for doc in documents], golden.textless
-        ),
+        corpus=_corpus_digest([doc.id for doc in documents], document_texts.keys, golden.textless),
         queries=_digest("queries", query_rows),
         qrels=_qrels_digest(golden.qrels),
     )

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from pytest_embeval.canonical import hash_rows
+from pytest_embeval.canonical import KeyedTexts, hash_rows
 from pytest_embeval.capacity import Production
 from pytest_embeval.datafiles import (
     QRELS_FORMATS,
@@ -342,13 +342,18 @@ class GoldenSet:
     def plan_fingerprint(self) -> str:
         return "sha256:" + hashlib.sha256(_canonical(self.plan())).hexdigest()
 
-    def fingerprint(self) -> str:
-        """Plan + corpus (ids, sha256 of each embedded text) + queries + sorted qrels; stable everywhere."""
+    def fingerprint(self, document_texts: KeyedTexts | None = None) -> str:
+        """Plan + corpus (ids, sha256 of each embedded text) + queries + sorted qrels; stable everywhere.
+        ``document_texts``: the documents' embedded texts, hashed already (`pipeline.HeldConstant`)."""
         digest = hashlib.sha256(b"pytest-embeval golden set v1\n")
         digest.update(b"plan " + _canonical(self.plan()) + b"\n")
         # Fields and filters are hashed only where they matter, so other golden sets keep their fingerprints.
         with_fields = self.uses_document_fields()
-        hashes = [hashlib.sha256(doc.embed_text.encode("utf-8")).hexdigest() for doc in self.documents]
+        if document_texts is None:
+            document_texts = KeyedTexts(doc.embed_text for doc in self.documents)
+        if len(document_texts) != len(self.documents):
+            raise ValueError(f"{len(self.documents)} documents but {len(document_texts)} texts")
+        hashes = [key.hex() for key in document_texts.keys]
         if with_fields:
             for doc, text_hash in zip(self.documents, hashes, strict=True):
                 fields = {name: list(values) for name, values in doc.fields.items()}

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pytest_embeval.canonical import KeyedTexts
 from pytest_embeval.capacity import ArmCapacity
 from pytest_embeval.control import (
     Control,
@@ -183,6 +184,8 @@ class HeldConstant:
     rerank_rows: np.ndarray
     #: the digests of its documents, queries and judgments, shared by the controls of both arms and its own
     inputs: InputDigests
+    #: its documents' texts as both arms embed them, hashed once for the cache, the digests and fingerprint
+    documents: KeyedTexts
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -259,6 +262,7 @@ def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
             chosen = rerank_sample(stratum.query_ids, scorable, golden.rerank, golden.seed, stratum.name)
             samples[stratum.name] = np.array([position[qid] for qid in chosen], dtype=np.intp)
         rows = np.unique(np.concatenate([np.empty(0, dtype=np.intp), *samples.values()]))
+    documents = KeyedTexts(doc.embed_text for doc in golden.documents)
     return HeldConstant(
         golden=golden,
         filters=plan,
@@ -268,7 +272,8 @@ def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
         depth=ranked_depth(golden),
         rerank_samples=samples,
         rerank_rows=rows,
-        inputs=input_digests(golden),
+        inputs=input_digests(golden, documents),
+        documents=documents,
     )
 
 
@@ -319,25 +324,21 @@ def searched_corpus(golden: GoldenSet, drawn: Sequence[CorpusSlice] | None = Non
 def embedded_texts(golden: GoldenSet) -> dict[Kind, list[str]]:
     """Exactly the texts an embedding arm embeds for ``golden``, by kind, in the order it embeds them: the
     documents of the `searched_corpus` and the golden set's queries (what `embeval embed` fills the cache
-    with; `_task` hands the same lists to the arm)."""
-    return _texts(searched_corpus(golden))
-
-
-def _texts(golden: GoldenSet) -> dict[Kind, list[str]]:
+    with; `_task` hands the same texts to the arm)."""
+    searched = searched_corpus(golden)
     return {
-        "document": [doc.embed_text for doc in golden.documents],
-        "query": [query.text for query in golden.queries],
+        "document": [doc.embed_text for doc in searched.documents],
+        "query": [query.text for query in searched.queries],
     }
 
 
 def _task(
     golden: GoldenSet, held: HeldConstant, role: Role, embedder: Embedder, progress: Progress | None
 ) -> RetrievalTask:
-    texts = _texts(golden)
     return RetrievalTask(
         doc_ids=[doc.id for doc in golden.documents],
-        doc_texts=texts["document"],
-        query_texts=texts["query"],
+        doc_texts=held.documents,
+        query_texts=[query.text for query in golden.queries],
         allowed=None if held.filters is None else held.filters.allowed,
         index=golden.index,
         seed=golden.seed,

@@ -304,7 +304,9 @@ def golden_record(run: GoldenRun, path: str) -> Record:
     return {
         "name": golden.name,
         "path": path,
-        "fingerprint": golden.fingerprint(),
+        "fingerprint": golden.fingerprint(
+            run.held.documents if run.held is not None and run.held.golden is golden else None
+        ),
         "plan_fingerprint": golden.plan_fingerprint(),
         "control": {"fingerprint": run.control.fingerprint, "components": run.control.components()},
         "metric": str(golden.metric),

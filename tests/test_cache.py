@@ -20,6 +20,7 @@ import pytest
 
 import pytest_embeval.cache as cache_module
 from pytest_embeval.cache import CacheStats, EmbeddingCache, text_key
+from pytest_embeval.canonical import KeyedTexts
 from pytest_embeval.encoders import Arm, EncoderError, Kind, LazyEncoder, embed, resolve_model
 
 DIM = 16
@@ -125,6 +126,62 @@ def test_duplicate_texts_are_embedded_once_and_returned_in_order(tmp_path: Path)
     vectors = EmbeddingCache(tmp_path).embed(arm, texts, "document")
     assert model.encoded == [("document", "b"), ("document", "a"), ("document", "c")]
     np.testing.assert_array_equal(vectors, embed(arm, texts, "document"))
+
+
+def test_texts_hashed_already_are_looked_up_alike(tmp_path: Path) -> None:
+    """`KeyedTexts` (a golden set's documents, hashed once for the cache and the digests) with duplicates:
+    the same vectors, in order, and the same entries as plain texts."""
+    model = Recorder()
+    arm = resolve_model(model)
+    texts = ["b", "a", "b", "c", "a"]
+    vectors = EmbeddingCache(tmp_path).embed(arm, KeyedTexts(texts), "document")
+    assert model.encoded == [("document", "b"), ("document", "a"), ("document", "c")]
+    np.testing.assert_array_equal(vectors, embed(arm, texts, "document"))
+    again = fresh(tmp_path)
+    np.testing.assert_array_equal(again.embed(arm, texts, "document"), vectors)
+    assert again.stats() == CacheStats(read=3)
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        pytest.param(lambda texts: texts, id="as stored"),
+        pytest.param(lambda texts: texts[::-1], id="reversed"),
+        pytest.param(lambda texts: texts[40:90], id="a run of them"),
+        pytest.param(lambda texts: [*texts[::7], "new one"], id="every seventh and a new one"),
+    ],
+)
+def test_any_selection_and_order_of_cached_texts_gets_their_vectors(tmp_path: Path, pick: Any) -> None:
+    arm = resolve_model(Recorder())
+    EmbeddingCache(tmp_path).embed(arm, TEXTS, "document")
+    wanted = pick(TEXTS)
+    cache = fresh(tmp_path)
+    np.testing.assert_array_equal(cache.embed(arm, wanted, "document"), reference(wanted))
+    assert cache.stats().read == len(set(wanted) & set(TEXTS))
+
+
+def test_keys_sharing_their_first_eight_bytes_are_told_apart() -> None:
+    """The locator searches the keys' first 8 bytes, then compares whole keys: keys sharing a prefix (one
+    pair in 10^8 at a million texts, so made here) are each found, in the pack and row of their first
+    copy."""
+    prefix = b"\x07" * 8
+
+    def key(tail: int) -> bytes:
+        return prefix + tail.to_bytes(24, "big")
+
+    def pack(name: str, keys: list[bytes]) -> Any:
+        zeros = np.zeros(len(keys), dtype="<u4")
+        return cache_module._Pack(
+            path=Path(name), dim=1, offset=0, keys=tuple(keys), crcs=zeros, tokens=zeros
+        )
+
+    first = pack("first", [key(5), text_key("plain"), key(3)])
+    second = pack("second", [key(3), key(9), key(5)])
+    locator = cache_module._Locator([first, second])
+    wanted = cache_module._key_array([key(9), key(3), key(4), text_key("plain"), key(5), text_key("absent")])
+    found, pack_numbers, rows = locator.find(wanted)
+    assert found.tolist() == [True, True, False, True, True, False]
+    assert list(zip(pack_numbers.tolist(), rows.tolist(), strict=True)) == [(1, 1), (0, 2), (0, 1), (0, 0)]
 
 
 def test_a_fully_cached_run_never_loads_the_model(tmp_path: Path) -> None:
@@ -427,6 +484,19 @@ def test_bit_flipped_rows_are_recomputed_and_the_rest_kept(tmp_path: Path) -> No
     healed = fresh(tmp_path)
     healed.embed(arm, TEXTS, "document")
     assert model.encoded == [] and healed.stats() == CacheStats(read=150)
+
+
+def test_bit_flipped_rows_read_out_of_order_are_recomputed_too(tmp_path: Path) -> None:
+    """Texts looked up in another order than stored are copied row by row, not read into place: the
+    damaged rows are found all the same."""
+    model, arm, pack = stored(tmp_path)
+    for row in (3, 80):
+        flip(pack, vectors_offset(150) + row * DIM * 4 + 5)
+    cache = fresh(tmp_path)
+    wanted = TEXTS[::-1]
+    np.testing.assert_array_equal(cache.embed(arm, wanted, "document"), reference(wanted))
+    assert sorted(model.encoded) == sorted(("document", TEXTS[row]) for row in (3, 80))
+    assert cache.stats() == CacheStats(read=148, embedded=2, corrupt=2)
 
 
 def test_a_pack_truncated_in_its_vectors_keeps_its_whole_rows(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_embeval import control
+from pytest_embeval.canonical import KeyedTexts
 
 
 @settings(max_examples=200, deadline=None)
@@ -30,7 +31,7 @@ def test_the_corpus_digest_is_one_json_line_per_document(documents: list[tuple[s
             for doc_id, text in zip(ids, texts, strict=True)
         ),
     )
-    assert control._corpus_digest(ids, texts) == reference
+    assert control._corpus_digest(ids, KeyedTexts(texts).keys) == reference
 
 
 def test_the_corpus_digest_spans_its_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,12 +41,12 @@ def test_the_corpus_digest_spans_its_blocks(monkeypatch: pytest.MonkeyPatch) -> 
     reference = control._digest(
         "corpus", ([i, hashlib.sha256(t.encode()).hexdigest()] for i, t in zip(ids, texts, strict=True))
     )
-    assert control._corpus_digest(ids, texts) == reference
+    assert control._corpus_digest(ids, KeyedTexts(texts).keys) == reference
     rows = [[i, hashlib.sha256(t.encode()).hexdigest()] for i, t in zip(ids, texts, strict=True)]
     with_textless = control._digest("corpus", [*rows, ["textless", ["x", 'y"']]])
-    assert control._corpus_digest(ids, texts, ["x", 'y"']) == with_textless != reference
+    assert control._corpus_digest(ids, KeyedTexts(texts).keys, ["x", 'y"']) == with_textless != reference
     with pytest.raises(ValueError, match="7 document ids but 6 texts"):
-        control._corpus_digest(ids, texts[:6])
+        control._corpus_digest(ids, KeyedTexts(texts[:6]).keys)
 
 
 @settings(max_examples=200, deadline=None)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_embeval.canonical import KeyedTexts
 from pytest_embeval.golden import (
     Document,
     GoldenError,
@@ -1255,3 +1256,12 @@ def test_the_fingerprint_is_one_canonical_json_line_per_part(tmp_path: Path, esc
             qrels={q: {rename[d]: g for d, g in docs.items()} for q, docs in golden.qrels.items()},
         )
     assert golden.fingerprint() == reference_fingerprint(golden)
+    # With the texts hashed already (as the pipeline hashes them once for the cache and the digests).
+    texts = KeyedTexts(doc.embed_text for doc in golden.documents)
+    assert golden.fingerprint(texts) == reference_fingerprint(golden)
+
+
+def test_texts_hashed_already_must_be_the_documents(tmp_path: Path) -> None:
+    golden = load(tmp_path, PLAN)
+    with pytest.raises(ValueError, match=f"^{len(golden.documents)} documents but 1 texts$"):
+        golden.fingerprint(KeyedTexts(["one text"]))

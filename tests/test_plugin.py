@@ -214,8 +214,8 @@ def test_a_broken_encoder_is_an_error_of_its_golden_set_reported_once(
         "candidate encoder 'fake_models:broken' returned NaN or inf in 48 of 48 query vectors (first: row 0)"
     )
     output = result.stdout.str()
-    # In full once in the ERRORS section (the short summary repeats it, trimmed to the terminal's width or not,
-    # so it is not counted) ...
+    # In full once in the ERRORS section (the short summary repeats it, trimmed to the terminal's width or
+    # not, so it is not counted) ...
     errors_section = output.split(" ERRORS ", 1)[1].split(" embeval ", 1)[0]
     assert errors_section.count(f"support: {problem}") == 1
     result.stdout.fnmatch_lines(["ERROR support.yaml::overall - support: candidate encoder*"])
