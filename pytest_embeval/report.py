@@ -583,5 +583,30 @@ def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+#: Containers this deep (the report is at depth 0, a golden set at 2, a query's, a stratum's or an arm's
+#: record at 4) are written on one line each, by the C encoder, which json.dumps uses only when it does not
+#: indent: a report of 1,500 queries is written in a third of the time, and diffs one line per query.
+_ONE_LINE_DEPTH = 4
+
+
 def report_json(report: Mapping[str, Any]) -> str:
-    return json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    """The JSON report's text: indented by one space per level down to `_ONE_LINE_DEPTH`, one line below."""
+    return _layered(report, 0) + "\n"
+
+
+def _layered(value: object, depth: int) -> str:
+    if depth >= _ONE_LINE_DEPTH or not isinstance(value, (dict, list)) or not value:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    pad = "\n" + " " * (depth + 1)
+    if isinstance(value, dict):
+        # A key that is not a string is written as json.dumps writes it (True as "true").
+        items = [
+            f"{json.dumps(key if isinstance(key, str) else json.dumps(key), ensure_ascii=False)}: "
+            f"{_layered(item, depth + 1)}"
+            for key, item in value.items()
+        ]
+        opening, closing = "{", "}"
+    else:
+        items = [_layered(item, depth + 1) for item in value]
+        opening, closing = "[", "]"
+    return opening + pad + ("," + pad).join(items) + "\n" + " " * depth + closing

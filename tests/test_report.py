@@ -218,3 +218,32 @@ def test_control_diff_reports_unmatched_golden_sets_and_missing_controls() -> No
         "b.yaml: only in the second report",
         "c.yaml: no control fingerprint in the first report",
     ]
+
+
+def test_the_json_report_is_indented_down_to_its_records_and_writes_each_on_one_line() -> None:
+    report = {
+        "schema_version": 1,
+        "golden_sets": [
+            {"name": "x", "queries": [{"id": "q1", "ranked": {"incumbent": ["a", "b"]}}], "guards": {}}
+        ],
+        "errors": [],
+    }
+    assert report_json(report) == (
+        "{\n"
+        ' "schema_version": 1,\n'
+        ' "golden_sets": [\n'
+        "  {\n"
+        '   "name": "x",\n'
+        '   "queries": [\n'
+        '    {"id": "q1", "ranked": {"incumbent": ["a", "b"]}}\n'
+        "   ],\n"
+        '   "guards": {}\n'
+        "  }\n"
+        " ],\n"
+        ' "errors": []\n'
+        "}\n"
+    )
+    # Keys as json.dumps writes them; what JSON cannot hold is refused as json.dumps refuses it.
+    assert json.loads(report_json({1: {True: None}, "é": [0.5]})) == {"1": {"true": None}, "é": [0.5]}
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        report_json({"golden_sets": [{"queries": [{"score": float("nan")}]}]})
