@@ -4,12 +4,16 @@ without text, negative grades, symlinked golden files. (Malformed input: test_go
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import write_file
+from pytest_embeval import datafiles
 from pytest_embeval.datafiles import Document, detect_qrels_format, read_documents, read_queries
 from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
 from pytest_embeval.merging import qrels_file
@@ -224,3 +228,45 @@ def test_a_symlinked_golden_file_reads_the_data_beside_its_target(tmp_path: Path
     linked = load_golden(elsewhere / "link.yaml")
     assert linked.documents == target.documents
     assert linked.fingerprint() == target.fingerprint()
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    record=st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=4),
+    ensure_ascii=st.booleans(),
+    spaced=st.booleans(),
+    around=st.sampled_from(["", " ", "\t", "\r", " \r"]),
+)
+def test_a_record_line_is_read_as_json_loads_reads_it(
+    record: dict[str, object], ensure_ascii: bool, spaced: bool, around: str
+) -> None:
+    """The corpus reader calls json's scanner directly; whatever the line's spacing, escapes or whitespace
+    around the object, it must give what json.loads gives."""
+    separators = (", ", ": ") if spaced else (",", ":")
+    line = around + json.dumps(record, ensure_ascii=ensure_ascii, separators=separators) + around
+    read = datafiles._json_record(Path("corpus.jsonl"), 1, line)
+    assert json.dumps(read, sort_keys=True) == json.dumps(json.loads(line), sort_keys=True)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"_id": "d1"} x', "invalid JSON: Extra data (column 15)"),
+        ('{"_id": "d1"', "invalid JSON: Expecting ',' delimiter (column 13)"),
+        ("[1, 2]", "expected a JSON object, got a list"),
+        ('"text"', 'expected a JSON object, got "text"'),
+        ("\ufeff{}", "invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (column 1)"),
+    ],
+)
+def test_a_line_that_is_not_a_record_says_what_json_loads_says(line: str, message: str) -> None:
+    with pytest.raises(GoldenError, match=f"^corpus.jsonl:7: {re.escape(message)}$"):
+        datafiles._json_record(Path("corpus.jsonl"), 7, line)
