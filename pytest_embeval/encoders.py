@@ -662,6 +662,8 @@ def validate_texts(texts: Sequence[str], kind: str) -> None:
     """Raise ``ValueError`` unless ``kind`` is "query" or "document" and every text is a ``str``."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'query' or 'document', got {kind!r}")
+    if all(type(text) is str for text in texts):
+        return
     for position, text in enumerate(texts):
         if not isinstance(text, str):
             raise ValueError(f"texts[{position}] is {type(text).__name__}, not str: {text!r}")

@@ -353,10 +353,26 @@ def test_ann_recall_is_the_share_of_the_exact_top_k_found() -> None:
     exact = np.array([[3, 2, 1], [4, 9, 8]])
     assert ann_recall(np.array([[1, 2, 3], [4, 5, 6]]), exact) == pytest.approx((3 / 3 + 1 / 3) / 2)
     assert ann_recall(exact, exact) == 1.0
+    # Padding (-1: fewer documents allowed) never counts as found; a query with no exact result is left out.
+    padded = np.array([[5, -1, -1], [-1, -1, -1], [7, 6, -1]])
+    assert ann_recall(np.array([[-1, 5, -1], [-1, -1, -1], [6, -1, -1]]), padded) == pytest.approx(0.75)
+    assert np.isnan(ann_recall(np.full((2, 3), -1), np.full((2, 3), -1)))
     with pytest.raises(ValueError, match=re.escape("same 2-D shape, got (2, 2) and (2, 3)")):
         ann_recall(np.ones((2, 2)), exact)
     with pytest.raises(ValueError, match=re.escape("at least one query and k >= 1, got shape (0, 3)")):
         ann_recall(np.ones((0, 3)), np.ones((0, 3)))
+
+
+def test_ann_recall_agrees_with_set_intersection() -> None:
+    rng = np.random.default_rng(5)
+    rows = [rng.choice(60, size=20, replace=False) for _ in range(400)]
+    approximate = np.array([np.where(rng.random(20) < 0.2, -1, row) for row in rows])
+    exact = np.array([rng.choice(60, size=20, replace=False) for _ in range(400)])
+    exact[::7, 15:] = -1
+    shares = [
+        len(set(x[x >= 0]) & set(y[y >= 0])) / (y >= 0).sum() for x, y in zip(approximate, exact, strict=True)
+    ]
+    assert ann_recall(approximate, exact) == pytest.approx(np.mean(shares), abs=1e-12)
 
 
 def _peak_bytes(queries: np.ndarray, documents: np.ndarray, k: int, **blocks: int) -> int:
