@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import mmap
 import os
 import struct
 import zlib
@@ -405,7 +406,7 @@ class EmbeddingCache:
             for start, end in itertools.pairwise(bounds):
                 pack = locator.packs[int(pack_numbers[start])]
                 if vectors is None:
-                    vectors = np.empty((len(keys), pack.dim), dtype=_FLOAT)
+                    vectors = _result_matrix(len(keys), pack.dim)
                 elif pack.dim != vectors.shape[1]:
                     raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], pack.dim])
                 wanted_rows, targets = pack_rows[start:end], positions[start:end]
@@ -609,6 +610,20 @@ class EmbeddingCache:
             shelf.seen.discard(path.name)
         if first:
             self._count(corrupt=entries)
+
+
+#: Lookup results this large are an anonymous memory map of their own (see `_result_matrix`).
+_MAPPED_BYTES = 64 * 2**20
+
+
+def _result_matrix(rows: int, dim: int) -> np.ndarray:
+    """Uninitialised float32 ``(rows, dim)`` for the vectors of a lookup. A large one is an anonymous memory
+    map rather than numpy's own allocation, which asks the kernel for transparent huge pages: on a virtual
+    machine (what CI runs on) their first touch, when the packs are read into it, measured 5 x slower than
+    4 KiB pages (0.89 s against 0.17 s for 200,000 x 512), and exact search reads it no slower."""
+    if rows * dim * _FLOAT.itemsize < _MAPPED_BYTES:
+        return np.empty((rows, dim), dtype=_FLOAT)
+    return np.frombuffer(mmap.mmap(-1, rows * dim * _FLOAT.itemsize), dtype=_FLOAT).reshape(rows, dim)
 
 
 def _run(numbers: np.ndarray, first: int | None = None) -> bool:

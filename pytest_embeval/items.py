@@ -8,7 +8,7 @@ TIE passes and is reported under its own status by `session.SessionHooks.pytest_
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +115,23 @@ class StratumItem(pytest.Function):
         self, *, golden: GoldenSet, stratum: Stratum, order: int, judgments: Record, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.golden = golden
+        self._golden: GoldenSet | None = golden
         self.stratum = stratum
         self.order = order
         #: where the judgments came from (`provenance.judgments_record`), for the report
         self.judgments = judgments
         self.run: GoldenRun | None = None
+
+    @property
+    def golden(self) -> GoldenSet:
+        if self._golden is None:
+            raise RuntimeError(f"{self.nodeid}: its golden set was released at the end of the session")
+        return self._golden
+
+    def release(self) -> None:
+        """Let go of the golden set and its run (the outputs are written from the records alone)."""
+        self._golden = None
+        self.run = None
 
     @property
     def golden_path(self) -> str:
@@ -235,3 +246,14 @@ def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Ret
             )
             raise ArmFault(role, shown, f"{role} model: {error}") from error
     return state.arms[key]
+
+
+def release_golden_sets(items: Iterable[pytest.Item], state: EmbevalState) -> None:
+    """Drop what ran the golden sets (their documents, both arms' results) once every item has run: the
+    outputs are written from the records alone, and pytest's own garbage collections at the end (five and
+    more, after the summary) would otherwise walk every document: 0.4 s at 200,000 documents."""
+    state.runs.clear()
+    state.outcomes.clear()
+    for item in items:
+        if isinstance(item, StratumItem):
+            item.release()

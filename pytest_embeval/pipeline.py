@@ -245,13 +245,15 @@ def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
             [doc.fields for doc in golden.documents], [query.filters for query in golden.queries], query_ids
         )
     chunks = None if golden.fold is None else chunk_map([doc.fields for doc in golden.documents], golden.fold)
-    if chunks is None:
-        result_ids = tuple(doc.id for doc in golden.documents)
-        records_of = {doc_id: np.array([row]) for row, doc_id in enumerate(result_ids)}
+    result_ids = tuple(doc.id for doc in golden.documents) if chunks is None else chunks.doc_ids
+    if plan is None:  # every judgment counts: no record is looked up
+        qrels = allowed_qrels(golden.qrels, query_ids, None, {})
+    elif chunks is None:
+        row_of = {doc_id: row for row, doc_id in enumerate(result_ids)}
+        judged = {doc_id for docs in golden.qrels.values() for doc_id in docs if doc_id in row_of}
+        qrels = allowed_qrels(golden.qrels, query_ids, plan, {d: np.array([row_of[d]]) for d in judged})
     else:
-        result_ids = chunks.doc_ids
-        records_of = chunks.records_of()
-    qrels = allowed_qrels(golden.qrels, query_ids, plan, records_of)
+        qrels = allowed_qrels(golden.qrels, query_ids, plan, chunks.records_of())
     samples: dict[str, np.ndarray] = {}
     rows = np.empty(0, dtype=np.intp)
     if golden.rerank is not None:

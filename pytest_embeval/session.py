@@ -197,6 +197,12 @@ class SessionHooks:
                 report.embeval_error = error
         return report
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_embeval.items import release_golden_sets  # loaded by then: it collected the items
+
+        release_golden_sets(session.items, self.state)
+
     def pytest_report_teststatus(
         self, report: pytest.TestReport
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:

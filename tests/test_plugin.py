@@ -151,6 +151,41 @@ def test_a_run_with_in_process_models_imports_no_scipy_torch_or_endpoint_client(
     result.stdout.fnmatch_lines(["*HEAVY: []"])
 
 
+def test_golden_sets_are_let_go_when_the_session_ends(pytester: pytest.Pytester, golden: Golden) -> None:
+    """Once every item has run, nothing holds a golden set's documents or its run any more: pytest's own
+    garbage collections at the end (five and more) would walk every document of a large corpus."""
+    golden()
+    pytester.makeconftest(
+        """
+        import gc
+
+        import pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_unconfigure(config):
+            from pytest_embeval.golden import GoldenSet
+            from pytest_embeval.pipeline import GoldenRun
+
+            gc.collect()
+            held = (GoldenSet, GoldenRun)
+            alive = sorted({type(o).__name__ for o in gc.get_objects() if isinstance(o, held)})
+            print("ALIVE:", alive)
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "-s",
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad",
+        f"--embeval-json={pytester.path / 'report.json'}",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["ALIVE: []"])
+    assert json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))["golden_sets"]
+
+
 def test_other_yaml_files_are_left_alone(pytester: pytest.Pytester, golden: Golden) -> None:
     golden()
     pytester.makefile(".yaml", ci="steps:\n  - run: echo hello\n")
