@@ -9,6 +9,7 @@ Layout under the cache root::
 
     embeddings/<model digest, 16 hex>/fingerprint.json      the model's fingerprint, for people
     embeddings/<model digest, 16 hex>/<kind>/<sha256>.pack  vectors; the file is named by its bytes' sha256
+    digests/<sha256>.sha256                                  a model file's digest (`digests.file_sha256`)
 
 A *pack* holds the vectors of texts embedded together (at most ``PACK_ROWS``). Each encoder call's vectors
 are stored as a pack the moment the call returns, so a run that is interrupted (Ctrl-C, a killed CI job, an

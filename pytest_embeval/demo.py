@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
+from pytest_embeval.digests import file_sha256
 from pytest_embeval.encoders import Arm, sentence_transformer_arm, weights_digest
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ def _install(staging: Path, folder: Path) -> None:
 
 def _hashes(folder: Path) -> dict[str, str]:
     return {
-        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        path.relative_to(folder).as_posix(): file_sha256(path)
         for path in sorted(folder.rglob("*"))
         if path.is_file() and path.name != _MANIFEST
     }

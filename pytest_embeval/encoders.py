@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from pytest_embeval.batching import Batching, completed, plan
+from pytest_embeval.digests import file_sha256
 from pytest_embeval.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -592,7 +593,7 @@ def folder_identity(folder: Path) -> dict[str, object] | None:
     config = hashlib.sha256()
     for rel, path in _model_files(folder):
         if path.suffix not in _WEIGHT_SUFFIXES and path.suffix != ".md":
-            config.update(f"{rel}\0{_file_sha256(path)}\n".encode())
+            config.update(f"{rel}\0{file_sha256(path)}\n".encode())
     return {"weights": weights, "config": "sha256:" + config.hexdigest()}
 
 
@@ -626,17 +627,9 @@ def weights_digest(folder: Path) -> dict[str, str]:
     key = (str(folder.resolve()), stats)
     cached = _weights_cache.get(key)
     if cached is None:
-        cached = {rel: "sha256:" + _file_sha256(path) for rel, path in files}
+        cached = {rel: "sha256:" + file_sha256(path) for rel, path in files}
         _weights_cache[key] = cached
     return dict(cached)
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _state_dict_digest(model: SentenceTransformer) -> str:

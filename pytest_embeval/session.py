@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_embeval.cache import EmbeddingCache
+from pytest_embeval.digests import remember_in
 from pytest_embeval.encoders import Arm, EncoderError
 from pytest_embeval.endpoint import EndpointEncoder
 from pytest_embeval.golden import TEXTLESS_SHOWN, GoldenSet, load_golden
@@ -127,6 +128,8 @@ def start(config: pytest.Config, settings: Settings) -> None:
     resolve is a usage error (exit 4), never a failure of the items.
     """
     state = EmbevalState(settings=settings)
+    # Model files' digests (their fingerprints) are remembered beside the embeddings they key.
+    remember_in(settings.cache_dir / "digests" if settings.cache_dir is not None else None)
     for role in ROLES:
         spec = getattr(settings, role)
         if spec is None:
@@ -196,6 +199,9 @@ class SessionHooks:
             if error is not None:
                 report.embeval_error = error
         return report
+
+    def pytest_unconfigure(self) -> None:
+        remember_in(None)  # the next session in this process (pytester's) names its own folder
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
