@@ -258,12 +258,22 @@ class HnswIndex:
         safe = np.where(found, positions, 0)
         # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
         scores = np.empty(positions.shape, dtype=np.float32)
-        step = max(1, _SCRATCH_BYTES // (8 * k_eff * d.shape[1]))
-        for start in range(0, n_queries, step):
-            block = safe[start : start + step]
-            scores[start : start + step] = np.einsum(
-                "id,ikd->ik", q[start : start + step].astype(np.float64), d[block].astype(np.float64)
-            ).astype(np.float32)
+        if d.size * 8 <= _SCRATCH_BYTES:
+            # A small corpus: every score of a block of queries by one matmul, as exact_search computes them,
+            # then the candidates' picked out (a tenth of the time of gathering their vectors).
+            d64 = d.astype(np.float64)
+            step = max(1, _SCRATCH_BYTES // (8 * d.shape[0]))
+            for start in range(0, n_queries, step):
+                every = q[start : start + step].astype(np.float64) @ d64.T
+                picked = np.take_along_axis(every, safe[start : start + step], axis=1)
+                scores[start : start + step] = picked.astype(np.float32)
+        else:
+            step = max(1, _SCRATCH_BYTES // (8 * k_eff * d.shape[1]))
+            for start in range(0, n_queries, step):
+                block = safe[start : start + step]
+                scores[start : start + step] = np.einsum(
+                    "id,ikd->ik", q[start : start + step].astype(np.float64), d[block].astype(np.float64)
+                ).astype(np.float32)
         keys = _keys(scores, self._ranks[safe])
         _mask(keys, found)
         keys = np.sort(keys, axis=1)[:, ::-1]

@@ -256,6 +256,29 @@ def test_hnsw_results_are_ranked_by_the_tie_rule(corpus: tuple[np.ndarray, np.nd
         assert keys == sorted(keys, reverse=True)
 
 
+def test_hnsw_rescoring_scores_each_pair_as_exact_search_does(
+    corpus: tuple[np.ndarray, np.ndarray, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A corpus within the scratch memory is rescored by one matmul, a larger one by gathering each
+    candidate's vector: both give every pair the score exact search gives it."""
+    queries, documents, doc_ids = corpus
+    exact_positions, exact_scores = exact_search(queries, documents, 25, doc_ids=doc_ids)
+    index = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50)
+    by_matmul = index.search(queries, 25, ef_search=60)
+    monkeypatch.setattr("pytest_embeval.index._SCRATCH_BYTES", 1)  # every corpus is larger than that
+    by_gathering = index.search(queries, 25, ef_search=60)
+    for positions, scores in (by_matmul, by_gathering):
+        np.testing.assert_array_equal(positions, by_matmul[0])
+        for row in range(len(queries)):
+            exact = dict(zip(exact_positions[row].tolist(), exact_scores[row].tolist(), strict=True))
+            shared = [
+                (exact[p], s)
+                for p, s in zip(positions[row].tolist(), scores[row].tolist(), strict=True)
+                if p in exact
+            ]
+            assert shared and all(a == b for a, b in shared)
+
+
 def test_hnsw_is_deterministic_across_builds(corpus: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
     queries, documents, doc_ids = corpus
     first = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50, seed=5).search(
