@@ -106,7 +106,9 @@ class Document:
     @property
     def has_text(self) -> bool:
         """False for a document whose title and text are both empty or whitespace: it cannot be embedded."""
-        return bool(self.text.strip() or self.title.strip())
+        # Without strip()'s copy of every text: 200,000 documents are read once per run.
+        text, title = self.text, self.title
+        return (bool(text) and not text.isspace()) or (bool(title) and not title.isspace())
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,8 @@ class FieldReader:
         self._shared: dict[tuple[tuple[str, tuple[str, ...]], ...], Mapping[str, tuple[str, ...]]] = {}
 
     def read(self, record: Mapping[str, object]) -> Mapping[str, tuple[str, ...]]:
+        if record.keys() <= _RECORD_KEYS:  # a record of id, text and title only: no loop in Python
+            return _NO_FIELDS
         items = []
         for name, value in record.items():
             if name in _RECORD_KEYS:

@@ -4,6 +4,7 @@ malformed input (``<path>[:<line>]: <key>: <problem>``)."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import pytest_embeval.golden as golden_module
 from pytest_embeval.canonical import KeyedTexts
 from pytest_embeval.golden import (
     Document,
@@ -1265,3 +1267,27 @@ def test_texts_hashed_already_must_be_the_documents(tmp_path: Path) -> None:
     golden = load(tmp_path, PLAN)
     with pytest.raises(ValueError, match=f"^{len(golden.documents)} documents but 1 texts$"):
         golden.fingerprint(KeyedTexts(["one text"]))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    """The collector is paused while a golden set is read, and left as it was, after an error too."""
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        paused = []
+        real = golden_module.read_documents
+
+        def spying(*args: object, **kwargs: object) -> object:
+            paused.append(not gc.isenabled())
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("pytest_embeval.golden.read_documents", spying)
+            load(tmp_path / "good", PLAN)
+            assert paused == [True] and gc.isenabled() is enabled
+            with pytest.raises(GoldenError):
+                load(tmp_path / "bad", PLAN + "tie_margin: -1\n")
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
