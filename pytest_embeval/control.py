@@ -111,7 +111,7 @@ def _corpus_digest(doc_ids: Sequence[str], text_keys: Sequence[bytes], textless:
     that other digests do not change), written by `_id_rows_digest`."""
     if len(doc_ids) != len(text_keys):
         raise ValueError(f"{len(doc_ids)} document ids but {len(text_keys)} texts")
-    rows = [(doc_id, key.hex()) for doc_id, key in zip(doc_ids, text_keys, strict=True)]
+    rows = ((doc_id, key.hex()) for doc_id, key in zip(doc_ids, text_keys, strict=True))
     return _id_rows_digest("corpus", rows, after=[["textless", list(textless)]] if textless else [])
 
 
@@ -123,7 +123,7 @@ def _qrels_digest(qrels: Mapping[str, Mapping[str, int]]) -> str:
 
 
 def _id_rows_digest(
-    component: str, rows: Sequence[tuple[str, str] | tuple[str, str, int]], after: Iterable[object] = ()
+    component: str, rows: Iterable[tuple[str, str] | tuple[str, str, int]], after: Iterable[object] = ()
 ) -> str:
     """`_digest` of rows of strings and integers (`canonical.row_lines`), then of the parts ``after``, hashed
     in blocks rather than line by line."""

@@ -355,13 +355,13 @@ class GoldenSet:
             document_texts = KeyedTexts(doc.embed_text for doc in self.documents)
         if len(document_texts) != len(self.documents):
             raise ValueError(f"{len(self.documents)} documents but {len(document_texts)} texts")
-        hashes = [key.hex() for key in document_texts.keys]
+        hashes = (key.hex() for key in document_texts.keys)
         if with_fields:
             for doc, text_hash in zip(self.documents, hashes, strict=True):
                 fields = {name: list(values) for name, values in doc.fields.items()}
                 digest.update(b"document " + _canonical([doc.id, text_hash, fields]) + b"\n")
         else:
-            rows = [(doc.id, text_hash) for doc, text_hash in zip(self.documents, hashes, strict=True)]
+            rows = ((doc.id, text_hash) for doc, text_hash in zip(self.documents, hashes, strict=True))
             hash_rows(digest, rows, "document ")
         if self.textless:  # only then, so the fingerprints of sets without such documents do not change
             digest.update(b"textless " + _canonical(list(self.textless)) + b"\n")
