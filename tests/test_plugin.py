@@ -122,6 +122,22 @@ def test_without_the_flag_nothing_is_collected_nor_imported(
     result.stdout.fnmatch_lines(["HEAVY: []"])
 
 
+def run_worse_in_a_subprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A fresh process (nothing imported by earlier tests) comparing a worse candidate, output not captured;
+    it must end as the failure it is."""
+    result = pytester.runpytest_subprocess(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "-s",
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad",
+        *args,
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    return result
+
+
 def test_a_run_with_in_process_models_imports_no_scipy_torch_or_endpoint_client(
     pytester: pytest.Pytester, golden: Golden
 ) -> None:
@@ -139,15 +155,7 @@ def test_a_run_with_in_process_models_imports_no_scipy_torch_or_endpoint_client(
             print("HEAVY:", sorted(m for m in heavy if m in sys.modules))
         """
     )
-    result = pytester.runpytest_subprocess(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "-s",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:bad",
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = run_worse_in_a_subprocess(pytester)
     result.stdout.fnmatch_lines(["*HEAVY: []"])
 
 
@@ -172,16 +180,7 @@ def test_golden_sets_are_let_go_when_the_session_ends(pytester: pytest.Pytester,
             print("ALIVE:", alive)
         """
     )
-    result = pytester.runpytest_subprocess(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "-s",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:bad",
-        f"--embeval-json={pytester.path / 'report.json'}",
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = run_worse_in_a_subprocess(pytester, f"--embeval-json={pytester.path / 'report.json'}")
     result.stdout.fnmatch_lines(["ALIVE: []"])
     assert json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))["golden_sets"]
 
