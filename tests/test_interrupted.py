@@ -134,8 +134,10 @@ def test_an_interrupted_run_loses_at_most_one_batch(
     stop_when(pytest_process(project, log, *args), lambda: len(lines(log)) >= 3 * BATCH, stop)
     encoded = set(lines(log))
     stored = stored_documents(project / ".embeval_cache", "slow-good", texts)
-    assert len(stored) >= 3 * BATCH and stored <= encoded
-    assert len(encoded - stored) <= BATCH  # returned, killed before it was stored
+    # Calls are sequential: every call before the last one logged was stored before that one began. The
+    # last may have been stopped between returning (logged) and being stored: the one call in flight.
+    assert len(stored) >= 2 * BATCH and stored <= encoded
+    assert len(encoded - stored) <= BATCH
 
     log.unlink()
     second = pytest_process(project, log, *args)
