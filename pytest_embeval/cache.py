@@ -191,7 +191,17 @@ def _prefixes(keys: np.ndarray) -> np.ndarray:
 class _Shelf:
     """The packs of one model and kind that this process has indexed."""
 
-    __slots__ = ("_locator", "code", "directory", "model", "noted", "packs", "seen")
+    __slots__ = (
+        "_locator",
+        "_recent",
+        "_recent_packs",
+        "code",
+        "directory",
+        "model",
+        "noted",
+        "packs",
+        "seen",
+    )
 
     def __init__(self, directory: Path, model: bytes, code: int) -> None:
         self.directory = directory
@@ -201,18 +211,44 @@ class _Shelf:
         self.seen: set[str] = set()  # pack file names not to read again: indexed, or damaged and kept
         self.packs: dict[str, _Pack] = {}  # indexed packs by file name
         self._locator: _Locator | None = None  # None: to be built when next needed
+        # Packs indexed since the locator was built, and their keys' first copies (number in that list,
+        # row): a store adds packs one call at a time (`embeval embed`, a block after another), and
+        # rebuilding the locator over every key for each would cost time quadratic in the corpus.
+        self._recent_packs: list[_Pack] = []
+        self._recent: dict[bytes, tuple[int, int]] = {}
 
-    @property
-    def locator(self) -> _Locator:
-        """Where each text key's first copy is, in the packs indexed now."""
+    def find(self, keys: Sequence[bytes]) -> tuple[np.ndarray, tuple[_Pack, ...], np.ndarray, np.ndarray]:
+        """For these text keys: which have a copy in the packs indexed now, those packs, and for each key
+        that has one the number (in those packs) and row of its first copy."""
         if self._locator is None:
             self._locator = _Locator(self.packs.values())
-        return self._locator
+            self._recent_packs, self._recent = [], {}
+        found, numbers, rows = self._locator.find(_key_array(keys))
+        packs = self._locator.packs
+        if not self._recent:
+            return found, packs, numbers, rows
+        # Keys the locator lacks may be in the recent packs, indexed after its packs (so after its copies).
+        number_of = np.full(len(keys), -1, dtype=np.intp)
+        row_of = np.full(len(keys), -1, dtype=np.intp)
+        number_of[found], row_of[found] = numbers, rows
+        for i in np.flatnonzero(~found).tolist():
+            location = self._recent.get(keys[i])
+            if location is not None:
+                number_of[i], row_of[i] = len(packs) + location[0], location[1]
+                found[i] = True
+        return found, packs + tuple(self._recent_packs), number_of[found], row_of[found]
 
     def add(self, pack: _Pack) -> None:
         self.seen.add(pack.path.name)
         self.packs[pack.path.name] = pack
-        self._locator = None
+        if self._locator is None:
+            return  # it will index this pack when it is built
+        number = len(self._recent_packs)
+        self._recent_packs.append(pack)
+        for row, key in enumerate(pack.keys):
+            self._recent.setdefault(key, (number, row))
+        if len(self._recent) > max(PACK_ROWS, self._locator.keys.size // 4):
+            self._locator = None  # rebuilt when next needed: the recent keys are a quarter of it
 
     def forget(self, pack: _Pack) -> None:
         """Drop a pack that vanished or is being replaced; a file by its name is indexed again if it appears
@@ -328,7 +364,7 @@ class EmbeddingCache:
         validate_texts(texts, kind)
         shelf = self._shelf(arm, kind)
         self._scan(shelf)
-        found, _, _ = shelf.locator.find(_key_array(text_key(text) for text in texts))
+        found, _, _, _ = shelf.find([text_key(text) for text in texts])
         return found
 
     def store(
@@ -390,14 +426,12 @@ class EmbeddingCache:
         found = np.zeros(len(keys), dtype=bool)
         tokens = np.zeros(len(keys), dtype="<u4")
         vectors: np.ndarray | None = None
-        wanted = _key_array(keys)
         pending = np.arange(len(keys))
         # A pack can vanish between indexing and reading when another process replaces it (a damaged one,
         # or small ones merged); the replacement is written before the deletion, so a fresh scan finds it.
         for _ in range(_ATTEMPTS):
             self._scan(shelf)
-            locator = shelf.locator
-            located, pack_numbers, pack_rows = locator.find(wanted[pending])
+            located, packs, pack_numbers, pack_rows = shelf.find([keys[i] for i in pending.tolist()])
             positions = pending[located]
             # Grouped by pack, in the packs' order: each pack is read once.
             order = np.argsort(pack_numbers, kind="stable")
@@ -405,7 +439,7 @@ class EmbeddingCache:
             bounds = np.append(np.flatnonzero(np.diff(pack_numbers, prepend=-1)), pack_numbers.size).tolist()
             vanished = False
             for start, end in itertools.pairwise(bounds):
-                pack = locator.packs[int(pack_numbers[start])]
+                pack = packs[int(pack_numbers[start])]
                 if vectors is None:
                     vectors = _result_matrix(len(keys), pack.dim)
                 elif pack.dim != vectors.shape[1]:

@@ -160,6 +160,35 @@ def test_any_selection_and_order_of_cached_texts_gets_their_vectors(tmp_path: Pa
     assert cache.stats().read == len(set(wanted) & set(TEXTS))
 
 
+def test_texts_stored_a_block_after_another_are_found_without_reindexing_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`embeval embed` checks and stores one block at a time: each check must find what the blocks before
+    stored (and nothing else), without rebuilding the index of every key each time (quadratic in the
+    corpus): the locator is rebuilt only when the keys added since are a quarter of it."""
+    monkeypatch.setattr(cache_module, "PACK_ROWS", 8)
+    built: list[int] = []
+    real = cache_module._Locator.__init__
+
+    def counted(self: Any, packs: Any) -> None:
+        real(self, packs)
+        built.append(self.keys.size)
+
+    monkeypatch.setattr(cache_module._Locator, "__init__", counted)
+    arm = resolve_model(Recorder())
+    cache = EmbeddingCache(tmp_path)
+    texts = [f"text {i}" for i in range(400)]
+    for start in range(0, 400, 8):
+        block = texts[start : start + 8]
+        assert not cache.contains(arm, "document", block).any()
+        assert cache.contains(arm, "document", texts[:start]).all()
+        cache.embed(arm, block, "document")
+    assert cache.contains(arm, "document", texts).all()
+    np.testing.assert_array_equal(cache.embed(arm, texts[::-1], "document"), reference(texts[::-1]))
+    assert cache.stats() == CacheStats(read=400, embedded=400)  # checks read indexes, never vectors
+    assert len(built) < 15, built  # 50 blocks; about log(50) / log(1.25) rebuilds
+
+
 def test_keys_sharing_their_first_eight_bytes_are_told_apart() -> None:
     """The locator searches the keys' first 8 bytes, then compares whole keys: keys sharing a prefix (one
     pair in 10^8 at a million texts, so made here) are each found, in the pack and row of their first
