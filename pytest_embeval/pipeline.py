@@ -423,10 +423,15 @@ def _score(
     index = searcher.index_stats(searched)
     parts = components(retriever, searcher, searched)
     result_ids = held.result_ids
-    ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
-    similarities = tuple(
-        tuple(float(v) for v in row[keep]) for row, keep in zip(scores, positions >= 0, strict=True)
-    )
+    found = positions >= 0
+    if found.all():  # no row padded (no filter left a query fewer results): converted whole, in C
+        ranked = tuple(tuple(map(result_ids.__getitem__, row)) for row in positions.tolist())
+        similarities = tuple(map(tuple, np.asarray(scores, dtype=np.float64).tolist()))
+    else:
+        ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
+        similarities = tuple(
+            tuple(float(v) for v in row[keep]) for row, keep in zip(scores, found, strict=True)
+        )
     query_ids = [query.id for query in golden.queries]
     metrics = golden.all_metrics()
     # Tie groups cut off by the depth are completed by an exact scan of the arm's vectors; an arm without
