@@ -81,8 +81,11 @@ _CRC = 4
 _TOKENS = 4
 _FLOAT = np.dtype("<f4")
 _KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
-# Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them.
-_ATTEMPTS = 3
+# Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them and
+# embedding them again. Replacements come in chains: two workers that meet one damaged pack each repair it
+# (its intact rows rewritten) and then merge the repair with the rows they recomputed, each step deleting
+# the pack the other may be about to read; three attempts were seen to run out (xdist, under load).
+_ATTEMPTS = 8
 
 
 class Keyed(Protocol):

@@ -610,6 +610,30 @@ def test_a_pack_replaced_by_another_process_is_found_again(tmp_path: Path) -> No
     assert model.encoded == [] and reader.stats().corrupt == 0
 
 
+def test_a_chain_of_replacements_by_other_processes_is_followed_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each time the reader is about to read a pack, another process has written a replacement and deleted
+    it (a repair, then a merge, by two processes): the reader follows the chain, and recomputes nothing."""
+    model, arm, pack = stored(tmp_path)
+    reader = fresh(tmp_path)
+    assert len(reader.lookup(arm, "document", TEXTS[:1])) == 1  # the pack is indexed
+    chain = [TEXTS[:149], TEXTS[1:], TEXTS[:148], TEXTS[2:], TEXTS[::-1], TEXTS]
+    real = cache_module.EmbeddingCache._read
+
+    def replaced_just_before(self: Any, shelf: Any, indexed: Any, into: Any = None) -> Any:
+        if chain:
+            rows = chain.pop(0)
+            fresh(tmp_path).store(arm, "document", rows, reference(rows))
+            indexed.path.unlink()
+        return real(self, shelf, indexed, into)
+
+    monkeypatch.setattr(cache_module.EmbeddingCache, "_read", replaced_just_before)
+    np.testing.assert_array_equal(reader.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert chain == [] and model.encoded == [] and reader.stats() == CacheStats(read=150)
+    assert packs(tmp_path) == [pack]  # the last replacement holds the very bytes of the first pack
+
+
 class Shared:
     """The writers' model, as far as its fingerprint goes."""
 
