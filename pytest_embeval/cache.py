@@ -134,7 +134,7 @@ class _Damaged(Exception):
     """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable),
     ``identity`` which file it was (see `_identity`)."""
 
-    def __init__(self, entries: int, identity: tuple[int, int]) -> None:
+    def __init__(self, entries: int, identity: Identity) -> None:
         super().__init__(entries)
         self.entries = entries
         self.identity = identity
@@ -616,7 +616,7 @@ class EmbeddingCache:
         return vectors, intact
 
     def _replace(
-        self, shelf: _Shelf, pack: _Pack, vectors: np.ndarray, intact: np.ndarray, identity: tuple[int, int]
+        self, shelf: _Shelf, pack: _Pack, vectors: np.ndarray, intact: np.ndarray, identity: Identity
     ) -> None:
         """Rewrite a damaged pack's intact rows into a new pack, then delete it and count what was lost."""
         rows = np.flatnonzero(intact)
@@ -634,7 +634,7 @@ class EmbeddingCache:
                     return  # nothing lost, bytes appended: the rewrite took the damaged file's place
         self._discard(shelf, pack.path, len(pack.keys) - int(rows.size), identity)
 
-    def _discard(self, shelf: _Shelf, path: Path, entries: int, identity: tuple[int, int]) -> None:
+    def _discard(self, shelf: _Shelf, path: Path, entries: int, identity: Identity) -> None:
         """Delete a damaged pack and count its lost entries, unless another process deleted it first (and
         counted them): ``identity`` is the file that was read, and a file that took its name since (another
         process's repair or merge, with the same name when it holds the same vectors) is left alone."""
@@ -765,20 +765,28 @@ def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
             raise
 
 
-def _identity(handle: BinaryIO) -> tuple[int, int]:
-    """Which file an open handle reads (device and inode): a file written under the same name is another."""
-    status = os.fstat(handle.fileno())
-    return status.st_dev, status.st_ino
+#: Which file a handle or path is: device, inode and change time (see `_identity`).
+Identity = tuple[int, int, int]
 
 
-def _unlink(path: Path, identity: tuple[int, int] | None = None) -> bool:
+def _identity(handle: BinaryIO) -> Identity:
+    """Which file an open handle reads: a file written under the same name is another. The change time is
+    part of it because a file system reuses a deleted file's inode at once: another process's repair of a
+    damaged pack, merged back under the pack's own name, could get the damaged file's inode, and a second
+    reader of the damaged file would then delete that good pack and count its rows lost a second time."""
+    return _status_identity(os.fstat(handle.fileno()))
+
+
+def _status_identity(status: os.stat_result) -> Identity:
+    return status.st_dev, status.st_ino, status.st_ctime_ns
+
+
+def _unlink(path: Path, identity: Identity | None = None) -> bool:
     """Delete ``path`` (only if it is still the file ``identity`` names); False if another process already
     did, or put another file there."""
     try:
-        if identity is not None:
-            status = os.stat(path)
-            if (status.st_dev, status.st_ino) != identity:
-                return False
+        if identity is not None and _status_identity(os.stat(path)) != identity:
+            return False
         os.unlink(path)
     except FileNotFoundError:
         return False

@@ -634,6 +634,23 @@ def test_a_chain_of_replacements_by_other_processes_is_followed_to_its_end(
     assert packs(tmp_path) == [pack]  # the last replacement holds the very bytes of the first pack
 
 
+def test_a_damaged_pack_is_deleted_only_if_it_is_still_the_file_that_was_read(tmp_path: Path) -> None:
+    """File systems reuse a deleted file's inode at once, so a good pack merged back under a damaged pack's
+    name can have the damaged file's inode: the change time tells them apart (the same inode written again
+    stands for it here), and the good pack is left alone."""
+    path = tmp_path / "x.pack"
+    path.write_bytes(b"damaged")
+    with path.open("rb") as handle:
+        identity = cache_module._identity(handle)
+    time.sleep(0.05)  # past the file system's clock tick
+    with path.open("r+b") as handle:  # the same inode, written again: another file for the cache
+        handle.write(b"healthy")
+    assert os.stat(path).st_ino == identity[1]
+    assert not cache_module._unlink(path, identity) and path.read_bytes() == b"healthy"
+    with path.open("rb") as handle:
+        assert cache_module._unlink(path, cache_module._identity(handle)) and not path.exists()
+
+
 class Shared:
     """The writers' model, as far as its fingerprint goes."""
 
