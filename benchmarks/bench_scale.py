@@ -44,6 +44,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pytest_embeval.report import without_timings
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SEED = 20_260_101
@@ -262,14 +265,6 @@ def plugin_command(data: Path, cache: Path, report: Path, profile: Path | None =
         f"--embeval-cache-dir={cache}",
         f"--embeval-json={report}",
     ]
-
-
-def without_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
-    if isinstance(value, list):
-        return [without_timings(item) for item in value]
-    return value
 
 
 def profile_lines(path: Path, limit: int) -> list[str]:

@@ -589,6 +589,15 @@ def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
 _ONE_LINE_DEPTH = 4
 
 
+def without_timings(value: Any) -> Any:
+    """A JSON report without its ``timings`` values: what must be equal between runs."""
+    if isinstance(value, dict):
+        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
+
+
 def report_json(report: Mapping[str, Any]) -> str:
     """The JSON report's text: indented by one space per level down to `_ONE_LINE_DEPTH`, one line below."""
     return _layered(report, 0) + "\n"

@@ -12,6 +12,7 @@ import yaml
 # pytester's in-process runs unload every module they import, and numpy's and scipy's extension modules
 # cannot load twice in one process: import the whole embeval code path here, once, before any run.
 import pytest_embeval.items  # noqa: F401
+from pytest_embeval.report import without_timings  # noqa: F401  (the tests import it from here)
 
 
 def _load_the_http_client() -> None:
@@ -85,15 +86,6 @@ def golden_files(root: Path, name: str = "support", **settings: Any) -> Path:
     path = root / f"{name}.yaml"
     path.write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
     return path
-
-
-def without_timings(value: Any) -> Any:
-    """A JSON report without its ``timings`` values: what must be equal between runs."""
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
-    if isinstance(value, list):
-        return [without_timings(item) for item in value]
-    return value
 
 
 #: What an in-process ``embeval`` run gives: exit status, stdout, stderr.
