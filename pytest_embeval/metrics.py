@@ -43,6 +43,7 @@ Deliberate departures from trec_eval, because the comparison needs every query i
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections import Counter
@@ -64,6 +65,7 @@ __all__ = [
     "parse_metric",
     "per_query",
     "rank_documents",
+    "scored_order",
 ]
 
 Run: TypeAlias = Mapping[str, Sequence[str]] | Mapping[str, Mapping[str, float]]
@@ -114,10 +116,25 @@ def parse_metric(text: str) -> MetricSpec:
 
 def rank_documents(scores: Mapping[str, float]) -> list[str]:
     """Document ids in trec_eval order: score descending, equal scores by document id descending."""
-    pairs = [(_as_score(doc, score), doc) for doc, score in scores.items()]
+    return [doc for _, doc in scored_order(scores)]
+
+
+def scored_order(scores: Mapping[str, float]) -> list[tuple[float, str]]:
+    """``(float score, document id)`` pairs in trec_eval order (`rank_documents`). Raises ``ValueError``
+    naming the document whose score is not a number or is NaN."""
+    # Converted, checked and paired in C: a tied query's ranking is ordered for each tie order and arm.
+    try:
+        values = list(map(float, scores.values()))
+    except (TypeError, ValueError):
+        values = [math.nan]
+    total = sum(values)
+    if total != total:  # a NaN or a non-number (or +inf with -inf): one by one, to name the document
+        pairs = [(_as_score(doc, score), doc) for doc, score in scores.items()]
+    else:
+        pairs = list(zip(values, scores, strict=True))
     # One reverse sort of (score, doc) tuples is exactly trec_eval's comparator.
     pairs.sort(reverse=True)
-    return [doc for _, doc in pairs]
+    return pairs
 
 
 def per_query(

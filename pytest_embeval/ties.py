@@ -25,11 +25,13 @@ Linear metrics (recall, precision, nDCG's DCG, judged) take each position's grou
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import groupby, repeat
+from operator import itemgetter
 
 import numpy as np
 import numpy.typing as npt
 
-from pytest_embeval.metrics import MetricSpec, Qrels, evaluate, parse_metric, rank_documents
+from pytest_embeval.metrics import MetricSpec, Qrels, evaluate, parse_metric, scored_order
 
 __all__ = ["TIES", "ascending", "expected"]
 
@@ -84,7 +86,12 @@ def ascending(
 
 def _ascending(ranking: Mapping[str, float]) -> list[str]:
     """Score descending, equal scores by document id ascending."""
-    return sorted(ranking, key=lambda doc: (-float(ranking[doc]), doc))
+    # trec_eval's order with each run of equal scores reversed (its ids descending become ascending).
+    pairs = scored_order(ranking)
+    ordered: list[str] = []
+    for _, group in groupby(pairs, key=itemgetter(0)):
+        ordered.extend(doc for _, doc in reversed(list(group)))
+    return ordered
 
 
 class _Query:
@@ -115,16 +122,17 @@ class _Query:
         is a plain list, which has no scores to tie)."""
         if not isinstance(ranking, Mapping) or len(ranking) < 2:
             return None
-        order = rank_documents(ranking)
-        scores = np.array([float(ranking[doc]) for doc in order])
+        pairs = scored_order(ranking)
+        scores = np.fromiter((score for score, _ in pairs), dtype=np.float64, count=len(pairs))
+        order = [doc for _, doc in pairs]
         first = np.concatenate(([True], scores[1:] != scores[:-1]))
         starts = np.flatnonzero(first)
         sizes = np.diff(np.append(starts, scores.size))
         if not (sizes[starts < depth] > 1).any():
             return None
         group = np.cumsum(first) - 1
-        grades = np.array([float(qrels.get(doc, 0)) for doc in order])
-        judged = np.array([doc in qrels for doc in order])
+        grades = np.fromiter(map(qrels.get, order, repeat(0)), dtype=np.float64, count=len(order))
+        judged = np.fromiter(map(qrels.__contains__, order), dtype=np.bool_, count=len(order))
         n_relevant = sum(1 for grade in qrels.values() if grade >= relevance_level)
         positive = sorted((float(grade) for grade in qrels.values() if grade > 0), reverse=True)
         return cls(

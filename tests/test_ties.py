@@ -5,10 +5,13 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 from collections.abc import Mapping
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_embeval import metrics, ties
 from pytest_embeval.metrics import METRIC_NAMES
@@ -137,3 +140,43 @@ def test_a_query_without_relevant_documents_stays_nan() -> None:
 
 def test_ties_names() -> None:
     assert ties.TIES == ("docid", "expected")
+
+
+# Scores as rankings hold them (floats, ints, bools, numpy scalars, numeric strings), few distinct values so
+# that ties are the rule, and the signed zeros, which compare equal.
+_SCORES = st.one_of(
+    st.sampled_from([0.0, -0.0, 0.5, 1.0, 1, True, np.float32(0.5), np.float64(1.0), "0.5", float("inf")]),
+    st.floats(allow_nan=False, width=32),
+)
+_RANKINGS = st.dictionaries(st.text("abc", min_size=1, max_size=3), _SCORES, max_size=12)
+
+
+@given(_RANKINGS)
+@settings(max_examples=300, deadline=None)
+def test_the_tie_orders_are_their_definitions(ranking: dict[str, object]) -> None:
+    """trec_eval's order (score descending, equal scores by id descending) and the ascending one, as the
+    sorts that define them, whatever type the scores have."""
+    as_float = {doc: float(score) for doc, score in ranking.items()}  # type: ignore[arg-type]
+    trec_eval = sorted(ranking, key=lambda doc: (as_float[doc], doc), reverse=True)
+    assert metrics.rank_documents(ranking) == trec_eval
+    assert metrics.scored_order(ranking) == sorted(((as_float[d], d) for d in ranking), reverse=True)
+    assert ties._ascending(ranking) == sorted(ranking, key=lambda doc: (-as_float[doc], doc))
+
+
+@pytest.mark.parametrize(
+    ("ranking", "named"),
+    [
+        ({"d0": 1.0, "d1": float("nan")}, "document 'd1' has score nan"),
+        ({"d0": 1.0, "d1": "high"}, "document 'd1' has score 'high'"),
+        ({"d0": None, "d1": 1.0}, "document 'd0' has score None"),
+    ],
+)
+def test_a_score_that_is_not_a_number_is_named(ranking: dict[str, object], named: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(named)):
+        metrics.scored_order(ranking)  # type: ignore[arg-type]
+
+
+def test_plus_and_minus_infinity_order_as_numbers() -> None:
+    """Their sum is NaN, which sends the ranking down the one-by-one path: the order is still the sort's."""
+    ranking = {"a": float("inf"), "b": float("-inf"), "c": 0.0}
+    assert metrics.rank_documents(ranking) == ["a", "c", "b"]
