@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_embeval.stats import sorted_quantile
+
 __all__ = [
     "Allowed",
     "HnswIndex",
@@ -481,8 +483,8 @@ class Latency:
         """Median and 95th percentile (numpy's linear interpolation) of per-query times in seconds."""
         if len(seconds) == 0:
             raise ValueError("no timings to summarise")
-        p50, p95 = np.percentile(np.asarray(seconds, dtype=np.float64) * 1000.0, [50, 95])
-        return cls(p50_ms=float(p50), p95_ms=float(p95))
+        ordered = np.sort(np.asarray(seconds, dtype=np.float64) * 1000.0)
+        return cls(p50_ms=sorted_quantile(ordered, 0.5), p95_ms=sorted_quantile(ordered, 0.95))
 
 
 def ann_recall(approximate: np.ndarray, exact: np.ndarray) -> float:

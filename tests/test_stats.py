@@ -29,6 +29,7 @@ from pytest_embeval.stats import (
     paired_bootstrap_ci,
     paired_n,
     sign_test,
+    sorted_quantile,
     stable_seed,
 )
 
@@ -673,3 +674,27 @@ def test_stable_seed_encodes_parts_unambiguously() -> None:
 def test_stable_seed_rejects_other_types(part: object) -> None:
     with pytest.raises(TypeError, match="stable_seed parts must be str or int"):
         stable_seed("a", part)  # type: ignore[arg-type]
+
+
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=40),
+    st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 0.025, 0.5, 0.95, 0.975, 1.0])),
+)
+@settings(max_examples=500, deadline=None)
+def test_sorted_quantile_is_numpys_default_quantile_to_the_last_bit(values: list[float], q: float) -> None:
+    ordered = np.sort(np.array(values))
+    got, expected = sorted_quantile(ordered, q), float(np.quantile(ordered, q))
+    assert got == expected and math.copysign(1.0, got) == math.copysign(1.0, expected)
+
+
+def test_sorted_quantile_with_infinite_values_is_numpys() -> None:
+    """|t*| of flat resamples is infinite: the interval is never taken there (`_Studentized.at`), but the
+    helper still gives what numpy gives (inf, or NaN between inf and inf)."""
+    for ordered, q in itertools.product(
+        [np.array([0.5, 1.0, math.inf, math.inf]), np.array([math.inf]), np.array([-0.0, -0.0])],
+        (0.0, 0.3, 0.5, 0.7, 0.9, 1.0),
+    ):
+        expected = float(np.quantile(ordered, q))
+        got = sorted_quantile(ordered, q)
+        assert got == expected or (math.isnan(got) and math.isnan(expected)), (ordered, q)
+        assert math.copysign(1.0, got) == math.copysign(1.0, expected), (ordered, q)
