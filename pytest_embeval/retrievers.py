@@ -221,6 +221,11 @@ def ann_sample(n_queries: int, seed: int) -> np.ndarray:
     return np.sort(rng.choice(n_queries, size=ANN_SAMPLE, replace=False))
 
 
+def _every_row(rows: np.ndarray, n_queries: int) -> bool:
+    """Whether ``rows`` are every query row, in order."""
+    return rows.size == n_queries and bool((rows == np.arange(n_queries)).all())
+
+
 # -------------------------------------------------------------------------------------------- dense arms
 
 
@@ -297,6 +302,10 @@ class DenseSearcher:
         self._ef: int | None = None
         #: measured once per depth: the capacity reuses the latency the report shows
         self._stats: dict[int, IndexStats] = {}
+        #: by depth, the graph's positions for every query in order, and exact search's on the sampled
+        #: queries: what the recall measurement compares, searched once
+        self._every_query: dict[int, np.ndarray] = {}
+        self._exact_sample: dict[int, np.ndarray] = {}
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
         return DenseSearcher(task, self.arm, self.documents[rows], self.queries)
@@ -332,7 +341,7 @@ class DenseSearcher:
             return self._ef
         sample = self._sample()
         queries, allowed = self.queries[sample], self.task.allowed_for(sample)
-        exact, _ = exact_search(queries, self.documents, depth, doc_ids=self.task.doc_ids, allowed=allowed)
+        exact = self._exact_on_sample(sample, depth)
         try:
             self._ef, _ = self._graph().ef_for_recall(queries, exact, spec.recall_target, allowed=allowed)
         except TargetNotReached as missed:
@@ -350,6 +359,8 @@ class DenseSearcher:
             positions, scores = self._graph().search(
                 self.queries[rows], depth, ef_search=self._ef_for(depth), allowed=allowed
             )
+            if _every_row(rows, self.queries.shape[0]):
+                self._every_query[depth] = positions
         else:
             positions, scores = exact_search(
                 self.queries[rows], self.documents, depth, doc_ids=self.task.doc_ids, allowed=allowed
@@ -369,8 +380,11 @@ class DenseSearcher:
         graph, ef = self._graph(), self._ef_for(depth)
         sample = self._sample()
         queries, allowed = self.queries[sample], self.task.allowed_for(sample)
-        approximate, _ = graph.search(queries, depth, ef_search=ef, allowed=allowed)
-        exact, _ = exact_search(queries, self.documents, depth, doc_ids=self.task.doc_ids, allowed=allowed)
+        if _every_row(sample, self.queries.shape[0]) and depth in self._every_query:
+            approximate = self._every_query[depth]  # the search the scores come from, with the same ef
+        else:
+            approximate, _ = graph.search(queries, depth, ef_search=ef, allowed=allowed)
+        exact = self._exact_on_sample(sample, depth)
         hnsw = HnswStats(
             parameters=graph.parameters(),
             ann_recall=ann_recall(approximate, exact),
@@ -381,6 +395,19 @@ class DenseSearcher:
             filtered=allowed is not None,
         )
         return IndexStats(dimension=dimension, memory_bytes=graph.memory_bytes(), hnsw=hnsw)
+
+    def _exact_on_sample(self, sample: np.ndarray, depth: int) -> np.ndarray:
+        """Exact search's positions for the sampled queries (filtered as they are), computed once per depth
+        for choosing the ef and measuring recall."""
+        if depth not in self._exact_sample:
+            self._exact_sample[depth], _ = exact_search(
+                self.queries[sample],
+                self.documents,
+                depth,
+                doc_ids=self.task.doc_ids,
+                allowed=self.task.allowed_for(sample),
+            )
+        return self._exact_sample[depth]
 
     def capacity(self, depth: int) -> ArmCapacity | None:
         if not self.task.measure:

@@ -291,6 +291,32 @@ def test_hnsw_arm_is_built_as_declared_and_measured() -> None:
         assert 0 < latency.p50_ms <= latency.p95_ms
 
 
+def test_the_recall_measurement_reuses_the_search_of_the_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every query is sampled (fewer than ANN_SAMPLE): the graph is searched once, for the ranking, and the
+    recall is of that search against exact search, which is run once too."""
+    from pytest_embeval import index, retrievers
+
+    searches: list[int] = []
+    exact: list[int] = []
+    graph_search, exact_search = index.HnswIndex.search, retrievers.exact_search
+
+    def counted_search(self: index.HnswIndex, queries: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        searches.append(queries.shape[0])
+        return graph_search(self, queries, *args, **kwargs)
+
+    def counted_exact(queries: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        exact.append(queries.shape[0])
+        return exact_search(queries, *args, **kwargs)
+
+    monkeypatch.setattr(index.HnswIndex, "search", counted_search)
+    monkeypatch.setattr(retrievers, "exact_search", counted_exact)
+    golden = make_golden(index=IndexSpec("hnsw", M=4, ef_construction=8, ef_search=8))
+    stats = run_arm(golden, hash_arm(), "incumbent").index
+    assert searches == [QUERIES] and exact == [QUERIES]
+    # (that the recall is the one a fresh search gives: test_filters.py measures it by hand)
+    assert stats.hnsw is not None and stats.hnsw.sample == QUERIES
+
+
 def test_hnsw_arms_are_reproducible() -> None:
     golden = make_golden(index=IndexSpec("hnsw", M=4, ef_construction=8, ef_search=8))
     first = run_arm(golden, hash_arm(), "incumbent")
