@@ -300,6 +300,8 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
 def _write_readable(report: Record, settings: Settings, reporter: pytest.TerminalReporter) -> None:
     """The reports people read, each when asked for: Markdown (to a file, appended to the GitHub step
     summary, or both), the HTML page and the forest plot's PNG; every one made from the merged report."""
+    if not (settings.markdown_path or settings.step_summary or settings.html_path or settings.plot_path):
+        return  # none asked for: nor are their modules imported
     from pytest_embeval.htmlpage import report_html
     from pytest_embeval.markdown import report_markdown, size_warning
     from pytest_embeval.plot import forest_png
