@@ -11,7 +11,9 @@ sheets, and the embedding cache's summary.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import itertools
 import os
 from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
@@ -192,6 +194,7 @@ class SessionHooks:
         if call.when == "call" and records is not None:
             report.embeval_record = records.stratum
             report.embeval_golden = records.golden
+            del item.stash[ITEM_RECORDS]  # the report carries them from here (see `forget_records`)
         failed = call.excinfo.value if call.excinfo is not None else None
         if call.when == "setup" and isinstance(failed, GoldenSetError):
             report.longrepr = str(failed)  # one line, no traceback: nothing in our code failed
@@ -202,6 +205,8 @@ class SessionHooks:
 
     def pytest_unconfigure(self) -> None:
         remember_in(None)  # the next session in this process (pytester's) names its own folder
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        forget_records(self.state, [] if reporter is None else reporter.stats.values())
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -238,6 +243,23 @@ class SessionHooks:
         if hasattr(self.config, "workerinput"):  # only the controller prints and writes
             return
         write_outputs(self.state, terminalreporter)
+
+
+#: What a report carries for the session's outputs (see `SessionHooks.pytest_runtest_makereport`).
+REPORT_RECORDS = ("embeval_record", "embeval_golden", "embeval_error")
+
+
+def forget_records(state: EmbevalState, reports: Iterable[Iterable[object]]) -> None:
+    """Drop the records once the outputs are written, the state's and those the reports carry (the
+    terminal reporter keeps every report to the end): pytest's closing garbage collections would walk
+    every query's ranked documents and similarities, twice (30 ms for the shipped golden sets)."""
+    state.golden_records.clear()
+    state.stratum_records.clear()
+    state.error_records.clear()
+    for report in itertools.chain.from_iterable(reports):
+        for name in REPORT_RECORDS:
+            with contextlib.suppress(AttributeError):
+                delattr(report, name)
 
 
 def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:

@@ -160,8 +160,9 @@ def test_a_run_with_in_process_models_imports_no_scipy_torch_or_endpoint_client(
 
 
 def test_golden_sets_are_let_go_when_the_session_ends(pytester: pytest.Pytester, golden: Golden) -> None:
-    """Once every item has run, nothing holds a golden set's documents or its run any more: pytest's own
-    garbage collections at the end (five and more) would walk every document of a large corpus."""
+    """Once every item has run, nothing holds a golden set's documents or its run any more, and once the
+    outputs are written, no query's record (its ranked documents and similarities) either: pytest's own
+    garbage collections at the end (five and more, from its cleanups) would walk every one of them."""
     golden()
     pytester.makeconftest(
         """
@@ -169,19 +170,26 @@ def test_golden_sets_are_let_go_when_the_session_ends(pytester: pytest.Pytester,
 
         import pytest
 
-        @pytest.hookimpl(tryfirst=True)
-        def pytest_unconfigure(config):
+        def held():
             from pytest_embeval.golden import GoldenSet
             from pytest_embeval.pipeline import GoldenRun
 
             gc.collect()
-            held = (GoldenSet, GoldenRun)
-            alive = sorted({type(o).__name__ for o in gc.get_objects() if isinstance(o, held)})
-            print("ALIVE:", alive)
+            objects = gc.get_objects()
+            alive = sorted({type(o).__name__ for o in objects if isinstance(o, (GoldenSet, GoldenRun))})
+            records = sum(isinstance(o, dict) and {"id", "similarities"} <= o.keys() for o in objects)
+            print("ALIVE:", alive, "QUERY RECORDS:", records)
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_unconfigure(config):
+            held()  # before the plugin's own unconfigure: the records still serve its outputs
+
+        def pytest_configure(config):
+            config.add_cleanup(held)  # after every unconfigure hook, where pytest collects
         """
     )
     result = run_worse_in_a_subprocess(pytester, f"--embeval-json={pytester.path / 'report.json'}")
-    result.stdout.fnmatch_lines(["ALIVE: []"])
+    result.stdout.fnmatch_lines(["ALIVE: [] QUERY RECORDS: 48", "ALIVE: [] QUERY RECORDS: 0"])
     assert json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))["golden_sets"]
 
 
