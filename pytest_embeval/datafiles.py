@@ -63,7 +63,6 @@ _ACCEPTED_QRELS = (
 _ID_COLUMNS = frozenset({"_id", "id", "docid", "doc_id", "pid", "qid", "query_id", "query-id", "corpus-id"})
 
 _WHITESPACE = re.compile(r"\s")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 _NEWLINES = re.compile(r"\s*[\r\n]+\s*")
 
 
@@ -492,7 +491,6 @@ def read_qrels(
         keys = ("query-id", "corpus-id", "score")
     else:
         keys = ("qid", "docid", "rel")
-    first_line: dict[tuple[str, str], int] = {}
     first_row = True
     for number, line in lines:
         if kind == "beir":
@@ -506,7 +504,7 @@ def read_qrels(
             if len(columns) != 4:
                 problem = f"expected 4 whitespace-separated columns (qid iter docid rel), got {len(columns)}"
                 raise GoldenError(path, None, number, problem)
-            if first_row and not _INTEGER.fullmatch(columns[3]):
+            if first_row and not _is_integer(columns[3]):
                 first_row = False
                 continue  # a header row
             first_row = False
@@ -516,15 +514,36 @@ def read_qrels(
             raise GoldenError(path, keys[0], number, f"unknown query {query_id!r} (not in the queries)")
         if doc_id not in document_ids:
             raise GoldenError(path, keys[1], number, f"unknown document {doc_id!r} (not in the corpus)")
-        if not _INTEGER.fullmatch(score):
+        if not _is_integer(score):
             raise GoldenError(path, keys[2], number, f"{score!r} is not an integer grade")
-        pair = (query_id, doc_id)
-        if pair in first_line:
+        if doc_id in judged:  # each query's judgments start empty: judged before in this file
+            earlier = _first_judgment(text, kind, query_id, doc_id)
             problem = (
-                f"duplicate judgment of query {query_id!r} and document {doc_id!r} "
-                f"(first on line {first_line[pair]})"
+                f"duplicate judgment of query {query_id!r} and document {doc_id!r} (first on line {earlier})"
             )
             raise GoldenError(path, keys[1], number, problem)
-        first_line[pair] = number
         judged[doc_id] = max(int(score), 0)
     return kind
+
+
+def _is_integer(text: str) -> bool:
+    """Whether ``text`` is an optional sign and ASCII digits (``[+-]?[0-9]+``), without a regular expression:
+    a qrels file is checked once per line."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    return digits.isdigit() and digits.isascii()
+
+
+def _first_judgment(text: str, kind: str, query_id: str, doc_id: str) -> int:
+    """The number of the first line of a qrels file judging ``doc_id`` for ``query_id``, its header skipped
+    (asked for when a later line judged the pair again)."""
+    rows = _lines(text)
+    if kind == "beir":
+        next(rows)
+        return next(number for number, line in rows if line.split("\t")[:2] == [query_id, doc_id])
+    return next(
+        number
+        for number, line in rows
+        if len(columns := line.split()) == 4
+        and _is_integer(columns[3])
+        and columns[0::2] == [query_id, doc_id]
+    )

@@ -136,6 +136,37 @@ def test_a_negative_grade_is_judged_not_relevant_as_trec_eval_reads_it(tmp_path:
     assert judgments(golden)["q0"] == {"d0": 1, "d2": 0}
 
 
+@pytest.mark.parametrize(
+    ("grade", "read"), [("2", 2), ("+2", 2), ("-0", 0), ("007", 7), ("1_0", None), ("²", None), ("2 ", None)]
+)
+def test_a_grade_is_an_optional_sign_and_ascii_digits(tmp_path: Path, grade: str, read: int | None) -> None:
+    """Nothing else int() would take: underscores, other scripts' digits, spaces in the TSV's cell."""
+    qrels = f"query-id\tcorpus-id\tscore\nq0\td0\t{grade}\n"
+    if read is None:
+        with pytest.raises(GoldenError, match=re.escape(f"score: {grade!r} is not an integer grade")):
+            golden_set(tmp_path, **{"qrels.tsv": qrels})
+    else:
+        assert judgments(golden_set(tmp_path, **{"qrels.tsv": qrels}))["q0"] == {"d0": read}
+
+
+@pytest.mark.parametrize(
+    ("qrels", "line", "first"),
+    [
+        ("query-id\tcorpus-id\tscore\nq0\td0\t1\nq1\td1\t1\n\nq0\td0\t2\n", 5, 2),
+        ("qid iter docid rel\nq1 0 d1 1\nq0 0 d0 1\nq0 Q0 d0 0\n", 4, 3),
+        ("q0 0 d0 1\nq0 0 d1 1\nq0 1 d0 1\n", 3, 1),
+    ],
+    ids=["beir", "trec-with-header", "trec"],
+)
+def test_a_duplicate_judgment_names_the_line_of_the_first(
+    tmp_path: Path, qrels: str, line: int, first: int
+) -> None:
+    with pytest.raises(GoldenError) as error:
+        golden_set(tmp_path, **{"qrels.tsv": qrels})
+    assert error.value.line == line
+    assert f"duplicate judgment of query 'q0' and document 'd0' (first on line {first})" in str(error.value)
+
+
 # ----------------------------------------------------------------------------------------- BEIR splits
 
 
