@@ -302,8 +302,8 @@ class DenseSearcher:
         self._ef: int | None = None
         #: measured once per depth: the capacity reuses the latency the report shows
         self._stats: dict[int, IndexStats] = {}
-        #: by depth, the graph's positions for every query in order, and exact search's on the sampled
-        #: queries: what the recall measurement compares, searched once
+        #: by depth, the graph's positions for every query in order (from the search the scores come from),
+        #: and exact search's on the sampled queries: what the recall measurement compares, searched once
         self._every_query: dict[int, np.ndarray] = {}
         self._exact_sample: dict[int, np.ndarray] = {}
 
@@ -380,8 +380,10 @@ class DenseSearcher:
         graph, ef = self._graph(), self._ef_for(depth)
         sample = self._sample()
         queries, allowed = self.queries[sample], self.task.allowed_for(sample)
-        if _every_row(sample, self.queries.shape[0]) and depth in self._every_query:
-            approximate = self._every_query[depth]  # the search the scores come from, with the same ef
+        if depth in self._every_query:
+            # The search the scores come from, with the same ef: each query's result is its own, whichever
+            # other queries were searched with it.
+            approximate = self._every_query[depth][sample]
         else:
             approximate, _ = graph.search(queries, depth, ef_search=ef, allowed=allowed)
         exact = self._exact_on_sample(sample, depth)

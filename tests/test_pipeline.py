@@ -291,9 +291,12 @@ def test_hnsw_arm_is_built_as_declared_and_measured() -> None:
         assert 0 < latency.p50_ms <= latency.p95_ms
 
 
-def test_the_recall_measurement_reuses_the_search_of_the_scores(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every query is sampled (fewer than ANN_SAMPLE): the graph is searched once, for the ranking, and the
-    recall is of that search against exact search, which is run once too."""
+@pytest.mark.parametrize("sampled", [QUERIES, QUERIES - 3])
+def test_the_recall_measurement_reuses_the_search_of_the_scores(
+    monkeypatch: pytest.MonkeyPatch, sampled: int
+) -> None:
+    """The graph is searched once, for the ranking, and the recall is of that search's sampled rows (every
+    query, or a draw of them) against exact search on the sample, which is run once too."""
     from pytest_embeval import index, retrievers
 
     searches: list[int] = []
@@ -308,13 +311,26 @@ def test_the_recall_measurement_reuses_the_search_of_the_scores(monkeypatch: pyt
         exact.append(queries.shape[0])
         return exact_search(queries, *args, **kwargs)
 
+    monkeypatch.setattr(retrievers, "ANN_SAMPLE", sampled)
+    golden = make_golden(index=IndexSpec("hnsw", M=4, ef_construction=8, ef_search=8))
     monkeypatch.setattr(index.HnswIndex, "search", counted_search)
     monkeypatch.setattr(retrievers, "exact_search", counted_exact)
-    golden = make_golden(index=IndexSpec("hnsw", M=4, ef_construction=8, ef_search=8))
     stats = run_arm(golden, hash_arm(), "incumbent").index
-    assert searches == [QUERIES] and exact == [QUERIES]
-    # (that the recall is the one a fresh search gives: test_filters.py measures it by hand)
-    assert stats.hnsw is not None and stats.hnsw.sample == QUERIES
+    assert searches == [QUERIES] and exact == [sampled]
+    sample = retrievers.ann_sample(QUERIES, golden.seed)
+    monkeypatch.undo()
+    # The same measurement by hand: a graph of its own searched on the sample alone.
+    arm, doc_ids = hash_arm(), [doc.id for doc in golden.documents]
+    documents = arm.encoder.encode_document([doc.embed_text for doc in golden.documents])
+    queries = arm.encoder.encode_query([query.text for query in golden.queries])
+    documents /= np.linalg.norm(documents, axis=1, keepdims=True)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    depth = pipeline.ranked_depth(golden)
+    graph = index.HnswIndex(documents, doc_ids=doc_ids, M=4, ef_construction=8, seed=golden.seed)
+    approximate, _ = graph.search(queries[sample], depth, ef_search=8)
+    truth, _ = index.exact_search(queries[sample], documents, depth, doc_ids=doc_ids)
+    assert stats.hnsw is not None and stats.hnsw.sample == sampled
+    assert stats.hnsw.ann_recall == index.ann_recall(approximate, truth)
 
 
 def test_hnsw_arms_are_reproducible() -> None:
