@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pytest_embeval import cache_cli, cli_judge
 from pytest_embeval.agreement import agreement, agreement_lines
+from pytest_embeval.calibration_records import calibration_sources, model_lines, read_calibration
 from pytest_embeval.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
 from pytest_embeval.cli_support import add_scale as _add_scale
 from pytest_embeval.cli_support import bounded_float as _bounded_float
@@ -41,14 +42,7 @@ from pytest_embeval.pooling import (
     split_pool,
     write_sheet,
 )
-from pytest_embeval.provenance import (
-    append_provenance,
-    calibration_sources,
-    model_lines,
-    provenance_line,
-    provenance_path,
-    read_calibration,
-)
+from pytest_embeval.provenance import append_provenance, provenance_line, provenance_path
 from pytest_embeval.rankings import (
     ReportError,
     find_golden_record,

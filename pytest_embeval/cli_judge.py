@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from pytest_embeval.agreement import agreement_lines
+from pytest_embeval.calibration_records import calibration_record
 from pytest_embeval.cli_support import (
     EXIT_FAILED,
     EXIT_OK,
@@ -27,7 +28,6 @@ from pytest_embeval.judge import Judge, JudgeError, Price, is_model_judge, judge
 from pytest_embeval.output import table, write_atomic
 from pytest_embeval.pooling import Sheet, SheetError
 from pytest_embeval.progress import StreamProgress
-from pytest_embeval.provenance import calibration_record
 
 __all__ = ["add_parsers"]
 
