@@ -12,10 +12,16 @@ import numpy as np
 from pytest_embeval.golden import GoldenSet
 from pytest_embeval.metrics import NoRelevantDocumentsWarning, per_query
 from pytest_embeval.output import table
-from pytest_embeval.pooling import pool_command
 from pytest_embeval.rankings import Rankings, check_rankings
 
-__all__ = ["DEFAULT_COVERAGE_GAP", "CoverageRow", "coverage", "coverage_lines", "coverage_warnings"]
+__all__ = [
+    "DEFAULT_COVERAGE_GAP",
+    "CoverageRow",
+    "coverage",
+    "coverage_lines",
+    "coverage_warnings",
+    "pool_command",
+]
 
 #: An arm whose top k is judged this much less (as a share of k) than another arm's was not pooled.
 DEFAULT_COVERAGE_GAP = 0.10
@@ -78,6 +84,14 @@ def coverage_lines(rows: Sequence[CoverageRow]) -> list[str]:
         for name, by_arm in strata.items()
     ]
     return table(["stratum", "n", *(f"{arm} judged@{k}" for arm in arms)], cells)
+
+
+def pool_command(golden_path: str, report_path: str | None) -> str:
+    """The command that pools a run's arms into a sheet for the judges: from its JSON report when there is
+    one, else a rerun with the plugin's ``--embeval-pool``."""
+    if report_path is None:
+        return "pytest --embeval --embeval-pool DIR (writes the sheet into DIR)"
+    return f"embeval pool {golden_path} --from-report {report_path} --out SHEET.csv"
 
 
 def coverage_warnings(

@@ -326,7 +326,7 @@ class HnswIndex:
         if allowed is None:
             return self._labels(rows, k, ef)
         positions = np.full((rows.shape[0], k), -1, dtype=np.int64)
-        for mask_row in np.unique(allowed.rows).tolist():
+        for mask_row in sorted(set(allowed.rows.tolist())):
             mask = allowed.masks[mask_row]
             members = np.flatnonzero(allowed.rows == mask_row)
             k_mask = min(k, int(mask.sum()))

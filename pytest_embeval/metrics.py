@@ -426,7 +426,7 @@ def _fill_from_scores(
         # larger. Only the (judged document, equal-scored document) pairs need a comparison of ids in Python.
         docs = list(chain.from_iterable(judged))
         tied_at = np.flatnonzero(tied)
-        keys = {index: list(scored[index]) for index in np.unique(local[tied_at]).tolist()}
+        keys = {index: list(scored[index]) for index in sorted(set(local[tied_at].tolist()))}
         for start in range(0, tied_at.size, step):
             chunk = tied_at[start : start + step]
             pair, column = np.nonzero(matrix[local[chunk]] == targets[chunk])

@@ -263,7 +263,9 @@ def prepare(golden: GoldenSet, *, warn: bool = True) -> HeldConstant:
         for stratum in golden.strata():
             chosen = rerank_sample(stratum.query_ids, scorable, golden.rerank, golden.seed, stratum.name)
             samples[stratum.name] = np.array([position[qid] for qid in chosen], dtype=np.intp)
-        rows = np.unique(np.concatenate([np.empty(0, dtype=np.intp), *samples.values()]))
+        rows = np.array(
+            sorted({row for sample in samples.values() for row in sample.tolist()}), dtype=np.intp
+        )
     documents = KeyedTexts(doc.embed_text for doc in golden.documents)
     return HeldConstant(
         golden=golden,

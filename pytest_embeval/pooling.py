@@ -41,7 +41,6 @@ __all__ = [
     "SheetError",
     "SheetRow",
     "pair_id",
-    "pool_command",
     "pool_from_rankings",
     "pool_lines",
     "pool_row",
@@ -342,14 +341,6 @@ def pool_lines(pool: Pool, *, per_query: bool = False) -> list[str]:
         ]
         lines += ["", *table(["query", "union", "judged", "pending", "to judge"], rows)]
     return lines
-
-
-def pool_command(golden_path: str, report_path: str | None) -> str:
-    """The command that pools a run's arms into a sheet for the judges: from its JSON report when there is
-    one, else a rerun with the plugin's ``--embeval-pool``."""
-    if report_path is None:
-        return "pytest --embeval --embeval-pool DIR (writes the sheet into DIR)"
-    return f"embeval pool {golden_path} --from-report {report_path} --out SHEET.csv"
 
 
 @dataclass(frozen=True, slots=True)

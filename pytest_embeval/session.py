@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import itertools
 import os
+import sys
 from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any
@@ -24,19 +25,10 @@ import pytest
 from pytest_embeval.cache import EmbeddingCache
 from pytest_embeval.digests import remember_in
 from pytest_embeval.encoders import Arm, EncoderError
-from pytest_embeval.endpoint import EndpointEncoder
 from pytest_embeval.golden import TEXTLESS_SHOWN, GoldenSet, load_golden
 from pytest_embeval.options import Settings
 from pytest_embeval.output import append_text, write_atomic
 from pytest_embeval.pipeline import GoldenRun
-from pytest_embeval.pooling import (
-    SheetError,
-    pool_from_rankings,
-    pool_lines,
-    read_sheet,
-    sheet_pairs,
-    write_sheet,
-)
 from pytest_embeval.rankings import rankings_from_record
 from pytest_embeval.report import (
     ROLES,
@@ -162,8 +154,10 @@ def ready_arm(spec: str) -> Retriever:
     endpoint arm's key variable must be set, a fused arm's parts' too (else `EncoderError`, as for a spec
     that does not resolve, or a ``bm25`` spec without its extra)."""
     arm = resolve_arm(spec)
+    # Only that module builds an endpoint arm: without it loaded there is none (and it is not imported).
+    endpoint = sys.modules.get("pytest_embeval.endpoint")
     for part in _embedding_arms(arm):
-        if isinstance(part.encoder, EndpointEncoder):
+        if endpoint is not None and isinstance(part.encoder, endpoint.EndpointEncoder):
             missing = part.encoder.missing_key()
             if missing is not None:
                 raise EncoderError(f"model spec {part.spec!r}: {missing}")
@@ -356,6 +350,15 @@ def _pool(
     Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
     the folder are left out, and the new sheet gets the next free name.
     """
+    from pytest_embeval.pooling import (
+        SheetError,
+        pool_from_rankings,
+        pool_lines,
+        read_sheet,
+        sheet_pairs,
+        write_sheet,
+    )
+
     # Named after the golden file only: the name must not tell a judge which arm retrieved what.
     stem = file_stem(record)
     earlier = sorted(folder.glob(f"{stem}.pool*.csv"))

@@ -138,10 +138,13 @@ def run_worse_in_a_subprocess(pytester: pytest.Pytester, *args: str) -> pytest.R
     return result
 
 
-def test_a_run_with_in_process_models_imports_no_scipy_torch_or_endpoint_client(
+def test_a_run_imports_no_scipy_torch_endpoint_client_nor_what_it_did_not_ask_for(
     pytester: pytest.Pytester, golden: Golden
 ) -> None:
     # scipy.stats alone costs about a second of every run; only calibration and huge sign tests need it.
+    # Nor are the plugin's modules for what the run did not ask for (a judge, merging and pooling sheets,
+    # an endpoint, the readable reports, the numpy.ma that numpy.quantile and numpy.unique import), each
+    # some milliseconds of its start.
     golden()
     pytester.makeconftest(
         """
@@ -150,12 +153,16 @@ def test_a_run_with_in_process_models_imports_no_scipy_torch_or_endpoint_client(
         import pytest
 
         @pytest.hookimpl(trylast=True)
-        def pytest_sessionfinish(session):
-            heavy = ("scipy", "torch", "sentence_transformers", "openai", "matplotlib", "hnswlib")
-            print("HEAVY:", sorted(m for m in heavy if m in sys.modules))
+        def pytest_unconfigure(config):
+            heavy = ("scipy", "torch", "sentence_transformers", "openai", "matplotlib", "hnswlib", "numpy.ma")
+            unasked = ("judge", "merging", "disagreement", "agreement", "pooling", "endpoint", "htmlpage",
+                       "markdown", "plot", "calibration_records", "grading")
+            loaded = [m for m in heavy if m in sys.modules]
+            loaded += [m for m in unasked if "pytest_embeval." + m in sys.modules]
+            print("HEAVY:", sorted(loaded))
         """
     )
-    result = run_worse_in_a_subprocess(pytester)
+    result = run_worse_in_a_subprocess(pytester, f"--embeval-json={pytester.path / 'report.json'}")
     result.stdout.fnmatch_lines(["*HEAVY: []"])
 
 
