@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_embeval.graphs import GraphStore, graph_key
 from pytest_embeval.stats import sorted_quantile
 
 __all__ = [
@@ -219,7 +220,10 @@ class HnswIndex:
         M: int = 16,
         ef_construction: int = 200,
         seed: int = 0,
+        store: GraphStore | None = None,
     ) -> None:
+        """``store``: where a graph built over the same vectors with the same parameters is loaded from
+        rather than built again, and where this one is kept (`graphs`)."""
         import hnswlib
 
         d = _validate_documents(documents, doc_ids)
@@ -233,12 +237,22 @@ class HnswIndex:
         self._documents = d
         self._ranks = tie_ranks(doc_ids)
         self._index: Any = None
-        if d.shape[0]:
-            index = hnswlib.Index(space="ip", dim=d.shape[1])
-            index.init_index(max_elements=d.shape[0], ef_construction=ef_construction, M=M, random_seed=seed)
-            index.set_num_threads(1)
-            index.add_items(np.ascontiguousarray(d, dtype=np.float32), np.arange(d.shape[0]), num_threads=1)
-            self._index = index
+        if not d.shape[0]:
+            return
+        vectors = np.ascontiguousarray(d, dtype=np.float32)
+        key = ""
+        if store is not None:
+            key = graph_key(vectors, M=M, ef_construction=ef_construction, seed=seed)
+            self._index = store.load(key, dim=d.shape[1], n=d.shape[0])
+            if self._index is not None:
+                return
+        index = hnswlib.Index(space="ip", dim=d.shape[1])
+        index.init_index(max_elements=d.shape[0], ef_construction=ef_construction, M=M, random_seed=seed)
+        index.set_num_threads(1)
+        index.add_items(vectors, np.arange(d.shape[0]), num_threads=1)
+        self._index = index
+        if store is not None:
+            store.save(key, index)
 
     def search(
         self, queries: np.ndarray, k: int, *, ef_search: int = 128, allowed: Allowed | None = None

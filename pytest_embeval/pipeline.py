@@ -52,6 +52,7 @@ from pytest_embeval.encoders import Arm, EncoderError, Kind, embed
 from pytest_embeval.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.folding import ChunkMap, chunk_map, search_documents
 from pytest_embeval.golden import GoldenSet
+from pytest_embeval.graphs import GraphStore
 from pytest_embeval.index import tie_ranks
 from pytest_embeval.metrics import evaluate
 from pytest_embeval.rerank import (
@@ -337,7 +338,12 @@ def embedded_texts(golden: GoldenSet) -> dict[Kind, list[str]]:
 
 
 def _task(
-    golden: GoldenSet, held: HeldConstant, role: Role, embedder: Embedder, progress: Progress | None
+    golden: GoldenSet,
+    held: HeldConstant,
+    role: Role,
+    embedder: Embedder,
+    progress: Progress | None,
+    graphs: GraphStore | None = None,
 ) -> RetrievalTask:
     return RetrievalTask(
         doc_ids=[doc.id for doc in golden.documents],
@@ -350,6 +356,7 @@ def _task(
         embedder=embedder,
         progress=progress,
         measure=golden.production is not None,
+        graphs=graphs,
     )
 
 
@@ -362,10 +369,12 @@ def run_arm(
     progress: Progress | None = None,
     held: HeldConstant | None = None,
     scorer: RerankScorer | None = None,
+    graphs: GraphStore | None = None,
 ) -> ArmResult:
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
-    declares a reranker and none is given). With ``corpus_sample``, the arm is opened on the largest slice
+    declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs. With
+    ``corpus_sample``, the arm is opened on the largest slice
     and every smaller one is searched by restricting it (an embedding arm embeds once). Raises `ArmFault`
     when the arm's encoder fails or returns vectors that cannot be searched."""
     retriever = resolve_arm(arm)
@@ -379,7 +388,7 @@ def run_arm(
     counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
     before = counter.snapshot() if counter is not None else None
     try:
-        searcher = retriever.open(_task(searched, held, role, embedder, progress))
+        searcher = retriever.open(_task(searched, held, role, embedder, progress, graphs))
     except EncoderError as error:
         raise ArmFault(role, retriever.spec, str(error)) from error
     usage = counter.snapshot() - before if counter is not None and before is not None else None
@@ -392,7 +401,7 @@ def run_arm(
     for one in drawn[:-1]:
         piece = restrict(golden, one.rows)
         piece_held = prepare(piece, warn=False)
-        task = dataclasses.replace(_task(piece, piece_held, role, embedder, progress), measure=False)
+        task = dataclasses.replace(_task(piece, piece_held, role, embedder, progress, graphs), measure=False)
         opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
         smaller.append(_score(piece, retriever, opened, piece_held, role, None))
     return dataclasses.replace(result, slices=tuple(smaller))
@@ -505,14 +514,20 @@ def run_golden(
 ) -> GoldenRun:
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
     than the golden set (each corpus slice of it) declares. ``cache`` (an `cache.EmbeddingCache`) keeps the
-    reranker's scores."""
+    reranker's scores and, in its folder, the HNSW graphs (`graphs`)."""
     drawn = corpus_slices(golden)
     searched = searched_corpus(golden, drawn)
     held = prepare(searched)
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
-    common: dict[str, Any] = {"embedder": embedder, "progress": progress, "held": held, "scorer": scorer}
+    common: dict[str, Any] = {
+        "embedder": embedder,
+        "progress": progress,
+        "held": held,
+        "scorer": scorer,
+        "graphs": None if cache is None else GraphStore(cache.root),
+    }
     incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
     candidate_result = run_arm(golden, candidate, "candidate", **common)
     reranker = None

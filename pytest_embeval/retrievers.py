@@ -31,6 +31,7 @@ import numpy as np
 from pytest_embeval.capacity import ArmCapacity
 from pytest_embeval.encoders import Arm, EncoderError, embed, resolve_model
 from pytest_embeval.golden import IndexSpec
+from pytest_embeval.graphs import GraphStore
 from pytest_embeval.index import (
     Allowed,
     HnswIndex,
@@ -105,6 +106,8 @@ class RetrievalTask:
     progress: Progress | None = None
     #: time the encoder and measure the arm's capacity (the golden set declares ``production``)
     measure: bool = False
+    #: where HNSW graphs built over the same vectors are kept and found (None: built every time)
+    graphs: GraphStore | None = None
 
     def reporter(self, kind: str) -> Callable[[int, int], None] | None:
         progress, role = self.progress, self.role
@@ -323,6 +326,7 @@ class DenseSearcher:
                 M=spec.M,
                 ef_construction=spec.ef_construction,
                 seed=self.task.seed,
+                store=self.task.graphs,
             )
         return self._hnsw
 

@@ -7,12 +7,16 @@ each run (in process, in xdist workers, in a subprocess) actually embedded.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from test_plugin_control import NOISY_MODELS
+
+from pytest_embeval.report import without_timings
 
 Golden = Callable[..., Path]
 Entry = tuple[str, str, str]  # model name, kind, text
@@ -65,6 +69,48 @@ def test_a_second_run_embeds_nothing(pytester: pytest.Pytester, golden: Golden, 
     assert log.take() == []
     result.stdout.fnmatch_lines([cache_line(read=ALL_TEXTS, embedded=0)])
     assert json.loads((pytester.path / "second.json").read_text(encoding="utf-8")) == first
+
+
+REFUSE_BUILDS = """
+import hnswlib
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_graph_is_built():
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("an HNSW graph was built again")
+
+    original, hnswlib.Index.add_items = hnswlib.Index.add_items, refuse
+    yield
+    hnswlib.Index.add_items = original  # pytester runs in this very process
+"""
+
+
+def test_a_second_run_loads_its_hnsw_graphs(pytester: pytest.Pytester, golden: Golden) -> None:
+    """Built once into the cache folder's graphs/, then loaded: the rerun builds none (serially or on xdist
+    workers) and reports what the first run reported; without the cache, nothing is kept."""
+    golden(index={"hnsw": {"M": 8, "ef_construction": 40}})
+    pytester.makepyfile(noisy_models=NOISY_MODELS)
+    arms = ("--embeval-incumbent=noisy_models:good", "--embeval-candidate=noisy_models:noisy")
+
+    def reported(name: str, *args: str) -> Any:
+        run(pytester, *arms, f"--embeval-json={pytester.path / name}", *args)
+        return without_timings(json.loads((pytester.path / name).read_text(encoding="utf-8")))
+
+    first = reported("first.json")
+    folder = pytester.path / ".embeval_cache" / "graphs"
+    graphs = sorted(folder.iterdir())
+    # One file: these two arms embed the documents alike (only their queries differ), so share one graph.
+    assert len(graphs) == 1 and graphs[0].suffix == ".hnsw"
+    pytester.makeconftest(REFUSE_BUILDS)
+    assert reported("serial.json") == first
+    assert reported("xdist.json", "-n", "2") == first
+    assert sorted(folder.iterdir()) == graphs
+    shutil.rmtree(pytester.path / ".embeval_cache")
+    pytester.makeconftest("")  # builds allowed again
+    assert reported("uncached.json", "--embeval-no-cache") == first
+    assert not (pytester.path / ".embeval_cache").exists()
 
 
 def test_a_changed_document_is_embedded_alone(pytester: pytest.Pytester, golden: Golden, log: Log) -> None:
