@@ -482,33 +482,8 @@ def read_qrels(
     """Add a qrels file's judgments to ``qrels`` (keyed by every known query); returns the file's format."""
     text = read_text(path)
     kind = declared or detect_qrels_format(path, text)
-    lines = _lines(text)
-    if kind == "beir":
-        first = next(lines, None)
-        if first is not None and first[1] != QRELS_HEADER:
-            problem = f"expected {QRELS_HEADER!r}, got {first[1]!r}"
-            raise GoldenError(path, "header", first[0], problem)
-        keys = ("query-id", "corpus-id", "score")
-    else:
-        keys = ("qid", "docid", "rel")
-    first_row = True
-    for number, line in lines:
-        if kind == "beir":
-            columns = line.split("\t")
-            if len(columns) != 3:
-                problem = f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}"
-                raise GoldenError(path, None, number, problem)
-            query_id, doc_id, score = columns
-        else:
-            columns = line.split()
-            if len(columns) != 4:
-                problem = f"expected 4 whitespace-separated columns (qid iter docid rel), got {len(columns)}"
-                raise GoldenError(path, None, number, problem)
-            if first_row and not _is_integer(columns[3]):
-                first_row = False
-                continue  # a header row
-            first_row = False
-            query_id, _, doc_id, score = columns
+    keys = ("query-id", "corpus-id", "score") if kind == "beir" else ("qid", "docid", "rel")
+    for number, query_id, doc_id, score in _qrels_rows(path, text, kind):
         judged = qrels.get(query_id)
         if judged is None:
             raise GoldenError(path, keys[0], number, f"unknown query {query_id!r} (not in the queries)")
@@ -517,13 +492,40 @@ def read_qrels(
         if not _is_integer(score):
             raise GoldenError(path, keys[2], number, f"{score!r} is not an integer grade")
         if doc_id in judged:  # each query's judgments start empty: judged before in this file
-            earlier = _first_judgment(text, kind, query_id, doc_id)
-            problem = (
-                f"duplicate judgment of query {query_id!r} and document {doc_id!r} (first on line {earlier})"
-            )
-            raise GoldenError(path, keys[1], number, problem)
+            earlier = next(n for n, q, d, _ in _qrels_rows(path, text, kind) if (q, d) == (query_id, doc_id))
+            problem = f"duplicate judgment of query {query_id!r} and document {doc_id!r}"
+            raise GoldenError(path, keys[1], number, f"{problem} (first on line {earlier})")
         judged[doc_id] = max(int(score), 0)
     return kind
+
+
+def _qrels_rows(path: Path, text: str, kind: str) -> Iterator[tuple[int, str, str, str]]:
+    """Each judgment line of a qrels file as (line number, query id, document id, grade text), the BEIR
+    header checked and a TREC file's header row skipped; `GoldenError` for a line of the wrong width."""
+    lines = _lines(text)
+    if kind == "beir":
+        first = next(lines, None)
+        if first is not None and first[1] != QRELS_HEADER:
+            problem = f"expected {QRELS_HEADER!r}, got {first[1]!r}"
+            raise GoldenError(path, "header", first[0], problem)
+        for number, line in lines:
+            columns = line.split("\t")
+            if len(columns) != 3:
+                problem = f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}"
+                raise GoldenError(path, None, number, problem)
+            yield number, columns[0], columns[1], columns[2]
+        return
+    first_row = True
+    for number, line in lines:
+        columns = line.split()
+        if len(columns) != 4:
+            problem = f"expected 4 whitespace-separated columns (qid iter docid rel), got {len(columns)}"
+            raise GoldenError(path, None, number, problem)
+        if first_row and not _is_integer(columns[3]):
+            first_row = False
+            continue  # a header row
+        first_row = False
+        yield number, columns[0], columns[2], columns[3]
 
 
 def _is_integer(text: str) -> bool:
@@ -531,19 +533,3 @@ def _is_integer(text: str) -> bool:
     a qrels file is checked once per line."""
     digits = text[1:] if text[:1] in ("+", "-") else text
     return digits.isdigit() and digits.isascii()
-
-
-def _first_judgment(text: str, kind: str, query_id: str, doc_id: str) -> int:
-    """The number of the first line of a qrels file judging ``doc_id`` for ``query_id``, its header skipped
-    (asked for when a later line judged the pair again)."""
-    rows = _lines(text)
-    if kind == "beir":
-        next(rows)
-        return next(number for number, line in rows if line.split("\t")[:2] == [query_id, doc_id])
-    return next(
-        number
-        for number, line in rows
-        if len(columns := line.split()) == 4
-        and _is_integer(columns[3])
-        and columns[0::2] == [query_id, doc_id]
-    )

@@ -18,6 +18,7 @@ already said so once).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import tempfile
@@ -35,12 +36,17 @@ _FORMAT = b"pytest-embeval hnsw graph v1\n"
 _SUFFIX = ".hnsw"
 
 
+@functools.cache
+def _hnswlib_version() -> str:
+    return version("hnswlib")  # its package metadata: 4 ms to find the first time
+
+
 def graph_key(documents: np.ndarray, *, M: int, ef_construction: int, seed: int) -> str:
     """The key of the graph built over ``documents`` (float32 rows) with these parameters."""
     rows = np.ascontiguousarray(documents, dtype=np.float32)
     digest = hashlib.sha256(_FORMAT)
     digest.update(
-        f"hnswlib {version('hnswlib')} ip n={rows.shape[0]} dim={rows.shape[1]} M={M} "
+        f"hnswlib {_hnswlib_version()} ip n={rows.shape[0]} dim={rows.shape[1]} M={M} "
         f"ef_construction={ef_construction} seed={seed}\n".encode()
     )
     digest.update(rows.data)

@@ -374,9 +374,9 @@ def run_arm(
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
     declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs. With
-    ``corpus_sample``, the arm is opened on the largest slice
-    and every smaller one is searched by restricting it (an embedding arm embeds once). Raises `ArmFault`
-    when the arm's encoder fails or returns vectors that cannot be searched."""
+    ``corpus_sample``, the arm is opened on the largest slice and every smaller one is searched by
+    restricting it (an embedding arm embeds once). Raises `ArmFault` when the arm's encoder fails or returns
+    vectors that cannot be searched."""
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = searched_corpus(golden, drawn)

@@ -171,8 +171,8 @@ class _Query:
     def _groups(self) -> list[tuple[int, int, int]]:
         """``(start, size, relevant)`` of every group, in rank order."""
         groups = []
-        # sorted(set()) rather than np.unique, whose first call imports numpy.ma (10 ms of a run's start)
-        for start in sorted(set(self.start.tolist())):
+        # A group's first position is the start it records: no unique() over the positions.
+        for start in np.flatnonzero(self.start == np.arange(self.start.size)).tolist():
             size = int(self.size[start])
             groups.append((start, size, int(self.relevant[start : start + size].sum())))
         return groups
