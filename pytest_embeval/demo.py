@@ -214,12 +214,16 @@ def _build(folder: Path, recipe: dict[str, Any]) -> None:
         _check_encodes(staging)
         manifest = {"recipe": recipe, "files": _hashes(staging)}
         (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
-        _install(staging, folder)
+        _install(staging, folder, recipe)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _install(staging: Path, folder: Path) -> None:
+def _install(staging: Path, folder: Path, recipe: dict[str, Any]) -> None:
+    # Another process (an xdist worker) may have installed its build while this one distilled: that one is
+    # kept, since moving it aside would pull the folder from under a third process reading it.
+    if _is_current(folder, recipe):
+        return
     # A directory cannot be renamed over a non-empty one, so a stale folder is moved aside first.
     if folder.exists():
         stale = folder.with_name(f".{folder.name}.stale-{os.getpid()}-{time.time_ns()}")

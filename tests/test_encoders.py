@@ -644,6 +644,33 @@ def test_static_cache_rebuilds_a_damaged_folder(tmp_path: Path, quick_distill: l
     assert sorted(p.name for p in tmp_path.iterdir()) == ["static"]
 
 
+def test_a_build_finished_second_keeps_the_folder_another_process_installed(
+    tmp_path: Path, quick_distill: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers that both found no model distill it twice; the second to finish leaves the first's
+    folder where it is (a third process may be reading it) rather than swapping its own in."""
+    from pytest_embeval import demo
+
+    folder = tmp_path / "static"
+    distill = demo._distill
+    first: list[int] = []
+
+    def distill_while_another_installs() -> Any:
+        model = distill()
+        if len(quick_distill) == 1:  # the other worker finishes first, meanwhile
+            demo.static_minilm_path(folder)
+            first.append(folder.stat().st_ino)
+        return model
+
+    monkeypatch.setattr(demo, "_distill", distill_while_another_installs)
+    demo.static_minilm_path(folder)
+    assert quick_distill == [1, 1]
+    assert folder.stat().st_ino == first[0]  # the first build's folder, never moved
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["static"]  # no staging or stale folder left
+    demo.static_minilm_path(folder)
+    assert quick_distill == [1, 1]
+
+
 def test_static_cache_location_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick_distill: list[int]
 ) -> None:
