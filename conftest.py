@@ -15,13 +15,13 @@ import pytest
 
 @pytest.fixture(scope="session")
 def embeval_incumbent() -> object:
-    from pytest_embeval.demo import minilm_arm
+    from pytest_embeval.arms.demo import minilm_arm
 
     return minilm_arm()
 
 
 @pytest.fixture(scope="session")
 def embeval_candidate(pytestconfig: pytest.Config) -> object:
-    from pytest_embeval.demo import default_static_cache, static_minilm_arm
+    from pytest_embeval.arms.demo import default_static_cache, static_minilm_arm
 
     return static_minilm_arm(default_static_cache(pytestconfig.rootpath))

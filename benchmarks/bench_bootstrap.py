@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_embeval.stats import DEFAULT_INTERVAL, INTERVALS, compare_paired, paired_bootstrap_ci
+from pytest_embeval.core.stats import DEFAULT_INTERVAL, INTERVALS, compare_paired, paired_bootstrap_ci
 
 N_QUERIES = 1_500
 N_RESAMPLES = 10_000

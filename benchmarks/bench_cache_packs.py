@@ -38,8 +38,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pytest_embeval.cache import PACK_ROWS, EmbeddingCache  # noqa: E402
-from pytest_embeval.encoders import embed, resolve_model  # noqa: E402
+from pytest_embeval.arms.embedding import embed  # noqa: E402
+from pytest_embeval.arms.model_specs import resolve_model  # noqa: E402
+from pytest_embeval.cache.packs import PACK_ROWS  # noqa: E402
+from pytest_embeval.cache.store import EmbeddingCache  # noqa: E402
 
 
 class Stored:

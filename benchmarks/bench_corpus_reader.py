@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_embeval.datafiles import read_documents
+from pytest_embeval.golden.data_files import read_documents
 
 Reader = Callable[[Path], object]
 

@@ -23,14 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import contextlib
 
-from pytest_embeval.index import (
-    Allowed,
-    HnswIndex,
-    Latency,
-    ann_recall,
-    exact_search,
-    flat_query_seconds,
-)
+from pytest_embeval.core.capacity import Latency
+from pytest_embeval.golden.filters import Allowed
+from pytest_embeval.search.exact import exact_search
+from pytest_embeval.search.hnsw import HnswIndex, ann_recall, flat_query_seconds
 
 
 def _visited(index: HnswIndex, queries: np.ndarray, k: int, mask: np.ndarray) -> float:

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_embeval import metrics
+from pytest_embeval.core import metrics
 
 OURS = ("ndcg@10", "recall@100", "map@100", "precision@10")
 TREC = {
@@ -112,7 +112,7 @@ def main() -> int:
 
     t_ours, t_theirs, t_lists = best_of(args.repeat, ours, theirs, ours_lists)
     print(f"{args.queries} queries x {args.depth} docs, ~{args.judged} judged/query; {', '.join(OURS)}")
-    print(f"pytest_embeval.metrics.evaluate : {t_ours:.3f} s (best of {args.repeat})")
+    print(f"pytest_embeval.core.metrics.evaluate : {t_ours:.3f} s (best of {args.repeat})")
     print(f"pytrec_eval (construct+evaluate): {t_theirs:.3f} s (best of {args.repeat})")
     print(f"ratio ours / pytrec_eval        : {t_ours / t_theirs:.2f}")
     print(f"(ours on ranked lists           : {t_lists:.3f} s)")

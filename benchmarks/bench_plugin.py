@@ -40,11 +40,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pytest_embeval import demo  # noqa: E402
-from pytest_embeval.encoders import embed  # noqa: E402
-from pytest_embeval.golden import load_golden  # noqa: E402
-from pytest_embeval.metrics import NoRelevantDocumentsWarning, evaluate  # noqa: E402
-from pytest_embeval.stats import compare_paired, stable_seed  # noqa: E402
+from pytest_embeval.arms import demo  # noqa: E402
+from pytest_embeval.arms.embedding import embed  # noqa: E402
+from pytest_embeval.core.metrics import NoRelevantDocumentsWarning, evaluate  # noqa: E402
+from pytest_embeval.core.stats import compare_paired, stable_seed  # noqa: E402
+from pytest_embeval.golden.loader import load_golden  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "nfcorpus-preprocessed"
 #: `encoders.embed`'s default, which the plugin (through the embedding cache) uses.
@@ -64,7 +64,7 @@ tie_margin: 0.01
 FLOOR_PROGRAM = """\
 import sys
 from sentence_transformers import SentenceTransformer
-from pytest_embeval.golden import load_golden
+from pytest_embeval.golden.loader import load_golden
 
 golden = load_golden(sys.argv[1])
 documents = [document.embed_text for document in golden.documents]

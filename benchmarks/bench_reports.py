@@ -27,9 +27,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from chromium import CHROMIUM, screenshot  # noqa: E402
 
-from pytest_embeval.htmlpage import report_html  # noqa: E402
-from pytest_embeval.markdown import report_markdown  # noqa: E402
-from pytest_embeval.report import report_json  # noqa: E402
+from pytest_embeval.reports.html_page import report_html  # noqa: E402
+from pytest_embeval.reports.json_report import report_json  # noqa: E402
+from pytest_embeval.reports.markdown import report_markdown  # noqa: E402
 
 WORDS = [
     "parcel",
@@ -184,7 +184,7 @@ def main() -> None:
     outputs["Markdown"] = best(lambda: report_markdown(report), args.repeat)
     outputs["HTML page"] = best(lambda: report_html(report), args.repeat)
     try:
-        from pytest_embeval.plot import forest_png
+        from pytest_embeval.reports.forest_png import forest_png
 
         outputs["PNG forest plot"] = best(lambda: forest_png(report), max(1, args.repeat // 2))
     except RuntimeError as error:

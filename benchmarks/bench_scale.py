@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pytest_embeval.report import without_timings
+from pytest_embeval.reports.json_report import without_timings
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

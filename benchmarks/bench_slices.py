@@ -37,12 +37,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pytest_embeval import demo  # noqa: E402
-from pytest_embeval.encoders import Arm, LazyEncoder, embed  # noqa: E402
-from pytest_embeval.golden import GoldenSet, load_golden  # noqa: E402
-from pytest_embeval.pipeline import GoldenRun, run_golden  # noqa: E402
-from pytest_embeval.slices import corpus_slices, restrict  # noqa: E402
-from pytest_embeval.strata import evaluate_stratum  # noqa: E402
+from pytest_embeval.arms import demo  # noqa: E402
+from pytest_embeval.arms.embedding import Arm, LazyEncoder, embed  # noqa: E402
+from pytest_embeval.golden.loader import load_golden  # noqa: E402
+from pytest_embeval.golden.schema import GoldenSet  # noqa: E402
+from pytest_embeval.run.corpus_slices import corpus_slices, restrict  # noqa: E402
+from pytest_embeval.run.pipeline import GoldenRun, run_golden  # noqa: E402
+from pytest_embeval.run.stratum_evaluation import evaluate_stratum  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "vaswani"
 TARGET = 1.2

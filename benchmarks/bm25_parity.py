@@ -28,8 +28,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pytest_embeval.golden import GoldenSet, load_golden  # noqa: E402
-from pytest_embeval.pipeline import run_arm  # noqa: E402
+from pytest_embeval.golden.loader import load_golden  # noqa: E402
+from pytest_embeval.golden.schema import GoldenSet  # noqa: E402
+from pytest_embeval.run.pipeline import run_arm  # noqa: E402
 
 SPECS = ("bm25", "bm25?stemmer=english")
 

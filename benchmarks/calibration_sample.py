@@ -17,9 +17,9 @@ from collections import Counter
 
 import numpy as np
 
-from pytest_embeval.golden import load_golden
-from pytest_embeval.pooling import pool_from_rankings, sample_pool
-from pytest_embeval.rankings import find_golden_record, load_report, rankings_from_record
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.judging.pooling import pool_from_rankings, sample_pool
+from pytest_embeval.judging.rankings import find_golden_record, load_report, rankings_from_record
 
 
 def main() -> None:

@@ -22,8 +22,9 @@ matrix: slow, and independent of the package's engine):
 * ``t``           -- Student's t interval, no bootstrap, for reference.
 
 It prints coverage of the true Δ and, under the flipped and the centred null populations
-(``pytest_embeval.calibration``), the shares of intervals wholly below and wholly above 0 (each nominally
-2.5 %). A resample without spread has an infinite t* (0 if its mean is Δ), as the definition gives.
+(``pytest_embeval.core.interval_simulation``), the shares of intervals wholly below and wholly above 0
+(each nominally 2.5 %). A resample without spread has an infinite t* (0 if its mean is Δ), as the definition
+gives.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from validity import (
     populations_from_report,
 )
 
-from pytest_embeval.calibration import centred, flipped, metric_population
+from pytest_embeval.core.interval_simulation import centred, flipped, metric_population
 
 ALPHA = 0.05
 METHODS = ("percentile", "bca", "expanded", "bca-expanded", "studentized", "symmetric", "t")

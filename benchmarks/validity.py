@@ -16,8 +16,9 @@ replacement, and each one's interval is computed exactly as a stratum's is (``st
 
 * coverage: the share of intervals holding the population's mean difference, the true Δ (nominal 95 %);
 * under a true Δ of 0, the share wholly below 0 (a false WORSE) and wholly above 0 (a false BETTER), each
-  nominally 2.5 %, for two null populations (``pytest_embeval.calibration``): *flipped*, every difference
-  with either sign, what two interchangeable models give (zeros and lumps kept, symmetric); and
+  nominally 2.5 %, for two null populations (``pytest_embeval.core.interval_simulation``): *flipped*,
+  every difference with either sign, what two interchangeable models give (zeros and lumps kept,
+  symmetric); and
   *centred*, the differences minus their mean (shape and skewness kept, the zeros moved off 0), the
   harder case for one side at small n.
 
@@ -42,8 +43,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pytest_embeval.calibration import Rates, centred, flipped, simulate  # noqa: E402
-from pytest_embeval.stats import DEFAULT_INTERVAL  # noqa: E402
+from pytest_embeval.core.interval_simulation import Rates, centred, flipped, simulate  # noqa: E402
+from pytest_embeval.core.stats import DEFAULT_INTERVAL  # noqa: E402
 
 #: The public collections: ``shared/data`` beside the repository or beside any folder above it (a worktree).
 DEFAULT_DATA = next(
@@ -99,11 +100,11 @@ def collection_report(folder: Path, metric: str, cache: Path) -> Path:
     target = cache / "populations" / f"{folder.name}-{metric}.json"
     if target.is_file():
         return target
-    from pytest_embeval import demo
-    from pytest_embeval.cache import EmbeddingCache
-    from pytest_embeval.golden import load_golden
-    from pytest_embeval.metrics import NoRelevantDocumentsWarning
-    from pytest_embeval.pipeline import run_golden
+    from pytest_embeval.arms import demo
+    from pytest_embeval.cache.store import EmbeddingCache
+    from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
+    from pytest_embeval.golden.loader import load_golden
+    from pytest_embeval.run.pipeline import run_golden
 
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -37,8 +37,8 @@ import contextlib
 
 from openai_server import ChatReply, EmbeddingServer, Reply, word_vectors
 
-from pytest_embeval.golden import load_golden
-from pytest_embeval.stats import stable_seed
+from pytest_embeval.core.stats import stable_seed
+from pytest_embeval.golden.loader import load_golden
 
 _PAIR = re.compile(r"<query>\n(.*)\n</query>\n\n<document>\n(.*)\n</document>\Z", re.S)
 

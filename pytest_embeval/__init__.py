@@ -1,5 +1,82 @@
-"""pytest-embeval: an embedding-model change as a regression test on your own golden set."""
+"""pytest-embeval: an embedding-model change as a regression test on your own golden set.
+
+The library surface, for use without pytest::
+
+    from pytest_embeval import evaluate, compare_paired, paired_n, decide, load_golden
+
+Everything here is imported on first use (``import pytest_embeval`` happens in every pytest run of anyone who
+installs the plugin, so it must stay cheap); the modules behind these names may move between releases, these
+names do not. The package's folders follow the pipeline (see ``docs/development.md``): ``core`` (metrics,
+statistics, the verdict rule) ← ``golden`` ← ``search`` ← ``arms`` ← ``run`` ← ``cache`` / ``judging`` ←
+``reports`` ← ``plugin`` / ``cli``.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+#: Each public name and the module that defines it.
+_SURFACE = {
+    "evaluate": "pytest_embeval.core.metrics",
+    "parse_metric": "pytest_embeval.core.metrics",
+    "compare_paired": "pytest_embeval.core.stats",
+    "paired_bootstrap_ci": "pytest_embeval.core.stats",
+    "sign_test": "pytest_embeval.core.stats",
+    "minimum_detectable_effect": "pytest_embeval.core.stats",
+    "paired_n": "pytest_embeval.core.stats",
+    "PairedComparison": "pytest_embeval.core.stats",
+    "decide": "pytest_embeval.core.verdict",
+    "Decision": "pytest_embeval.core.verdict",
+    "Verdict": "pytest_embeval.core.verdict",
+    "load_golden": "pytest_embeval.golden.loader",
+    "GoldenSet": "pytest_embeval.golden.schema",
+    "GoldenError": "pytest_embeval.golden.data_files",
+}
+
+__all__ = [
+    "Decision",
+    "GoldenError",
+    "GoldenSet",
+    "PairedComparison",
+    "Verdict",
+    "compare_paired",
+    "decide",
+    "evaluate",
+    "load_golden",
+    "minimum_detectable_effect",
+    "paired_bootstrap_ci",
+    "paired_n",
+    "parse_metric",
+    "sign_test",
+]
+
+if TYPE_CHECKING:
+    from pytest_embeval.core.metrics import evaluate, parse_metric
+    from pytest_embeval.core.stats import (
+        PairedComparison,
+        compare_paired,
+        minimum_detectable_effect,
+        paired_bootstrap_ci,
+        paired_n,
+        sign_test,
+    )
+    from pytest_embeval.core.verdict import Decision, Verdict, decide
+    from pytest_embeval.golden.data_files import GoldenError
+    from pytest_embeval.golden.loader import load_golden
+    from pytest_embeval.golden.schema import GoldenSet
+
+
+def __getattr__(name: str) -> Any:
+    module = _SURFACE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_embeval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SURFACE])

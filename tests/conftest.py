@@ -11,8 +11,8 @@ import yaml
 
 # pytester's in-process runs unload every module they import, and numpy's and scipy's extension modules
 # cannot load twice in one process: import the whole embeval code path here, once, before any run.
-import pytest_embeval.items  # noqa: F401
-from pytest_embeval.report import without_timings  # noqa: F401  (the tests import it from here)
+import pytest_embeval.plugin.items  # noqa: F401
+from pytest_embeval.reports.json_report import without_timings  # noqa: F401  (the tests import it from here)
 
 
 def _load_the_http_client() -> None:
@@ -95,10 +95,10 @@ CliResult = tuple[int, str, str]
 @pytest.fixture
 def embeval(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     """Run ``embeval`` in-process: (exit status, stdout, stderr)."""
-    from pytest_embeval import cli
+    from pytest_embeval.cli import embeval as command
 
     def run(*args: str | Path) -> CliResult:
-        status = cli.main([str(arg) for arg in args])
+        status = command.main([str(arg) for arg in args])
         captured = capsys.readouterr()
         return status, captured.out, captured.err
 

@@ -342,7 +342,7 @@ class TruncatedStatic:
         if self._model is None:
             from pathlib import Path
 
-            from pytest_embeval import demo
+            from pytest_embeval.arms import demo
 
             self._model = demo.static_minilm(demo.default_static_cache(Path(__file__).resolve().parents[1]))
         vectors = np.asarray(self._model.encode(inputs, convert_to_numpy=True, show_progress_bar=False))

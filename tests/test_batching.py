@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pytest_embeval.batching import Batching, completed, estimate_tokens, plan
+from pytest_embeval.arms.batching import Batching, completed, estimate_tokens, plan
 
 
 def test_estimated_tokens_are_a_third_of_the_utf8_bytes() -> None:

@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import pytest_embeval.cache as cache_module
-from pytest_embeval.cache import CacheStats, EmbeddingCache, text_key
-from pytest_embeval.canonical import KeyedTexts
-from pytest_embeval.encoders import Arm, EncoderError, Kind, LazyEncoder, embed, resolve_model
+import pytest_embeval.cache.packs as packs_module
+import pytest_embeval.cache.store as cache_module
+from pytest_embeval.arms.embedding import Arm, EncoderError, Kind, LazyEncoder, embed
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.cache.store import CacheStats, EmbeddingCache
+from pytest_embeval.core.canonical import KeyedTexts, text_key
 
 DIM = 16
 
@@ -166,15 +168,16 @@ def test_texts_stored_a_block_after_another_are_found_without_reindexing_everyth
     """`embeval embed` checks and stores one block at a time: each check must find what the blocks before
     stored (and nothing else), without rebuilding the index of every key each time (quadratic in the
     corpus): the locator is rebuilt only when the keys added since are a quarter of it."""
-    monkeypatch.setattr(cache_module, "PACK_ROWS", 8)
+    for module in (cache_module, packs_module):
+        monkeypatch.setattr(module, "PACK_ROWS", 8)
     built: list[int] = []
-    real = cache_module._Locator.__init__
+    real = packs_module._Locator.__init__
 
     def counted(self: Any, packs: Any) -> None:
         real(self, packs)
         built.append(self.keys.size)
 
-    monkeypatch.setattr(cache_module._Locator, "__init__", counted)
+    monkeypatch.setattr(packs_module._Locator, "__init__", counted)
     arm = resolve_model(Recorder())
     cache = EmbeddingCache(tmp_path)
     texts = [f"text {i}" for i in range(400)]
@@ -200,14 +203,14 @@ def test_keys_sharing_their_first_eight_bytes_are_told_apart() -> None:
 
     def pack(name: str, keys: list[bytes]) -> Any:
         zeros = np.zeros(len(keys), dtype="<u4")
-        return cache_module._Pack(
+        return packs_module._Pack(
             path=Path(name), dim=1, offset=0, keys=tuple(keys), crcs=zeros, tokens=zeros
         )
 
     first = pack("first", [key(5), text_key("plain"), key(3)])
     second = pack("second", [key(3), key(9), key(5)])
-    locator = cache_module._Locator([first, second])
-    wanted = cache_module._key_array([key(9), key(3), key(4), text_key("plain"), key(5), text_key("absent")])
+    locator = packs_module._Locator([first, second])
+    wanted = packs_module._key_array([key(9), key(3), key(4), text_key("plain"), key(5), text_key("absent")])
     found, pack_numbers, rows = locator.find(wanted)
     assert found.tolist() == [True, True, False, True, True, False]
     assert list(zip(pack_numbers.tolist(), rows.tolist(), strict=True)) == [(1, 1), (0, 2), (0, 1), (0, 0)]
@@ -400,7 +403,8 @@ def test_an_unwritable_cache_is_noted_and_the_run_goes_on(
     def refuse(path: Path, parts: Any) -> None:
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(cache_module, "_write_atomic", refuse)
+    for module in (cache_module, packs_module):
+        monkeypatch.setattr(module, "_write_atomic", refuse)
     cache = EmbeddingCache(tmp_path)
     arm = resolve_model(Recorder())
     vectors = cache.embed(arm, TEXTS[:5], "document")
@@ -581,7 +585,8 @@ def test_a_damaged_pack_in_a_read_only_cache_is_counted_once(
     def refuse(*args: object) -> None:
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(cache_module, "_write_atomic", refuse)
+    for module in (cache_module, packs_module):
+        monkeypatch.setattr(module, "_write_atomic", refuse)
     monkeypatch.setattr(cache_module, "_unlink", refuse)
     cache = fresh(tmp_path)
     np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
@@ -641,14 +646,14 @@ def test_a_damaged_pack_is_deleted_only_if_it_is_still_the_file_that_was_read(tm
     path = tmp_path / "x.pack"
     path.write_bytes(b"damaged")
     with path.open("rb") as handle:
-        identity = cache_module._identity(handle)
+        identity = packs_module._identity(handle)
     time.sleep(0.05)  # past the file system's clock tick
     with path.open("r+b") as handle:  # the same inode, written again: another file for the cache
         handle.write(b"healthy")
     assert os.stat(path).st_ino == identity[1]
-    assert not cache_module._unlink(path, identity) and path.read_bytes() == b"healthy"
+    assert not packs_module._unlink(path, identity) and path.read_bytes() == b"healthy"
     with path.open("rb") as handle:
-        assert cache_module._unlink(path, cache_module._identity(handle)) and not path.exists()
+        assert packs_module._unlink(path, packs_module._identity(handle)) and not path.exists()
 
 
 class Shared:
@@ -668,8 +673,9 @@ WRITER = textwrap.dedent(
     import sys, time, zlib
     from pathlib import Path
     import numpy as np
-    from pytest_embeval.cache import EmbeddingCache
-    from pytest_embeval.encoders import embed, resolve_model
+    from pytest_embeval.cache.store import EmbeddingCache
+    from pytest_embeval.arms.embedding import embed
+    from pytest_embeval.arms.model_specs import resolve_model
 
     class Shared:
         name = "shared"

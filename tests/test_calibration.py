@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import pytest
 
-from pytest_embeval.calibration import flipped, metric_population, simulate
-from pytest_embeval.stats import DegenerateComparisonWarning, compare_paired, paired_n, stable_seed
-from pytest_embeval.verdict import Verdict, decide
+from pytest_embeval.core.interval_simulation import flipped, metric_population, simulate
+from pytest_embeval.core.stats import DegenerateComparisonWarning, compare_paired, paired_n, stable_seed
+from pytest_embeval.core.verdict import Verdict, decide
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_embeval.canonical import KeyedTexts, json_line, row_lines, text_key
+from pytest_embeval.core.canonical import KeyedTexts, json_line, row_lines, text_key
 
 _CELLS = st.text(max_size=6) | st.integers(min_value=-(2**70), max_value=2**70)
 _ROWS = st.lists(st.lists(_CELLS, min_size=1, max_size=4), max_size=6)

@@ -9,16 +9,17 @@ import re
 import numpy as np
 import pytest
 
-from pytest_embeval.capacity import (
+from pytest_embeval.core.capacity import (
     ArmCapacity,
     HnswLayout,
+    Latency,
     Production,
     Throughput,
     TokenCount,
     flat_index_bytes,
     project,
 )
-from pytest_embeval.index import HnswIndex, Latency
+from pytest_embeval.search.hnsw import HnswIndex
 
 
 def built(n: int, dim: int, M: int, seed: int = 0) -> object:

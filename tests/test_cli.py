@@ -14,9 +14,9 @@ import pytest
 from test_judging import QRELS, TOP_A, TOP_B, query_ids, rankings, write_golden, write_sheet_text
 
 from conftest import CliResult
-from pytest_embeval.agreement import agreement, agreement_lines
-from pytest_embeval.merging import sheet_grades
-from pytest_embeval.pooling import SHEET_COLUMNS, read_sheet
+from pytest_embeval.judging.agreement import agreement, agreement_lines
+from pytest_embeval.judging.merging import sheet_grades
+from pytest_embeval.judging.pooling import SHEET_COLUMNS, read_sheet
 
 Result = CliResult
 

@@ -24,11 +24,11 @@ from test_grading import DOCUMENTS, GUIDELINES, QUERIES, judging_set, pool_sheet
 from test_grading import judge_spec as spec
 from test_judge import KEY, KEY_ENV, MODEL, answers
 
-from pytest_embeval.cli import main
-from pytest_embeval.golden import load_golden
-from pytest_embeval.judge import prompt_digest
-from pytest_embeval.pooling import SHEET_COLUMNS
-from pytest_embeval.provenance import provenance_path
+from pytest_embeval.cli.embeval import main
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.judging.llm_judge import prompt_digest
+from pytest_embeval.judging.pooling import SHEET_COLUMNS
+from pytest_embeval.judging.provenance import provenance_path
 
 
 @pytest.fixture
@@ -307,7 +307,7 @@ def test_a_killed_judge_resumes_with_only_the_missing_pairs(
     command = [
         sys.executable,
         "-c",
-        "import sys; from pytest_embeval.cli import main; sys.exit(main())",
+        "import sys; from pytest_embeval.cli.embeval import main; sys.exit(main())",
         "judge",
         str(golden),
         str(pool),

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_embeval import control
-from pytest_embeval.canonical import KeyedTexts
+from pytest_embeval.core.canonical import KeyedTexts
+from pytest_embeval.run import control
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,11 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import write_file
-from pytest_embeval import datafiles
-from pytest_embeval.datafiles import Document, detect_qrels_format, read_documents, read_queries
-from pytest_embeval.golden import GoldenError, GoldenSet, load_golden
-from pytest_embeval.merging import qrels_file
-from pytest_embeval.pipeline import golden_control
+from pytest_embeval.golden import data_files as datafiles
+from pytest_embeval.golden.data_files import (
+    Document,
+    GoldenError,
+    detect_qrels_format,
+    read_documents,
+    read_queries,
+)
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.judging.merging import qrels_file
+from pytest_embeval.run.pipeline import golden_control
 
 CORPUS_JSONL = "".join(
     json.dumps({"_id": f"d{i}", "text": f"doc {i}", "title": f"t{i}"}) + "\n" for i in range(4)

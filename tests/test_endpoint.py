@@ -32,11 +32,12 @@ from openai_server import (
     word_vectors,
 )
 
-from pytest_embeval import endpoint
-from pytest_embeval.batching import estimate_tokens
-from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.encoders import EncoderError, embed, resolve_model
-from pytest_embeval.usage import UsageCount, apportion, cost
+from pytest_embeval.arms import endpoint
+from pytest_embeval.arms.batching import estimate_tokens
+from pytest_embeval.arms.embedding import EncoderError, embed
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.arms.usage import UsageCount, apportion, cost
+from pytest_embeval.cache.store import EmbeddingCache
 
 KEY = "sk-test-0123456789abcdef"
 KEY_ENV = "EMBEVAL_TEST_KEY"
@@ -77,7 +78,7 @@ def fault(server: EmbeddingServer, texts: list[str] | None = None, **parameters:
 def test_a_spec_resolves_without_a_request_or_an_import(server: EmbeddingServer) -> None:
     code = (
         "import sys\n"
-        "from pytest_embeval.encoders import resolve_model\n"
+        "from pytest_embeval.arms.model_specs import resolve_model\n"
         f"arm = resolve_model({spec(server)!r})\n"
         "print('openai' in sys.modules, 'httpx2' in sys.modules, 'httpx' in sys.modules)\n"
     )

@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 from test_pipeline import make_golden
 
-from pytest_embeval.encoders import Arm
-from pytest_embeval.golden import Document, GoldenSet, Query
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import GoldenRun, ranked_depth, run_golden
-from pytest_embeval.report import stratum_record
-from pytest_embeval.strata import evaluate_golden, evaluate_stratum
-from pytest_embeval.terminal import golden_table
-from pytest_embeval.verdict import Verdict, family_levels
+from pytest_embeval.arms.embedding import Arm
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.core.verdict import Verdict, family_levels
+from pytest_embeval.golden.data_files import Document, Query
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.reports.json_report import stratum_record
+from pytest_embeval.reports.terminal import golden_table
+from pytest_embeval.run.pipeline import GoldenRun, ranked_depth, run_golden
+from pytest_embeval.run.stratum_evaluation import evaluate_golden, evaluate_stratum
 
 
 class TableModel:
@@ -222,7 +223,7 @@ def test_an_a_a_run_ties_everywhere(method: str, interval: str) -> None:
 # ------------------------------------------------------------------------------------------ consensus
 
 
-@pytest.mark.filterwarnings("ignore::pytest_embeval.metrics.NoRelevantDocumentsWarning")
+@pytest.mark.filterwarnings("ignore::pytest_embeval.core.metrics.NoRelevantDocumentsWarning")
 def test_consensus_failures_are_the_judged_queries_neither_arm_finds() -> None:
     golden, sharp, tied = tied_at_the_top()
     qrels = {qid: dict(judged) for qid, judged in golden.qrels.items()}
@@ -243,7 +244,7 @@ def test_the_table_counts_consensus_failures_and_warns_about_ties() -> None:
     qrels = {**golden.qrels, "q03": {"d070": 1}}
     golden = dataclasses.replace(golden, qrels=qrels)
     run = run_golden(golden, sharp, tied)
-    from pytest_embeval.report import golden_record
+    from pytest_embeval.reports.json_report import golden_record
 
     record = golden_record(run, "golden.yaml")
     strata = [stratum_record(golden, "golden.yaml", i, o) for i, o in enumerate(evaluate_golden(run))]

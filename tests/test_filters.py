@@ -15,7 +15,10 @@ import pytest
 from test_golden import BASE, CORPUS, INLINE, QUERIES, write_set
 from test_pipeline import DIMENSIONS, hash_arm, make_golden
 
-from pytest_embeval.filters import (
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.golden.data_files import Document, GoldenError, Query
+from pytest_embeval.golden.filters import (
+    Allowed,
     EmptyFilterWarning,
     FieldReader,
     allowed_qrels,
@@ -23,13 +26,14 @@ from pytest_embeval.filters import (
     matches,
     plan_filters,
 )
-from pytest_embeval.golden import Document, GoldenError, GoldenSet, IndexSpec, Query, load_golden
-from pytest_embeval.index import Allowed, HnswIndex, ann_recall, exact_search
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import golden_control, prepare, run_arm, run_golden
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet, IndexSpec
+from pytest_embeval.run.pipeline import golden_control, prepare, run_arm, run_golden
+from pytest_embeval.search.exact import exact_search
+from pytest_embeval.search.hnsw import HnswIndex, ann_recall
 
 # Every fifth query of the language collection filters its relevant document out: NaN, as intended.
-pytestmark = pytest.mark.filterwarnings("ignore::pytest_embeval.metrics.NoRelevantDocumentsWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::pytest_embeval.core.metrics.NoRelevantDocumentsWarning")
 
 # --------------------------------------------------------------------------------------------- the values
 
@@ -365,7 +369,7 @@ def test_filtered_hnsw_recall_is_measured_against_filtered_exact_search_and_repo
     graph = HnswIndex(documents, doc_ids=doc_ids, M=4, ef_construction=8, seed=0)
     approximate, _ = graph.search(queries, 60, ef_search=8, allowed=plan.allowed)
     assert stats.ann_recall == pytest.approx(ann_recall(approximate, exact))
-    from pytest_embeval.report import index_record
+    from pytest_embeval.reports.json_report import index_record
 
     assert index_record(result.index)["filtered"] is True
 
@@ -424,7 +428,7 @@ def test_filters_are_a_control_component_only_when_declared() -> None:
 
 
 def test_an_arm_given_other_filters_is_refused_naming_the_filters() -> None:
-    from pytest_embeval.pipeline import ControlMismatch, check_control
+    from pytest_embeval.run.control import ControlMismatch, check_control
 
     golden = language_golden()
     other = dataclasses.replace(

@@ -14,15 +14,17 @@ import pytest
 from test_golden import write_set
 from test_pipeline import DIMENSIONS, make_golden
 
-from pytest_embeval.folding import ChunkMap, FoldSpec, chunk_map, fold_hits, search_documents
-from pytest_embeval.golden import Document, GoldenError, GoldenSet, Query, load_golden
-from pytest_embeval.htmlpage import report_html
-from pytest_embeval.index import tie_ranks
-from pytest_embeval.markdown import report_markdown
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import golden_control, run_arm, run_golden
-from pytest_embeval.readout_pipeline import pipeline_notes
-from pytest_embeval.report import build_report, golden_record
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.golden.data_files import Document, GoldenError, Query
+from pytest_embeval.golden.folding import ChunkMap, FoldSpec, chunk_map, fold_hits, search_documents
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.reports.html_page import report_html
+from pytest_embeval.reports.json_report import build_report, golden_record
+from pytest_embeval.reports.markdown import report_markdown
+from pytest_embeval.reports.pipeline_contents import pipeline_notes
+from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.search.exact import tie_ranks
 
 OWNERS = {"c1": "A", "c2": "A", "c3": "B", "c4": "C", "c5": "B", "c6": "C"}
 
@@ -203,7 +205,7 @@ def test_the_report_says_how_many_chunks_were_folded_into_how_many_documents() -
 
 
 def test_a_judge_reads_a_folded_document_whole() -> None:
-    from pytest_embeval.pooling import pool_from_rankings
+    from pytest_embeval.judging.pooling import pool_from_rankings
 
     golden = chunked_golden()
     documents = golden.judged_documents()
@@ -217,8 +219,8 @@ def test_a_judge_reads_a_folded_document_whole() -> None:
 
 
 def test_corpus_slices_keep_every_chunk_of_a_judged_document() -> None:
-    from pytest_embeval.golden import CorpusSample
-    from pytest_embeval.slices import corpus_slices
+    from pytest_embeval.golden.schema import CorpusSample
+    from pytest_embeval.run.corpus_slices import corpus_slices
 
     golden = chunked_golden()
     sliced = dataclasses.replace(golden, corpus_sample=CorpusSample(sizes=(0.5, 1.0), seed=0))

@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 from test_pipeline import DIMENSIONS, hash_arm, make_golden
 
-from pytest_embeval.encoders import EncoderError
-from pytest_embeval.fusion import rrf_fuse, split_parts
-from pytest_embeval.golden import Document, Query
-from pytest_embeval.index import tie_ranks
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import golden_control, run_arm, run_golden
-from pytest_embeval.retrievers import Hits, resolve_arm
+from pytest_embeval.arms.embedding import EncoderError
+from pytest_embeval.arms.fusion import rrf_fuse, split_parts
+from pytest_embeval.arms.resolve import resolve_arm
+from pytest_embeval.arms.retriever import Hits
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.golden.data_files import Document, Query
+from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.search.exact import tie_ranks
 
 IDS = ["d1", "d2", "d3", "d4", "d5"]
 
@@ -154,6 +155,6 @@ def test_the_new_model_plus_bm25_against_the_old_model_alone_holds_control() -> 
 
 
 def rrf_of(arm: object) -> object:
-    from pytest_embeval.fusion import rrf_arm
+    from pytest_embeval.arms.fusion import rrf_arm
 
     return rrf_arm("rrf:new,bm25", lambda spec: resolve_arm(arm if spec == "new" else spec))

@@ -17,18 +17,12 @@ from pathlib import Path
 
 import pytest
 
-import pytest_embeval.golden as golden_module
-from pytest_embeval.canonical import KeyedTexts
-from pytest_embeval.golden import (
-    Document,
-    GoldenError,
-    GoldenSet,
-    IndexSpec,
-    Query,
-    Stratum,
-    load_golden,
-)
-from pytest_embeval.metrics import MetricSpec, parse_metric
+import pytest_embeval.golden.data_sections as golden_module
+from pytest_embeval.core.canonical import KeyedTexts
+from pytest_embeval.core.metrics import MetricSpec, parse_metric
+from pytest_embeval.golden.data_files import Document, GoldenError, Query
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet, IndexSpec, Stratum
 
 REPO = Path(__file__).resolve().parents[1]
 UNSUPPORTED_QRELS = (
@@ -373,7 +367,7 @@ def test_fingerprints_are_stable_across_processes_and_golden_never_imports_pytes
     golden = load(tmp_path, PLAN)
     script = (
         "import sys\n"
-        "from pytest_embeval.golden import load_golden\n"
+        "from pytest_embeval.golden.loader import load_golden\n"
         "golden = load_golden(sys.argv[1])\n"
         "print(golden.fingerprint(), golden.plan_fingerprint(), 'pytest' in sys.modules)\n"
     )
@@ -1283,7 +1277,7 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
             return real(*args, **kwargs)  # type: ignore[arg-type]
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("pytest_embeval.golden.read_documents", spying)
+            patch.setattr("pytest_embeval.golden.data_sections.read_documents", spying)
             load(tmp_path / "good", PLAN)
             assert paused == [True] and gc.isenabled() is enabled
             with pytest.raises(GoldenError):

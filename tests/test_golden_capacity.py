@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from test_golden import BASE, PLAN, G, load
 
-from pytest_embeval.capacity import Production
-from pytest_embeval.golden import CorpusSample, GoldenError, IndexSpec
+from pytest_embeval.core.capacity import Production
+from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.schema import CorpusSample, IndexSpec
 
 PRODUCTION = (
     "production:\n  documents: 10_000_000\n  queries_per_month: 30_000_000\n"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from test_golden import BASE, G, load
 
-from pytest_embeval.golden import GoldenError, Guidelines
+from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.schema import Guidelines
 
 DEFINITION = "2: answers the query.\n1: answers part of it.\n0: does not help.\n"
 

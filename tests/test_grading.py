@@ -18,10 +18,11 @@ import yaml
 from openai_server import ChatReply, EmbeddingServer, word_vectors
 from test_judge import KEY, KEY_ENV, MODEL, answers
 
-from pytest_embeval.golden import GoldenSet, load_golden
-from pytest_embeval.grading import audit_path, grade_sheet
-from pytest_embeval.judge import Judge, JudgeError, Price, judge_settings
-from pytest_embeval.pooling import SHEET_COLUMNS, pool_from_rankings, read_sheet, write_sheet
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.judging.grading import audit_path, grade_sheet
+from pytest_embeval.judging.llm_judge import Judge, JudgeError, Price, judge_settings
+from pytest_embeval.judging.pooling import SHEET_COLUMNS, pool_from_rankings, read_sheet, write_sheet
 
 GUIDELINES = "Grade 2 when the page answers the question, 1 when it helps, 0 otherwise.\n"
 #: document id -> (text, the grade the scripted judge gives it)

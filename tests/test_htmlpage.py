@@ -15,8 +15,8 @@ import pytest
 from chromium import CHROMIUM, screenshot
 from test_markdown import CAPACITY, DATA, HOSTILE, STATS, load
 
-from pytest_embeval.charts import VERDICT_COLOURS, forest_axis, forest_rows, forest_svg
-from pytest_embeval.htmlpage import MOVED_SHOWN, ROWS_SHOWN, report_html
+from pytest_embeval.reports.charts import VERDICT_COLOURS, forest_axis, forest_rows, forest_svg
+from pytest_embeval.reports.html_page import MOVED_SHOWN, ROWS_SHOWN, report_html
 
 #: Elements that fetch or run something; none may appear on the page.
 FETCHING = {"script", "link", "img", "iframe", "object", "embed", "video", "audio", "source", "base", "image"}

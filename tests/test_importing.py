@@ -19,10 +19,10 @@ import pytest
 from test_sharding import MODELS, packs, plugin_report
 
 from conftest import CliResult, golden_files
-from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.encoders import resolve_model
-from pytest_embeval.golden import load_golden
-from pytest_embeval.importing import ImportProblem, check_vectors, read_vectors
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.cache.vector_import import ImportProblem, check_vectors, read_vectors
+from pytest_embeval.golden.loader import load_golden
 
 INCUMBENT, CANDIDATE = MODELS
 Result = CliResult

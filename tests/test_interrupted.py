@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import golden_files
-from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.encoders import resolve_model
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.cache.store import EmbeddingCache
 
 DOCUMENTS = 640  # ten batches of 64
 BATCH = 64

@@ -14,7 +14,7 @@ pytest.importorskip("openai")
 
 from openai_server import ChatReply, EmbeddingServer, Reply, word_vectors
 
-from pytest_embeval.judge import (
+from pytest_embeval.judging.llm_judge import (
     DEFAULT_ATTEMPTS,
     Judge,
     JudgeError,

@@ -17,12 +17,21 @@ import pytest
 import yaml
 from sklearn.metrics import cohen_kappa_score
 
-from pytest_embeval.agreement import agreement, agreement_lines, cohen_kappa
-from pytest_embeval.coverage import CoverageRow, coverage, coverage_lines, coverage_warnings
-from pytest_embeval.golden import GoldenSet, load_golden
-from pytest_embeval.merging import Judgment, Resolve, append_qrels, merge_sheets, qrels_file, sheet_grades
-from pytest_embeval.planning import observed_sd, plan, plan_lines
-from pytest_embeval.pooling import (
+from pytest_embeval.core.stats import minimum_detectable_effect, paired_n
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.judging.agreement import agreement, agreement_lines, cohen_kappa
+from pytest_embeval.judging.coverage import CoverageRow, coverage, coverage_lines, coverage_warnings
+from pytest_embeval.judging.merging import (
+    Judgment,
+    Resolve,
+    append_qrels,
+    merge_sheets,
+    qrels_file,
+    sheet_grades,
+)
+from pytest_embeval.judging.planning import observed_sd, plan, plan_lines
+from pytest_embeval.judging.pooling import (
     SHEET_COLUMNS,
     Sheet,
     SheetError,
@@ -35,14 +44,13 @@ from pytest_embeval.pooling import (
     sheet_text,
     write_sheet,
 )
-from pytest_embeval.rankings import (
+from pytest_embeval.judging.rankings import (
     ReportError,
     find_golden_record,
     load_report,
     rankings_from_record,
     read_trec_run,
 )
-from pytest_embeval.stats import minimum_detectable_effect, paired_n
 
 #: The documents are "doc <i>" (as tests/fake_models.py expects); one title holds what CSV must quote.
 TRICKY_TITLE = 'Línea, "uno"\nsegunda'

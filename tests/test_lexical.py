@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 from test_pipeline import make_golden
 
-from pytest_embeval.encoders import EncoderError
-from pytest_embeval.golden import Document, GoldenSet, Query
-from pytest_embeval.lexical import bm25_arm
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import golden_control, run_arm, run_golden
-from pytest_embeval.readout import settings_table
-from pytest_embeval.report import golden_record
-from pytest_embeval.retrievers import resolve_arm
+from pytest_embeval.arms.bm25 import bm25_arm
+from pytest_embeval.arms.embedding import EncoderError
+from pytest_embeval.arms.resolve import resolve_arm
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.golden.data_files import Document, Query
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.reports.contents import settings_table
+from pytest_embeval.reports.json_report import golden_record
+from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
 
 #: The public collections: beside the repository (../shared/data), or where this machine keeps them.
 SHARED = next(
@@ -220,7 +221,7 @@ def _mean_ndcg10(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) ->
 @pytest.mark.skipif(not (SHARED / "vaswani").is_dir(), reason="needs /work/shared/data/vaswani")
 def test_bm25_on_vaswani_is_within_0_01_of_bm25s_itself(tmp_path: Path) -> None:
     bm25s = pytest.importorskip("bm25s")
-    from pytest_embeval.golden import load_golden
+    from pytest_embeval.golden.loader import load_golden
 
     yaml_file = tmp_path / "vaswani.yaml"
     yaml_file.write_text(f"beir: {SHARED / 'vaswani'}\nmetric: ndcg@10\n", encoding="utf-8")

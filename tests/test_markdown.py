@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from pytest_embeval.markdown import (
+from pytest_embeval.reports.contents import headline
+from pytest_embeval.reports.markdown import (
     COMMENT_LIMIT,
     STEP_SUMMARY_LIMIT,
     md_code,
@@ -22,7 +23,6 @@ from pytest_embeval.markdown import (
     report_markdown,
     size_warning,
 )
-from pytest_embeval.readout import headline
 
 DATA = Path(__file__).with_name("data")
 #: A real two-golden-set report of the fake models (tests/data/README.md says how it was made), with

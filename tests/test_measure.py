@@ -7,12 +7,11 @@ import threading
 import numpy as np
 import pytest
 
-from pytest_embeval import measure
-from pytest_embeval.capacity import ArmCapacity
-from pytest_embeval.encoders import Arm, EncodedBatch
-from pytest_embeval.index import Latency
-from pytest_embeval.measure import TimedEncoder, measure_capacity
-from pytest_embeval.usage import TokenUsage, UsageCount
+from pytest_embeval.arms import capacity_measurement as measure
+from pytest_embeval.arms.capacity_measurement import TimedEncoder, measure_capacity
+from pytest_embeval.arms.embedding import Arm, EncodedBatch
+from pytest_embeval.arms.usage import TokenUsage, UsageCount
+from pytest_embeval.core.capacity import ArmCapacity, Latency
 
 
 class Clock:

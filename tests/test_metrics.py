@@ -1,4 +1,4 @@
-"""Specification of pytest_embeval.metrics: hand-derived values first, then parity with trec_eval.
+"""Specification of pytest_embeval.core.metrics: hand-derived values first, then parity with trec_eval.
 
 Notation in the comments: ranks count from 1, ``g`` is the grade at a rank (``-`` = unjudged), ``R`` the
 number of relevant documents of the query, ``lg(x)`` is log2(x).
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_embeval.metrics import (
+from pytest_embeval.core.metrics import (
     MetricSpec,
     NoRelevantDocumentsWarning,
     evaluate,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embeval.output import append_text, table, write_atomic
+from pytest_embeval.core.text_table import table
+from pytest_embeval.files.atomic import append_text, write_atomic
 
 
 def test_table_aligns_names_left_and_numbers_right() -> None:

@@ -12,21 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_embeval import pipeline
-from pytest_embeval.encoders import Arm
-from pytest_embeval.golden import Document, GoldenSet, IndexSpec, Query
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import (
-    ANN_SAMPLE,
-    ControlMismatch,
-    ann_sample,
-    check_control,
-    control_differences,
-    golden_control,
-    run_arm,
-    run_golden,
-    short_digest,
-)
+from pytest_embeval.arms.dense import ANN_SAMPLE, ann_sample
+from pytest_embeval.arms.embedding import Arm
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.golden.data_files import Document, Query
+from pytest_embeval.golden.schema import GoldenSet, IndexSpec
+from pytest_embeval.run import pipeline
+from pytest_embeval.run.control import ControlMismatch, check_control, control_differences, short_digest
+from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
 
 DOCUMENTS = 120
 QUERIES = 40
@@ -297,13 +290,15 @@ def test_the_recall_measurement_reuses_the_search_of_the_scores(
 ) -> None:
     """The graph is searched once, for the ranking, and the recall is of that search's sampled rows (every
     query, or a draw of them) against exact search on the sample, which is run once too."""
-    from pytest_embeval import index, retrievers
+    from pytest_embeval.arms import dense as retrievers
+    from pytest_embeval.search import exact as exact_module
+    from pytest_embeval.search import hnsw
 
     searches: list[int] = []
     exact: list[int] = []
-    graph_search, exact_search = index.HnswIndex.search, retrievers.exact_search
+    graph_search, exact_search = hnsw.HnswIndex.search, retrievers.exact_search
 
-    def counted_search(self: index.HnswIndex, queries: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+    def counted_search(self: hnsw.HnswIndex, queries: np.ndarray, *args: Any, **kwargs: Any) -> Any:
         searches.append(queries.shape[0])
         return graph_search(self, queries, *args, **kwargs)
 
@@ -313,7 +308,7 @@ def test_the_recall_measurement_reuses_the_search_of_the_scores(
 
     monkeypatch.setattr(retrievers, "ANN_SAMPLE", sampled)
     golden = make_golden(index=IndexSpec("hnsw", M=4, ef_construction=8, ef_search=8))
-    monkeypatch.setattr(index.HnswIndex, "search", counted_search)
+    monkeypatch.setattr(hnsw.HnswIndex, "search", counted_search)
     monkeypatch.setattr(retrievers, "exact_search", counted_exact)
     stats = run_arm(golden, hash_arm(), "incumbent").index
     assert searches == [QUERIES] and exact == [sampled]
@@ -326,11 +321,11 @@ def test_the_recall_measurement_reuses_the_search_of_the_scores(
     documents /= np.linalg.norm(documents, axis=1, keepdims=True)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     depth = pipeline.ranked_depth(golden)
-    graph = index.HnswIndex(documents, doc_ids=doc_ids, M=4, ef_construction=8, seed=golden.seed)
+    graph = hnsw.HnswIndex(documents, doc_ids=doc_ids, M=4, ef_construction=8, seed=golden.seed)
     approximate, _ = graph.search(queries[sample], depth, ef_search=8)
-    truth, _ = index.exact_search(queries[sample], documents, depth, doc_ids=doc_ids)
+    truth, _ = exact_module.exact_search(queries[sample], documents, depth, doc_ids=doc_ids)
     assert stats.hnsw is not None and stats.hnsw.sample == sampled
-    assert stats.hnsw.ann_recall == index.ann_recall(approximate, truth)
+    assert stats.hnsw.ann_recall == hnsw.ann_recall(approximate, truth)
 
 
 def test_hnsw_arms_are_reproducible() -> None:

@@ -11,19 +11,16 @@ import numpy as np
 import pytest
 from test_pipeline import DIMENSIONS, DOCUMENTS, QUERIES, hash_arm, make_golden
 
-from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.capacity import Production
-from pytest_embeval.encoders import Arm, embed
-from pytest_embeval.golden import CorpusSample, Document, IndexSpec, Query
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import (
-    RecallTargetError,
-    golden_control,
-    run_arm,
-    run_golden,
-)
-from pytest_embeval.slices import GAP_STILL_MOVING, corpus_slices
-from pytest_embeval.strata import evaluate_stratum
+from pytest_embeval.arms.embedding import Arm, embed
+from pytest_embeval.arms.retriever import RecallTargetError
+from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.core.capacity import Production
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.golden.data_files import Document, Query
+from pytest_embeval.golden.schema import CorpusSample, IndexSpec
+from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING, corpus_slices
+from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.run.stratum_evaluation import evaluate_stratum
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -100,8 +97,8 @@ def test_the_control_holds_the_recall_target_constant_not_the_ef() -> None:
 
 def test_an_arm_that_missed_the_target_records_the_recall_it_reached(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its control then differs from the golden set's, and the run refuses to compare."""
-    from pytest_embeval import index as index_module
-    from pytest_embeval.pipeline import ControlMismatch
+    from pytest_embeval.run.control import ControlMismatch
+    from pytest_embeval.search import hnsw as index_module
 
     golden = wide_golden(TARGET)
     monkeypatch.setattr(
@@ -253,7 +250,7 @@ def test_capacity_is_measured_only_when_production_is_declared() -> None:
 
 
 def test_capacity_counts_tokens_and_the_throughput_of_what_was_encoded(tmp_path: Path) -> None:
-    from pytest_embeval.encoders import resolve_model
+    from pytest_embeval.arms.model_specs import resolve_model
 
     arm = dataclasses.replace(resolve_model(CountedModel(2)), price_per_million_tokens=0.5)
     golden = make_golden(production=Production(10**6), index=IndexSpec("hnsw", M=8, ef_construction=40))

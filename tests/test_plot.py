@@ -8,9 +8,8 @@ import sys
 import pytest
 from test_markdown import load
 
-from pytest_embeval.charts import VERDICT_COLOURS
-from pytest_embeval.options import PLOT_MISSING
-from pytest_embeval.plot import PICTURE_ROWS, forest_png, picture_rows
+from pytest_embeval.reports.charts import VERDICT_COLOURS
+from pytest_embeval.reports.forest_png import PICTURE_ROWS, PLOT_MISSING, forest_png, picture_rows
 
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embeval import cli
+from pytest_embeval.cli import embeval as cli
 
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
 
@@ -178,8 +178,8 @@ def test_golden_sets_are_let_go_when_the_session_ends(pytester: pytest.Pytester,
         import pytest
 
         def held():
-            from pytest_embeval.golden import GoldenSet
-            from pytest_embeval.pipeline import GoldenRun
+            from pytest_embeval.golden.schema import GoldenSet
+            from pytest_embeval.run.pipeline import GoldenRun
 
             gc.collect()
             objects = gc.get_objects()

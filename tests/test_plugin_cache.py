@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from test_plugin_control import NOISY_MODELS
 
-from pytest_embeval.report import without_timings
+from pytest_embeval.reports.json_report import without_timings
 
 Golden = Callable[..., Path]
 Entry = tuple[str, str, str]  # model name, kind, text

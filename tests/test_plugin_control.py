@@ -19,7 +19,7 @@ ARMS = ("--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models
 DRIFTING_CANDIDATE = """
 import dataclasses
 
-from pytest_embeval import pipeline
+from pytest_embeval.run import pipeline
 
 original = pipeline.run_arm
 

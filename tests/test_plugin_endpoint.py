@@ -17,7 +17,7 @@ pytest.importorskip("openai")
 
 from openai_server import EmbeddingServer, Reply, fake_model_vectors, free_port
 
-from pytest_embeval import endpoint
+from pytest_embeval.arms import endpoint
 
 Golden = Callable[..., Path]
 KEY = "sk-plugin-test-fedcba9876543210"

@@ -10,8 +10,9 @@ import pytest
 from test_plugin import XDIST, Golden, run
 
 from conftest import golden_files
-from pytest_embeval.golden import GoldenError, load_golden
-from pytest_embeval.provenance import (
+from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.judging.provenance import (
     Source,
     golden_judgments,
     judgments_record,

@@ -13,8 +13,8 @@ import pytest
 from test_htmlpage import parse
 from test_plugin import run as run_embeval
 
-from pytest_embeval.htmlpage import report_html
-from pytest_embeval.markdown import report_markdown
+from pytest_embeval.reports.html_page import report_html
+from pytest_embeval.reports.markdown import report_markdown
 
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
 MODELS = ["--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad_english"]

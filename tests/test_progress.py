@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_embeval import progress
+from pytest_embeval.reports import progress
 
 
 class FakeReporter:

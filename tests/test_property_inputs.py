@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_embeval.golden import GoldenError, load_golden
+from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.loader import load_golden
 
 FILES = {
     "golden.yaml": (

@@ -17,16 +17,16 @@ import pytest
 from test_sharding import MODELS, packs, subprocess_env
 
 from conftest import golden_files
-from pytest_embeval import cli
-from pytest_embeval.encoders import resolve_model
-from pytest_embeval.raydata import RayError, fill_with_ray
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.cache.ray_data import RayError, fill_with_ray
+from pytest_embeval.cli import embeval as cli
 
 #: Seconds the process with the Ray cluster may take, start to shutdown.
 RAY_TIMEOUT = 300
 DRIVER = """\
 import sys
 import ray
-from pytest_embeval.cli import main
+from pytest_embeval.cli.embeval import main
 
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
 try:

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from test_pipeline import DIMENSIONS, DOCUMENTS, hash_arm, make_golden
 
-from pytest_embeval.golden import IndexSpec
-from pytest_embeval.pipeline import golden_control, run_golden
-from pytest_embeval.readout_capacity import usage_line
-from pytest_embeval.report import control_diff, golden_record, report_json, usage_record
-from pytest_embeval.terminal import golden_table
-from pytest_embeval.usage import UsageCount
+from pytest_embeval.arms.usage import UsageCount
+from pytest_embeval.golden.schema import IndexSpec
+from pytest_embeval.reports.capacity_contents import usage_line
+from pytest_embeval.reports.json_report import control_diff, golden_record, report_json, usage_record
+from pytest_embeval.reports.terminal import golden_table
+from pytest_embeval.run.pipeline import golden_control, run_golden
 
 STRATUM = {
     "stratum": "overall",

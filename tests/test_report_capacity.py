@@ -8,14 +8,14 @@ from pathlib import Path
 from test_pipeline import DOCUMENTS, hash_arm, make_golden
 from test_pipeline_capacity import SAMPLE, DistractedModel
 
-from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.capacity import Production
-from pytest_embeval.encoders import Arm
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import run_golden
-from pytest_embeval.report import golden_record, report_json, stratum_record
-from pytest_embeval.strata import evaluate_stratum
-from pytest_embeval.terminal import capacity_lines, golden_table, slice_lines, stratum_failure
+from pytest_embeval.arms.embedding import Arm
+from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.core.capacity import Production
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.reports.json_report import golden_record, report_json, stratum_record
+from pytest_embeval.reports.terminal import capacity_lines, golden_table, slice_lines, stratum_failure
+from pytest_embeval.run.pipeline import run_golden
+from pytest_embeval.run.stratum_evaluation import evaluate_stratum
 
 
 def test_no_capacity_and_no_slices_add_nothing() -> None:

@@ -15,17 +15,19 @@ import pytest
 from test_golden import BASE, write_set
 from test_pipeline import make_golden
 
-from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.golden import Document, GoldenError, GoldenSet, Query, load_golden
-from pytest_embeval.htmlpage import report_html
-from pytest_embeval.markdown import report_markdown
-from pytest_embeval.metrics import parse_metric
-from pytest_embeval.pipeline import golden_control, run_golden
-from pytest_embeval.report import build_report, golden_record, rerank_run, stratum_record
-from pytest_embeval.rerank import RerankError, RerankSpec
-from pytest_embeval.strata import evaluate_stratum
-from pytest_embeval.terminal import golden_table, stratum_failure
-from pytest_embeval.verdict import Verdict
+from pytest_embeval.arms.rerank import RerankError
+from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.core.metrics import parse_metric
+from pytest_embeval.core.verdict import Verdict
+from pytest_embeval.golden.data_files import Document, GoldenError, Query
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet, RerankSpec
+from pytest_embeval.reports.html_page import report_html
+from pytest_embeval.reports.json_report import build_report, golden_record, rerank_run, stratum_record
+from pytest_embeval.reports.markdown import report_markdown
+from pytest_embeval.reports.terminal import golden_table, stratum_failure
+from pytest_embeval.run.pipeline import golden_control, run_golden
+from pytest_embeval.run.stratum_evaluation import evaluate_stratum
 
 N_DOCS, N_QUERIES = 40, 30
 
@@ -236,7 +238,7 @@ class Varied(Offset):
         return np.stack(rows)
 
 
-@pytest.mark.filterwarnings("ignore::pytest_embeval.metrics.NoRelevantDocumentsWarning")
+@pytest.mark.filterwarnings("ignore::pytest_embeval.core.metrics.NoRelevantDocumentsWarning")
 def test_reranking_every_query_the_first_stage_column_is_the_stratums_own_comparison() -> None:
     # q00-q05 have no judgments: excluded alike from the stratum's comparison and from the reranked queries.
     qrels = {f"q{i:02d}": {f"d{i:02d}": 1} for i in range(6, N_QUERIES)}
@@ -368,8 +370,9 @@ import numpy as np
 import torch
 from sentence_transformers import CrossEncoder
 
-from pytest_embeval.demo import minilm_path
-from pytest_embeval.rerank import RerankScorer, RerankSpec, resolve_reranker
+from pytest_embeval.arms.demo import minilm_path
+from pytest_embeval.arms.rerank import RerankScorer, resolve_reranker
+from pytest_embeval.golden.schema import RerankSpec
 
 root = Path(sys.argv[1])
 torch.manual_seed(0)

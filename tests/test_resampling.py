@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_embeval import resampling
-from pytest_embeval.resampling import bootstrap_sums
+from pytest_embeval.core import resampling
+from pytest_embeval.core.resampling import bootstrap_sums
 
 
 def rng(seed: int = 0) -> np.random.Generator:

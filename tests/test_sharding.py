@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from conftest import CliResult, golden_files, without_timings
-from pytest_embeval.cache import EmbeddingCache
-from pytest_embeval.encoders import resolve_model
-from pytest_embeval.golden import load_golden
-from pytest_embeval.sharding import Shard, golden_blocks, parse_shard, shard_blocks
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.cache.sharding import Shard, golden_blocks, parse_shard, shard_blocks
+from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.golden.loader import load_golden
 
 TESTS = Path(__file__).parent
 MODELS = ("fake_models:counted_good", "fake_models:counted_bad")
@@ -66,7 +66,7 @@ def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def embed_command(golden: Path, cache: Path, *args: str) -> list[str]:
     models = [item for spec in MODELS for item in ("--model", spec)]
-    program = "import sys; from pytest_embeval.cli import main; sys.exit(main())"
+    program = "import sys; from pytest_embeval.cli.embeval import main; sys.exit(main())"
     return [sys.executable, "-c", program, "embed", str(golden), *models, f"--cache-dir={cache}", *args]
 
 

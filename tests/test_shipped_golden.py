@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embeval.golden import GoldenSet, load_golden
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 FILES = sorted(GOLDEN.glob("*.yaml"))

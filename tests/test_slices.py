@@ -11,8 +11,10 @@ import warnings
 import numpy as np
 import pytest
 
-from pytest_embeval.golden import CorpusSample
-from pytest_embeval.slices import (
+from pytest_embeval.core.stats import DegenerateComparisonWarning, compare_paired
+from pytest_embeval.core.verdict import Verdict
+from pytest_embeval.golden.schema import CorpusSample
+from pytest_embeval.run.corpus_slices import (
     SliceOutcome,
     draw_slices,
     gap_still_moving,
@@ -20,8 +22,6 @@ from pytest_embeval.slices import (
     restrict,
     slice_size,
 )
-from pytest_embeval.stats import DegenerateComparisonWarning, compare_paired
-from pytest_embeval.verdict import Verdict
 
 DOC_IDS = [f"doc-{i:04d}" for i in range(1000)]
 # Judged documents in a cluster at the start and scattered: a draw that took the first rows would show.

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_embeval import stats
-from pytest_embeval.stats import (
+from pytest_embeval.core import stats
+from pytest_embeval.core.stats import (
     DEFAULT_INTERVAL,
     EXACT_SIGN_TEST,
     INTERVALS,
@@ -215,7 +215,7 @@ def test_comparing_imports_no_scipy() -> None:
     """scipy takes 0.5-1.5 s to import: a golden set's statistics do without it."""
     program = (
         "import sys, numpy as np\n"
-        "from pytest_embeval.stats import compare_paired, minimum_detectable_effect\n"
+        "from pytest_embeval.core.stats import compare_paired, minimum_detectable_effect\n"
         "rng = np.random.default_rng(0)\n"
         "compare_paired(rng.random(300), rng.random(300), rng=rng)\n"
         "minimum_detectable_effect(0.2, 100)\n"

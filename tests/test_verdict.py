@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from pytest_embeval.stats import PairedComparison, minimum_detectable_effect, paired_n
-from pytest_embeval.verdict import (
+from pytest_embeval.core.stats import PairedComparison, minimum_detectable_effect, paired_n
+from pytest_embeval.core.verdict import (
     ROUGH_BELOW,
     Decision,
     TieReason,

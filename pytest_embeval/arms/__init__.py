@@ -1,0 +1,12 @@
+"""What turns a model spec into something that ranks: an arm.
+
+The one validated embedding path (`embedding`), model specs resolved to encoders (`model_specs`):
+sentence-transformers folders and names (`sentence_transformer`), ``module:attr`` factories, OpenAI-compatible
+endpoints (`endpoint`, with `batching`, `tokens` and `usage`); retrievers over them (`retriever`, `dense`),
+BM25 (`bm25`), reciprocal rank fusion (`fusion`), resolved from an arm spec by `resolve`; the reranker
+(`rerank`), what a run measures for capacity (`capacity_measurement`) and the demo models (`demo`).
+
+May import: ``search``, ``golden``, ``files``, ``core``. Never pytest.
+"""
+
+from __future__ import annotations

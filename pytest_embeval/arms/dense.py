@@ -1,0 +1,258 @@
+"""An embedding arm: a bi-encoder's vectors searched with the golden set's declared index (exact, or an
+hnswlib graph with its recall against exact search measured on a sample of the queries), and the capacity
+figures one run measures of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pytest_embeval.arms.capacity_measurement import TimedEncoder, measure_capacity
+from pytest_embeval.arms.embedding import Arm, EncoderError
+from pytest_embeval.arms.retriever import (
+    Hits,
+    HnswStats,
+    IndexStats,
+    RecallTargetError,
+    RetrievalTask,
+    Retriever,
+)
+from pytest_embeval.arms.usage import UsageCount
+from pytest_embeval.core.capacity import ArmCapacity, Latency
+from pytest_embeval.core.stats import stable_seed
+from pytest_embeval.search.exact import exact_search
+from pytest_embeval.search.hnsw import HnswIndex, TargetNotReached, ann_recall, flat_query_seconds
+
+__all__ = ["ANN_SAMPLE", "DenseRetriever", "DenseSearcher", "ann_sample"]
+
+
+#: Queries per arm on which an approximate index's recall against exact search and its latency are measured.
+ANN_SAMPLE = 200
+
+
+def ann_sample(n_queries: int, seed: int) -> np.ndarray:
+    """Sorted query rows on which ANN recall and latency are measured: all of them up to `ANN_SAMPLE`, else a
+    seeded draw, so both arms (and every run with the same seed and query count) measure the same queries."""
+    if n_queries <= ANN_SAMPLE:
+        return np.arange(n_queries)
+    rng = np.random.default_rng(stable_seed(seed, "ann-sample"))
+    return np.sort(rng.choice(n_queries, size=ANN_SAMPLE, replace=False))
+
+
+def _every_row(rows: np.ndarray, n_queries: int) -> bool:
+    """Whether ``rows`` are every query row, in order."""
+    return rows.size == n_queries and bool((rows == np.arange(n_queries)).all())
+
+
+@dataclass(frozen=True, slots=True)
+class DenseRetriever:
+    """An embedding arm: the bi-encoder embeds records and queries, the golden set's index ranks them."""
+
+    arm: Arm
+    kind: str = field(default="dense", init=False)
+    parts: tuple[Retriever, ...] = field(default=(), init=False)
+
+    @property
+    def spec(self) -> str:
+        return self.arm.spec
+
+    @property
+    def fingerprint(self) -> str:
+        return self.arm.fingerprint
+
+    @property
+    def prompts(self) -> Mapping[str, str]:
+        return self.arm.prompts
+
+    def open(self, task: RetrievalTask) -> DenseSearcher:
+        # Encoding is timed only when a capacity is to be measured; the timer changes nothing else.
+        timer = TimedEncoder(self.arm.encoder) if task.measure else None
+        encoding = self.arm if timer is None else dataclasses.replace(self.arm, encoder=timer)
+        before = self._usage()
+        documents = task.embedder(
+            encoding, task.doc_texts, "document", progress=task.reporter("document"), role=task.role
+        )
+        after_documents = self._usage()
+        queries = task.embedder(
+            encoding, task.query_texts, "query", progress=task.reporter("query"), role=task.role
+        )
+        after = self._usage()
+        if queries.shape[1] != documents.shape[1]:
+            raise EncoderError(
+                f"{task.role} encoder {self.arm.spec!r} returned {queries.shape[1]}-dimensional query "
+                f"vectors but {documents.shape[1]}-dimensional document vectors: they cannot be compared"
+            )
+        # What the endpoint counted for each kind of text: an endpoint arm's tokens for its capacity.
+        usage = None
+        if before is not None and after_documents is not None and after is not None:
+            usage = (after_documents - before, after - after_documents)
+        return DenseSearcher(task, self.arm, documents, queries, timer, usage)
+
+    def _usage(self) -> UsageCount | None:
+        """What the arm's endpoint has counted so far (None for an in-process arm)."""
+        return self.arm.usage.snapshot() if self.arm.usage is not None else None
+
+
+class DenseSearcher:
+    """Exact search or one HNSW graph (built on first use) over an embedding arm's vectors."""
+
+    def __init__(
+        self,
+        task: RetrievalTask,
+        arm: Arm,
+        documents: np.ndarray,
+        queries: np.ndarray,
+        timer: TimedEncoder | None = None,
+        usage: tuple[UsageCount, UsageCount] | None = None,
+    ) -> None:
+        self.task = task
+        self.arm = arm
+        self.documents = documents
+        self.queries = queries
+        self.timer = timer
+        #: an endpoint arm's counts while its documents and its queries were embedded
+        self.usage = usage
+        self._hnsw: HnswIndex | None = None
+        #: the ef searched with: ef_search, or the one reaching the recall target (chosen on first search)
+        self._ef: int | None = None
+        #: measured once per depth: the capacity reuses the latency the report shows
+        self._stats: dict[int, IndexStats] = {}
+        #: by depth, the graph's positions for every query in order (from the search the scores come from),
+        #: and exact search's on the sampled queries: what the recall measurement compares, searched once
+        self._every_query: dict[int, np.ndarray] = {}
+        self._exact_sample: dict[int, np.ndarray] = {}
+
+    def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
+        return DenseSearcher(task, self.arm, self.documents[rows], self.queries)
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.queries, self.documents
+
+    def _graph(self) -> HnswIndex:
+        if self._hnsw is None:
+            spec = self.task.index
+            # The golden seed, not the arm, seeds the build: both arms get the same construction randomness.
+            self._hnsw = HnswIndex(
+                self.documents,
+                doc_ids=self.task.doc_ids,
+                M=spec.M,
+                ef_construction=spec.ef_construction,
+                seed=self.task.seed,
+                store=self.task.graphs,
+            )
+        return self._hnsw
+
+    def _sample(self) -> np.ndarray:
+        return ann_sample(self.queries.shape[0], self.task.seed)
+
+    def _ef_for(self, depth: int) -> int:
+        """The ef this arm searches with, chosen at its first search's depth: the declared ef_search, or
+        with a recall target the smallest ef that reaches it on the sampled queries (each filtered as the
+        queries are, against exact search filtered alike)."""
+        if self._ef is not None:
+            return self._ef
+        spec = self.task.index
+        if spec.recall_target is None:
+            self._ef = spec.ef_search
+            return self._ef
+        sample = self._sample()
+        queries, allowed = self.queries[sample], self.task.allowed_for(sample)
+        exact = self._exact_on_sample(sample, depth)
+        try:
+            self._ef, _ = self._graph().ef_for_recall(queries, exact, spec.recall_target, allowed=allowed)
+        except TargetNotReached as missed:
+            raise RecallTargetError(
+                f"{self.task.role}: index.hnsw.recall_target {missed.target:g} is out of reach: ANN "
+                f"recall@{depth} {missed.recall:.4f} on {sample.size} sampled queries at the largest ef, "
+                f"{missed.ef} (every document); lower the target, or raise M ({spec.M}) or ef_construction "
+                f"({spec.ef_construction})"
+            ) from None
+        return self._ef
+
+    def search(self, rows: np.ndarray, depth: int) -> Hits:
+        allowed = self.task.allowed_for(rows)
+        if self.task.index.kind == "hnsw":
+            positions, scores = self._graph().search(
+                self.queries[rows], depth, ef_search=self._ef_for(depth), allowed=allowed
+            )
+            if _every_row(rows, self.queries.shape[0]):
+                self._every_query[depth] = positions
+        else:
+            positions, scores = exact_search(
+                self.queries[rows], self.documents, depth, doc_ids=self.task.doc_ids, allowed=allowed
+            )
+        return Hits(positions, scores.astype(np.float64))
+
+    def index_stats(self, depth: int) -> IndexStats:
+        if depth not in self._stats:
+            self._stats[depth] = self._measure(depth)
+        return self._stats[depth]
+
+    def _measure(self, depth: int) -> IndexStats:
+        dimension = int(self.documents.shape[1])
+        if self.task.index.kind != "hnsw":
+            # A flat index holds the float32 vectors and nothing else.
+            return IndexStats(dimension=dimension, memory_bytes=int(self.documents.shape[0] * dimension * 4))
+        graph, ef = self._graph(), self._ef_for(depth)
+        sample = self._sample()
+        queries, allowed = self.queries[sample], self.task.allowed_for(sample)
+        if depth in self._every_query:
+            # The search the scores come from, with the same ef: each query's result is its own, whichever
+            # other queries were searched with it.
+            approximate = self._every_query[depth][sample]
+        else:
+            approximate, _ = graph.search(queries, depth, ef_search=ef, allowed=allowed)
+        exact = self._exact_on_sample(sample, depth)
+        hnsw = HnswStats(
+            parameters=graph.parameters(),
+            ann_recall=ann_recall(approximate, exact),
+            sample=int(sample.size),
+            latency=Latency.of(graph.query_seconds(queries, depth, ef_search=ef, allowed=allowed)),
+            exact_latency=Latency.of(flat_query_seconds(queries, self.documents, depth, allowed=allowed)),
+            recall_target=self.task.index.recall_target,
+            filtered=allowed is not None,
+        )
+        return IndexStats(dimension=dimension, memory_bytes=graph.memory_bytes(), hnsw=hnsw)
+
+    def _exact_on_sample(self, sample: np.ndarray, depth: int) -> np.ndarray:
+        """Exact search's positions for the sampled queries (filtered as they are), computed once per depth
+        for choosing the ef and measuring recall."""
+        if depth not in self._exact_sample:
+            self._exact_sample[depth], _ = exact_search(
+                self.queries[sample],
+                self.documents,
+                depth,
+                doc_ids=self.task.doc_ids,
+                allowed=self.task.allowed_for(sample),
+            )
+        return self._exact_sample[depth]
+
+    def capacity(self, depth: int) -> ArmCapacity | None:
+        if not self.task.measure:
+            return None
+        stats = self.index_stats(depth)
+        if stats.hnsw is not None:
+            latency, ef = stats.hnsw.latency, stats.hnsw.parameters["ef"]
+        else:  # exact search is timed here, on hnswlib's flat index, on the queries hnsw would sample
+            sample = self._sample()
+            allowed = self.task.allowed_for(sample)
+            seconds = flat_query_seconds(self.queries[sample], self.documents, depth, allowed=allowed)
+            latency, ef = Latency.of(seconds), None
+        return measure_capacity(
+            self.arm,
+            documents=self.documents,
+            document_texts=self.task.doc_texts,
+            query_texts=self.task.query_texts,
+            timer=self.timer,
+            document_usage=None if self.usage is None else self.usage[0],
+            query_usage=None if self.usage is None else self.usage[1],
+            index=stats.kind,
+            index_bytes=stats.memory_bytes,
+            M=self.task.index.M if stats.hnsw is not None else None,
+            latency=latency,
+            latency_ef=ef,
+        )

@@ -1,0 +1,346 @@
+"""sentence-transformers models as encoder arms, loaded only when a text must actually be encoded.
+
+A local folder is fingerprinted from its files alone (weights and configuration hashed, prompts and maximum
+sequence length read from its JSON files), so a run whose embeddings are all cached never imports torch or
+sentence-transformers. A model named on the Hub is loaded offline only; remote code is never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pytest_embeval.arms.embedding import Arm, EncoderError, LazyEncoder, _canonical, _summary
+from pytest_embeval.files.digests import file_sha256
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+
+__all__ = ["SentenceTransformerEncoder", "folder_identity", "sentence_transformer_arm", "weights_digest"]
+
+
+# Weight files of a model folder. ONNX / OpenVINO exports in hub repos are alternative backends that the torch
+# backend never reads, and they are large, so they are not hashed.
+_WEIGHT_SUFFIXES = (".safetensors", ".bin")
+
+
+_SKIPPED_DIRS = frozenset({"onnx", "openvino"})
+
+
+_OFFLINE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
+
+
+# Where a sentence-transformers Transformer module keeps its settings: the current name first, then the
+# legacy ones sentence-transformers still reads, in its own order.
+_TRANSFORMER_CONFIGS = (
+    "sentence_bert_config.json",
+    "sentence_roberta_config.json",
+    "sentence_distilbert_config.json",
+    "sentence_camembert_config.json",
+    "sentence_albert_config.json",
+    "sentence_xlm-roberta_config.json",
+    "sentence_xlnet_config.json",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceTransformerEncoder:
+    """Adapts a ``SentenceTransformer`` to :class:`Encoder`.
+
+    ``encode_query`` / ``encode_document`` apply the model's own configured prompts (its model card's).
+    :func:`embed` batches already, so each call is encoded as one model batch, and normalisation is left to
+    :func:`embed` so that every arm is normalised by the same code.
+    """
+
+    model: SentenceTransformer
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model.encode_query(texts, **self._options(texts)))
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model.encode_document(texts, **self._options(texts)))
+
+    @staticmethod
+    def _options(texts: list[str]) -> dict[str, Any]:
+        return {
+            "batch_size": max(1, len(texts)),
+            "convert_to_numpy": True,
+            "normalize_embeddings": False,
+            "show_progress_bar": False,
+        }
+
+
+def sentence_transformer_arm(
+    folder: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    load: Callable[[], SentenceTransformer] | None = None,
+) -> Arm:
+    """An arm for a local sentence-transformers model folder, fingerprinted from its files and loaded only
+    when something must be encoded (a run whose embeddings are all cached never imports torch).
+
+    ``name`` is what reports show (default: ``folder`` as given). ``load`` builds the model (default:
+    ``SentenceTransformer(folder, device="cpu", trust_remote_code=False)``); it must load this very folder.
+    When the files do not settle how the model behaves (no ``modules.json``, a module type other than a
+    sentence-transformers Transformer or StaticEmbedding, no maximum sequence length in the module config),
+    the model is loaded now and fingerprinted as loaded, from the same files.
+    """
+    spec = os.fspath(folder)
+    label = name if name is not None else spec
+    loader: Callable[[], SentenceTransformer] = load or (lambda: _load_sentence_transformer(spec))
+    root = Path(spec)
+    described = _describe_folder(root)
+    files = folder_identity(root) if described is not None else None
+    if described is None or files is None:
+        return _arm_from_sentence_transformer(loader(), spec=label, name=label, source=root)
+    prompts, max_seq_length = described
+    fingerprint = _sentence_transformer_fingerprint(
+        {"class": "SentenceTransformer", **files},
+        prompts=prompts,
+        max_seq_length=max_seq_length,
+        truncate_dim=None,
+        dtype="float32",
+    )
+    encoder = LazyEncoder(lambda: SentenceTransformerEncoder(loader()), label)
+    from pytest_embeval.arms.tokens import folder_counter
+
+    return Arm(
+        spec=label,
+        encoder=encoder,
+        fingerprint=fingerprint,
+        prompts=prompts,
+        token_counter=folder_counter(root, prompts, max_seq_length),
+    )
+
+
+def _load_sentence_transformer(spec: str) -> SentenceTransformer:
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise EncoderError(
+            f"model spec {spec!r} names a sentence-transformers model, but sentence-transformers cannot be "
+            f"imported: {_summary(exc)}"
+        ) from exc
+    try:
+        return SentenceTransformer(spec, device="cpu", trust_remote_code=False)
+    except Exception as exc:
+        if os.path.isdir(spec):
+            where = "the folder exists but does not hold a loadable sentence-transformers model"
+        elif os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in _OFFLINE_VALUES:
+            where = (
+                "it is not a local folder and could not be loaded offline (HF_HUB_OFFLINE is set): "
+                "not found in the Hugging Face cache"
+            )
+        else:
+            where = "it is not a local folder and could not be found or downloaded from the Hugging Face Hub"
+        raise EncoderError(
+            f"could not load sentence-transformers model {spec!r}: {where} ({_summary(exc)})"
+        ) from exc
+
+
+def _arm_from_sentence_transformer(
+    model: SentenceTransformer, *, spec: str | None, name: str | None, source: Path | None
+) -> Arm:
+    config = getattr(getattr(model, "transformers_model", None), "config", None)
+    config_path = getattr(config, "_name_or_path", None) or None
+    card = getattr(model, "model_card_data", None)
+    card_name = getattr(card, "model_id", None) or getattr(card, "model_name", None) or None
+    if name is None:
+        name = config_path or card_name or type(model).__name__
+    if source is None and config_path is not None and os.path.isdir(config_path):
+        source = Path(config_path)
+
+    identity: dict[str, object] = {"class": type(model).__name__}
+    files = folder_identity(source) if source is not None else None
+    revision = getattr(config, "_commit_hash", None)
+    if files is not None:
+        identity.update(files)
+    else:
+        if isinstance(revision, str) and revision:
+            identity.update(name=name, revision=revision)
+        else:
+            identity["weights"] = {"<state_dict>": _state_dict_digest(model)}
+        # Module configuration (pooling mode, dense layers, ...) changes embeddings without touching the
+        # weights; with no folder to hash, its repr stands in (stable for a given sentence-transformers).
+        identity["modules"] = "sha256:" + hashlib.sha256(repr(model).encode("utf-8")).hexdigest()[:16]
+
+    prompts = _applied_prompts(model)
+    max_seq_length = getattr(model, "max_seq_length", None)
+    truncate_dim = getattr(model, "truncate_dim", None)
+    fingerprint = _sentence_transformer_fingerprint(
+        identity,
+        prompts=prompts,
+        max_seq_length=max_seq_length if _is_int(max_seq_length) else None,
+        truncate_dim=truncate_dim if _is_int(truncate_dim) else None,
+        dtype=str(getattr(model, "dtype", "")).removeprefix("torch."),
+    )
+    from pytest_embeval.arms.tokens import model_counter
+
+    return Arm(
+        spec=spec if spec is not None else name,
+        encoder=SentenceTransformerEncoder(model),
+        fingerprint=fingerprint,
+        prompts=prompts,
+        token_counter=model_counter(model, prompts),
+    )
+
+
+def _sentence_transformer_fingerprint(
+    identity: Mapping[str, object],
+    *,
+    prompts: Mapping[str, str],
+    max_seq_length: int | None,
+    truncate_dim: int | None,
+    dtype: str,
+) -> str:
+    payload = {
+        **identity,
+        "prompts": dict(prompts),
+        "normalize": "l2",
+        # None: no truncation (StaticEmbedding reports math.inf).
+        "max_seq_length": max_seq_length,
+        "truncate_dim": truncate_dim,
+    }
+    # Only a model loaded in another dtype than its float32 checkpoint says so, so that the common case keys
+    # alike whether the model was loaded by the user or fingerprinted from its folder without loading.
+    if dtype != "float32":
+        payload["dtype"] = dtype
+    return _canonical(payload)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _applied_prompts(model: SentenceTransformer) -> dict[str, str]:
+    """The prompts ``encode_query`` / ``encode_document`` prepend, resolved exactly as they resolve them."""
+    configured: Mapping[str, Any] = getattr(model, "prompts", None) or {}
+    return _pick_prompts(configured, getattr(model, "default_prompt_name", None))
+
+
+def _pick_prompts(configured: Mapping[str, Any], default_name: object) -> dict[str, str]:
+    def pick(candidates: tuple[str, ...]) -> str:
+        for key in candidates:
+            if key in configured:
+                return str(configured[key] or "")
+        if isinstance(default_name, str):
+            return str(configured.get(default_name) or "")
+        return ""
+
+    return {"query": pick(("query",)), "document": pick(("document", "passage", "corpus"))}
+
+
+def _describe_folder(folder: Path) -> tuple[dict[str, str], int | None] | None:
+    """The prompts and maximum sequence length the folder's model will have once loaded, read from its
+    files as sentence-transformers reads them; None when the files alone do not settle them."""
+    modules = _read_json(folder / "modules.json")
+    if not isinstance(modules, list) or not modules or not all(isinstance(m, dict) for m in modules):
+        return None
+    types = [module.get("type") for module in modules]
+    # A module from another package is custom code, which is never trusted: let loading report it.
+    if not all(isinstance(t, str) and t.startswith("sentence_transformers.") for t in types):
+        return None
+    first_class = str(types[0]).rsplit(".", 1)[-1]
+    max_seq_length: int | None
+    if first_class == "StaticEmbedding":
+        max_seq_length = None  # a bag of token vectors: nothing is truncated
+    elif first_class == "Transformer":
+        module_dir = folder / str(modules[0].get("path") or "")
+        config = next((c for c in map(_read_json, (module_dir / n for n in _TRANSFORMER_CONFIGS)) if c), None)
+        if not isinstance(config, dict):
+            return None
+        processor = config.get("processor_kwargs") or config.get("tokenizer_args") or {}
+        # The processor's own model_max_length wins over max_seq_length, as in Transformer.__init__.
+        value = processor.get("model_max_length") if isinstance(processor, dict) else None
+        value = value if value is not None else config.get("max_seq_length")
+        if not _is_int(value):
+            return None  # derived from the tokenizer and the architecture at load time
+        max_seq_length = value
+    else:
+        return None
+
+    settings = _read_json(folder / "config_sentence_transformers.json") or {}
+    if not isinstance(settings, dict):
+        return None
+    saved = settings.get("prompts") or {}
+    default_name = settings.get("default_prompt_name")
+    if not isinstance(saved, dict) or not all(v is None or isinstance(v, str) for v in saved.values()):
+        return None
+    # A SentenceTransformer starts with empty "query" and "document" prompts and takes the saved ones over.
+    configured = {"query": "", "document": "", **{k: v or "" for k, v in saved.items()}}
+    return _pick_prompts(configured, default_name), max_seq_length
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def folder_identity(folder: Path) -> dict[str, object] | None:
+    """``{"weights": ..., "config": ...}`` of a model folder: content hashes only, no path; None without
+    weight files."""
+    weights = weights_digest(folder)
+    if not weights:
+        return None
+    config = hashlib.sha256()
+    for rel, path in _model_files(folder):
+        if path.suffix not in _WEIGHT_SUFFIXES and path.suffix != ".md":
+            config.update(f"{rel}\0{file_sha256(path)}\n".encode())
+    return {"weights": weights, "config": "sha256:" + config.hexdigest()}
+
+
+def _model_files(folder: Path) -> Iterator[tuple[str, Path]]:
+    """``(relative posix path, path)`` of the files that make up a model folder, sorted.
+
+    Dotfiles and dot-folders (``.gitattributes``, the Hub's ``.cache`` metadata) are not the model, and
+    ONNX / OpenVINO exports are alternative backends that the torch backend never reads.
+    """
+    root = folder.resolve()
+    found = []
+    for path in root.rglob("*"):
+        parts = path.relative_to(root).parts
+        if any(part.startswith(".") for part in parts) or _SKIPPED_DIRS.intersection(parts[:-1]):
+            continue
+        if path.is_file():
+            found.append((Path(*parts).as_posix(), path))
+    yield from sorted(found)
+
+
+_weights_cache: dict[tuple[str, tuple[tuple[str, int, int], ...]], dict[str, str]] = {}
+
+
+def weights_digest(folder: Path) -> dict[str, str]:
+    """``{relative path: "sha256:<hex>"}`` of the weight files under a model folder ({} if there are none).
+
+    Cached for the process per folder and file (size, mtime), so a folder rebuilt in place is hashed again.
+    """
+    files = [(rel, path) for rel, path in _model_files(folder) if path.suffix in _WEIGHT_SUFFIXES]
+    stats = tuple((rel, (st := path.stat()).st_size, st.st_mtime_ns) for rel, path in files)
+    key = (str(folder.resolve()), stats)
+    cached = _weights_cache.get(key)
+    if cached is None:
+        cached = {rel: "sha256:" + file_sha256(path) for rel, path in files}
+        _weights_cache[key] = cached
+    return dict(cached)
+
+
+def _state_dict_digest(model: SentenceTransformer) -> str:
+    """Hash of the in-memory tensors, for models built in memory (no folder, no Hub revision)."""
+    import torch
+
+    digest = hashlib.sha256()
+    for key, tensor in sorted(model.state_dict().items()):
+        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{key}\0{flat.dtype}\0{tuple(tensor.shape)}\0".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return "sha256:" + digest.hexdigest()

@@ -1,0 +1,9 @@
+"""The embedding cache: content-addressed packs of unit vectors (`store`, the pack format in `packs`),
+filled ahead of a run in deterministic shards (`sharding`), across a Ray cluster (`ray_data`) or from
+vectors a batch job computed (`vector_import`).
+
+May import: ``run`` (which texts a run embeds), ``arms``, ``search``, ``golden``, ``files``, ``core``.
+Never pytest.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,302 @@
+"""The pack files of the embedding cache, and the index of them one process keeps.
+
+A *pack* holds the vectors of texts embedded together (at most ``PACK_ROWS``). Its layout, little-endian,
+with no pickle anywhere::
+
+    header   b"EMBVPK02" | model digest (32 bytes) | kind (u8: 0 query, 1 document) + 3 zero bytes
+             | n (u32) | dim (u32) | sha256 of the header fields before it and of the index (32 bytes)
+    index    n text digests (32 bytes each), n crc32 of the vector rows (u32 each), then n token counts
+             (u32 each: what embedding the text cost at an endpoint billed by the token, 0 otherwise)
+    vectors  n x dim float32, as `embedding.embed` returned them (L2-normalised)
+
+Packs written by pytest-embeval 0.1 (b"EMBVPK01", no token counts) are read as costing no tokens. A pack's
+index is verified before any of it is used (`_read_index`); a pack is written to a uniquely named temporary
+file and renamed into place under the sha256 of its bytes (`_write_pack`); a file's identity includes its
+change time, so a damaged pack is deleted only while it is still the file that was read (`_unlink`).
+`_Shelf` is what this process has indexed of one model and kind, found through `_Locator`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from pytest_embeval.arms.embedding import KINDS
+from pytest_embeval.files.atomic import write_atomic
+
+__all__ = ["PACK_ROWS", "Identity"]
+
+
+_MAGIC = b"EMBVPK02"
+
+
+_MAGIC_V1 = b"EMBVPK01"  # without token counts
+
+
+_FIELDS = struct.Struct("<8s32sB3xII")  # magic, model digest, kind, n, dim
+
+
+_SHA = 32  # bytes of a sha256 digest: the index checksum, and each text key
+
+
+_CRC = 4
+
+
+_TOKENS = 4
+
+
+_FLOAT = np.dtype("<f4")
+
+
+_KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # identity: packs are compared with `is`
+class _Pack:
+    """A pack whose index was verified: where its rows are and what they must checksum to."""
+
+    path: Path
+    dim: int
+    offset: int  # of the vectors
+    keys: tuple[bytes, ...]
+    crcs: np.ndarray
+    tokens: np.ndarray  # per row, uint32
+
+
+class _Damaged(Exception):
+    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable),
+    ``identity`` which file it was (see `_identity`)."""
+
+    def __init__(self, entries: int, identity: Identity) -> None:
+        super().__init__(entries)
+        self.entries = entries
+        self.identity = identity
+
+
+class _Locator:
+    """Where the first copy of each text key is among a shelf's indexed packs (first in the order the packs
+    were indexed, then by row), found for many keys at once: the keys sorted by their first 8 bytes, a
+    binary search, a comparison of the whole keys. 403,000 lookups take 0.1 s, against 2 s for a dict
+    lookup and a Python loop per key (benchmarks/README.md, "At the practice's scale")."""
+
+    __slots__ = ("keys", "pack_of", "packs", "prefixes", "row_of")
+
+    def __init__(self, packs: Iterable[_Pack]) -> None:
+        self.packs = tuple(packs)
+        keys = _key_array(key for pack in self.packs for key in pack.keys)
+        sizes = [len(pack.keys) for pack in self.packs]
+        pack_of = np.repeat(np.arange(len(self.packs), dtype=np.intp), sizes)
+        row_of = np.concatenate([np.empty(0, dtype=np.intp), *(np.arange(n, dtype=np.intp) for n in sizes)])
+        prefixes = _prefixes(keys)
+        # Stable: among copies of a key, the first indexed stays first.
+        order = np.argsort(prefixes, kind="stable")
+        self.keys, self.prefixes = keys[order], prefixes[order]
+        self.pack_of, self.row_of = pack_of[order], row_of[order]
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For ``wanted`` keys (`_key_array`): which have a copy, and the pack number and row of the first
+        copy of each that has one."""
+        found = np.zeros(wanted.shape[0], dtype=bool)
+        if self.keys.size == 0 or wanted.size == 0:
+            return found, np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+        prefixes = _prefixes(wanted)
+        at = np.minimum(np.searchsorted(self.prefixes, prefixes), self.keys.size - 1)
+        found[:] = self.keys[at] == wanted
+        # Two different keys with the same 8-byte prefix (about one pair in 10^8 at a million texts): the
+        # wanted one, if present, comes later among the keys sharing it.
+        for i in np.flatnonzero(~found & (self.prefixes[at] == prefixes)).tolist():
+            j = int(at[i]) + 1
+            while j < self.keys.size and self.prefixes[j] == prefixes[i]:
+                if self.keys[j] == wanted[i]:
+                    at[i], found[i] = j, True
+                    break
+                j += 1
+        return found, self.pack_of[at[found]], self.row_of[at[found]]
+
+
+def _key_array(keys: Iterable[bytes]) -> np.ndarray:
+    """32-byte text keys as one numpy array of ``S32`` items (equal items: equal keys)."""
+    return np.frombuffer(b"".join(keys), dtype="S32")
+
+
+def _prefixes(keys: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of each ``S32`` key as an unsigned integer (keys are sha256 digests: uniform)."""
+    return keys.view(">u8")[::4].astype(np.uint64) if keys.size else np.empty(0, dtype=np.uint64)
+
+
+def _read_index(path: Path, shelf: _Shelf) -> _Pack | None:
+    """The verified index of a pack; None for another model's pack (left alone); `_Damaged` if unusable."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        identity = _identity(handle)
+        head = handle.read(_FIELDS.size + _SHA)
+        if len(head) < _FIELDS.size + _SHA or not head.startswith((_MAGIC, _MAGIC_V1)):
+            raise _Damaged(1, identity)
+        magic, model, code, n, dim = _FIELDS.unpack_from(head)
+        # Before the header is verified, n is only plausible if a writer could have written it.
+        entries = n if 1 <= n <= PACK_ROWS else 1
+        row_index = _SHA + _CRC + (_TOKENS if magic == _MAGIC else 0)
+        if len(head) + n * row_index > size:
+            raise _Damaged(entries, identity)  # truncated inside its index (or n is damaged)
+        index = handle.read(n * row_index)
+    if hashlib.sha256(head[: _FIELDS.size] + index).digest() != head[_FIELDS.size :]:
+        raise _Damaged(entries, identity)
+    if (model, code) != (shelf.model, shelf.code):
+        return None  # not this model's: a misplaced file, or a 64-bit digest-prefix collision
+    keys = tuple(index[i * _SHA : (i + 1) * _SHA] for i in range(n))
+    crcs = np.frombuffer(index, dtype="<u4", count=n, offset=n * _SHA)
+    if magic == _MAGIC:
+        tokens = np.frombuffer(index, dtype="<u4", count=n, offset=n * (_SHA + _CRC))
+    else:
+        tokens = np.zeros(n, dtype="<u4")
+    return _Pack(
+        path=path, dim=dim, offset=_FIELDS.size + _SHA + len(index), keys=keys, crcs=crcs, tokens=tokens
+    )
+
+
+def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tokens: np.ndarray) -> _Pack:
+    matrix = np.ascontiguousarray(vectors, dtype=_FLOAT)
+    counts = np.ascontiguousarray(tokens, dtype="<u4")
+    data = matrix.tobytes()
+    rows = memoryview(data)
+    row_bytes = matrix.shape[1] * _FLOAT.itemsize
+    crcs = np.array(
+        [zlib.crc32(rows[row * row_bytes : (row + 1) * row_bytes]) for row in range(len(keys))], dtype="<u4"
+    )
+    fields = _FIELDS.pack(_MAGIC, shelf.model, shelf.code, len(keys), matrix.shape[1])
+    index = b"".join(keys) + crcs.tobytes() + counts.tobytes()
+    parts = [fields, hashlib.sha256(fields + index).digest(), index, data]
+    name = hashlib.sha256(b"".join(parts)).hexdigest()
+    path = shelf.directory / f"{name}.pack"
+    _write_atomic(path, parts)
+    return _Pack(
+        path=path,
+        dim=matrix.shape[1],
+        offset=len(fields) + _SHA + len(index),
+        keys=keys,
+        crcs=crcs,
+        tokens=counts,
+    )
+
+
+def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
+    """`write_atomic`, for files named by their content: an existing file at ``path`` holds these bytes."""
+    try:
+        write_atomic(path, parts)
+    except PermissionError:
+        # Windows cannot replace a file another process has open; that file holds these very bytes.
+        if not path.exists():
+            raise
+
+
+#: Which file a handle or path is: device, inode and change time (see `_identity`).
+Identity = tuple[int, int, int]
+
+
+def _identity(handle: BinaryIO) -> Identity:
+    """Which file an open handle reads: a file written under the same name is another. The change time is
+    part of it because a file system reuses a deleted file's inode at once: another process's repair of a
+    damaged pack, merged back under the pack's own name, could get the damaged file's inode, and a second
+    reader of the damaged file would then delete that good pack and count its rows lost a second time."""
+    return _status_identity(os.fstat(handle.fileno()))
+
+
+def _status_identity(status: os.stat_result) -> Identity:
+    return status.st_dev, status.st_ino, status.st_ctime_ns
+
+
+def _unlink(path: Path, identity: Identity | None = None) -> bool:
+    """Delete ``path`` (only if it is still the file ``identity`` names); False if another process already
+    did, or put another file there."""
+    try:
+        if identity is not None and _status_identity(os.stat(path)) != identity:
+            return False
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+class _Shelf:
+    """The packs of one model and kind that this process has indexed."""
+
+    __slots__ = (
+        "_locator",
+        "_recent",
+        "_recent_packs",
+        "code",
+        "directory",
+        "model",
+        "noted",
+        "packs",
+        "seen",
+    )
+
+    def __init__(self, directory: Path, model: bytes, code: int) -> None:
+        self.directory = directory
+        self.model = model
+        self.code = code
+        self.noted = False  # fingerprint.json exists
+        self.seen: set[str] = set()  # pack file names not to read again: indexed, or damaged and kept
+        self.packs: dict[str, _Pack] = {}  # indexed packs by file name
+        self._locator: _Locator | None = None  # None: to be built when next needed
+        # Packs indexed since the locator was built, and their keys' first copies (number in that list,
+        # row): a store adds packs one call at a time (`embeval embed`, a block after another), and
+        # rebuilding the locator over every key for each would cost time quadratic in the corpus.
+        self._recent_packs: list[_Pack] = []
+        self._recent: dict[bytes, tuple[int, int]] = {}
+
+    def find(self, keys: Sequence[bytes]) -> tuple[np.ndarray, tuple[_Pack, ...], np.ndarray, np.ndarray]:
+        """For these text keys: which have a copy in the packs indexed now, those packs, and for each key
+        that has one the number (in those packs) and row of its first copy."""
+        if self._locator is None:
+            self._locator = _Locator(self.packs.values())
+            self._recent_packs, self._recent = [], {}
+        found, numbers, rows = self._locator.find(_key_array(keys))
+        packs = self._locator.packs
+        if not self._recent:
+            return found, packs, numbers, rows
+        # Keys the locator lacks may be in the recent packs, indexed after its packs (so after its copies).
+        number_of = np.full(len(keys), -1, dtype=np.intp)
+        row_of = np.full(len(keys), -1, dtype=np.intp)
+        number_of[found], row_of[found] = numbers, rows
+        for i in np.flatnonzero(~found).tolist():
+            location = self._recent.get(keys[i])
+            if location is not None:
+                number_of[i], row_of[i] = len(packs) + location[0], location[1]
+                found[i] = True
+        return found, packs + tuple(self._recent_packs), number_of[found], row_of[found]
+
+    def add(self, pack: _Pack) -> None:
+        self.seen.add(pack.path.name)
+        self.packs[pack.path.name] = pack
+        if self._locator is None:
+            return  # it will index this pack when it is built
+        number = len(self._recent_packs)
+        self._recent_packs.append(pack)
+        for row, key in enumerate(pack.keys):
+            self._recent.setdefault(key, (number, row))
+        if len(self._recent) > max(PACK_ROWS, self._locator.keys.size // 4):
+            self._locator = None  # rebuilt when next needed: the recent keys are a quarter of it
+
+    def forget(self, pack: _Pack) -> None:
+        """Drop a pack that vanished or is being replaced; a file by its name is indexed again if it appears
+        (content-addressed names come back whenever the same vectors are written again)."""
+        self.seen.discard(pack.path.name)
+        if self.packs.get(pack.path.name) is pack:
+            del self.packs[pack.path.name]
+        # Keys it held may have copies in other packs: found when the locator is next built, once however
+        # many packs were dropped meanwhile (a merge drops hundreds).
+        self._locator = None
+
+
+#: Most texts per pack.
+PACK_ROWS = 4096

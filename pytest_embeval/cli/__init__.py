@@ -1,0 +1,8 @@
+"""``embeval``, the command line of the judging afternoon and of filling the cache at scale: the command and
+its judging subcommands (`embeval`), the LLM judge's (`judge_commands`), embed and import
+(`cache_commands`), and what they share (`support`).
+
+May import: anything but ``plugin``.
+"""
+
+from __future__ import annotations

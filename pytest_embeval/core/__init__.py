@@ -1,0 +1,11 @@
+"""The numeric core: pure functions and frozen dataclasses, no I/O, no pytest.
+
+Per-query metrics as trec_eval defines them (`metrics`), tied scores (`ties`), paired statistics and the
+bootstrap's resampling engine (`stats`, `resampling`), the verdict rule (`verdict`), capacity projections
+(`capacity`), the interval simulations that check an interval's coverage (`interval_simulation`),
+canonical JSON lines and text keys (`canonical`) and plain-text tables (`text_table`).
+
+May import: nothing of the package outside ``core`` (numpy and scipy only).
+"""
+
+from __future__ import annotations

@@ -1,0 +1,137 @@
+"""Whether an interval keeps its promise: coverage and one-sided error rates, by simulation.
+
+A *population* is an array of per-query paired differences (candidate - incumbent), e.g. every query of
+a real collection scored under two models. A simulated golden set draws ``n`` of them with replacement;
+its interval should contain the population mean (the true Δ) with probability ``confidence``, and lie
+wholly below it (or wholly above it) with probability ``(1 - confidence) / 2`` each.
+
+Under a *null* population (true Δ = 0) those one-sided misses are false verdicts: an interval wholly below
+0 can make a WORSE, one wholly above 0 a BETTER. Two ways to make a null from real differences:
+
+* :func:`flipped` -- every difference with both signs (the population ``d`` and ``-d``, equally likely):
+  what two interchangeable models produce, since swapping which arm is called the candidate changes
+  nothing. It keeps the zeros (queries both arms score alike) and the lumps of a metric's values.
+* :func:`centred` -- ``d - mean(d)``: it keeps the shape, skewness included, but moves the zeros off 0. A
+  skewed null is the harder case for one-sided rates at small n; no interval fixes it fully.
+
+Used by ``benchmarks/validity.py`` (real collections), ``benchmarks/interval_candidates.py`` and the slow
+tests (synthetic populations, `metric_population`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_embeval.core.metrics import evaluate
+from pytest_embeval.core.stats import paired_bootstrap_ci, stable_seed
+
+__all__ = ["Rates", "centred", "flipped", "metric_population", "simulate"]
+
+#: metric_population's kinds: how strongly each arm (incumbent, candidate) separates relevant documents.
+_SIGNAL = {"better": (1.0, 1.25), "slightly better": (1.0, 1.1), "worse": (1.0, 0.8), "close": (1.0, 1.0)}
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Shares of simulated intervals, in [0, 1], relative to a reference value (the true Δ unless given)."""
+
+    simulations: int
+    covered: float  # the interval contains the reference
+    below: float  # the interval lies wholly below the reference (upper end < reference)
+    above: float  # the interval lies wholly above the reference (lower end > reference)
+
+    def error(self, rate: float) -> float:
+        """Monte-Carlo standard error of a share ``rate`` over this many simulations."""
+        return math.sqrt(rate * (1.0 - rate) / self.simulations)
+
+
+def flipped(differences: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The exchangeable null: each difference with either sign, so the mean is exactly 0."""
+    d = np.asarray(differences, dtype=np.float64)
+    return np.concatenate([d, -d])
+
+
+def centred(differences: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The shifted null: the differences minus their mean (the same shape, moved to mean 0)."""
+    d = np.asarray(differences, dtype=np.float64)
+    shifted: npt.NDArray[np.float64] = d - d.mean()
+    return shifted
+
+
+def simulate(
+    population: npt.ArrayLike,
+    n: int,
+    *,
+    simulations: int,
+    interval: str,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int | str = 0,
+    reference: float | None = None,
+) -> Rates:
+    """Draw ``simulations`` golden sets of ``n`` queries from ``population`` (with replacement) and compute
+    each one's ``interval`` as a golden set's stratum would (``stats.paired_bootstrap_ci``).
+
+    ``reference`` defaults to the population mean. A draw whose differences are all equal has no interval
+    to resample; it counts as its own point interval (the verdict rule treats it so). Draws and resamples
+    are seeded from ``seed``, the interval and ``n``: the same call gives the same rates.
+    """
+    values = np.asarray(population, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"population must be a non-empty 1-D array, got shape {values.shape}")
+    target = float(values.mean()) if reference is None else float(reference)
+    draws = np.random.default_rng(stable_seed("calibration", str(seed), n))
+    resamples = np.random.default_rng(stable_seed("calibration", str(seed), n, interval))
+    covered = below = above = 0
+    for _ in range(simulations):
+        d = values[draws.integers(0, values.size, n)]
+        if d.min() == d.max():
+            low = high = float(d[0])
+        else:
+            low, high = paired_bootstrap_ci(
+                d, confidence=confidence, n_resamples=n_resamples, rng=resamples, interval=interval
+            )
+        below += high < target
+        above += low > target
+        covered += low <= target <= high
+    return Rates(simulations, covered / simulations, below / simulations, above / simulations)
+
+
+@cache
+def metric_population(kind: str, queries: int = 3000) -> npt.NDArray[np.float64]:
+    """Per-query nDCG@10 differences (candidate - incumbent) of two synthetic arms, the way real ones arise:
+    per query, both arms rank 40 documents (1-4 of them relevant, graded 1-2) by noisy scores that share
+    most of their noise (two models of one task), and `metrics.evaluate` scores them. The differences are
+    lumpy (few relevant documents, discounted ranks) and zero-heavy (both arms often rank them alike).
+
+    ``better``: the candidate separates relevant documents more (``slightly better``: a little more);
+    ``worse``: less; ``close``: the arms differ only by a little private noise, so most differences are 0.
+    """
+    if kind not in _SIGNAL:
+        raise ValueError(f"kind must be one of {', '.join(_SIGNAL)}, got {kind!r}")
+    gen = np.random.default_rng(stable_seed("metric population", kind))
+    private = 0.04 if kind == "close" else 0.3
+    runs: dict[str, dict[str, dict[str, float]]] = {"incumbent": {}, "candidate": {}}
+    qrels: dict[str, dict[str, int]] = {}
+    for q in range(queries):
+        qid = f"q{q}"
+        relevant = gen.integers(1, 5)
+        grades = np.zeros(40, dtype=int)
+        grades[:relevant] = gen.integers(1, 3, relevant)
+        qrels[qid] = {f"d{i}": int(g) for i, g in enumerate(grades) if g}
+        difficulty = gen.uniform(0.2, 2.0)
+        shared = gen.normal(0.0, 1.0, 40)
+        for role, strength in zip(runs, _SIGNAL[kind], strict=True):
+            scores = strength * difficulty * (grades > 0) + shared + gen.normal(0.0, private, 40)
+            runs[role][qid] = {f"d{i}": float(s) for i, s in enumerate(scores)}
+    ids = list(qrels)
+    incumbent = evaluate(runs["incumbent"], qrels, ["ndcg@10"], ids)["ndcg@10"]
+    candidate = evaluate(runs["candidate"], qrels, ["ndcg@10"], ids)["ndcg@10"]
+    differences: npt.NDArray[np.float64] = candidate - incumbent
+    differences.flags.writeable = False  # cached: every caller shares it
+    return differences

@@ -1,0 +1,7 @@
+"""Files every layer writes or hashes: atomic writes (`atomic`) and file digests remembered across runs
+(`digests`).
+
+May import: ``core``.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,535 @@
+"""A golden set's data files: documents and queries (JSONL or TSV), judgments (BEIR TSV or TREC qrels).
+
+Every problem is a `GoldenError`, one line ``<path>[:<line>]: <key>: <problem>`` naming the data file, the
+line and the field or column. The YAML schema (`golden/loader.py`) decides which files to read and in which
+format; this module reads them. Formats are detected from the first non-blank line unless declared:
+
+* documents and queries: ``jsonl`` (one JSON object per line: ``{"_id": ..., "text": ..., "title": ...}``)
+  when the line starts with ``{``; ``tsv`` when it holds a tab. A TSV file is ``id<TAB>text`` (documents may
+  add ``<TAB>title``), or has a header row naming its columns (``id``/``_id``, ``text``, ``title``; other
+  columns of a query file are fields usable as strata);
+* judgments: ``beir`` when the first line is the BEIR header ``query-id<TAB>corpus-id<TAB>score``; ``trec``
+  (``qid iter docid rel``, whitespace-separated, as trec_eval reads it) when it has four columns. A TREC file
+  may start with a header row (a first line whose fourth column is not an integer).
+
+A negative grade is a judgment of "not relevant" (TREC's convention, e.g. Cranfield's -1) and is kept as 0,
+which is how trec_eval scores it. Blank lines are skipped; a UTF-8 byte order mark is accepted; lines may end
+in CRLF.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import json.scanner
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from pytest_embeval.golden.filters import FieldReader, Filter, field_problem, filter_value
+
+__all__ = [
+    "QRELS_FORMATS",
+    "QRELS_HEADER",
+    "TEXT_FORMATS",
+    "Document",
+    "GoldenError",
+    "Query",
+    "detect_qrels_format",
+    "id_problem",
+    "read_documents",
+    "read_qrels",
+    "read_queries",
+    "read_text",
+    "stratum_type_problem",
+    "stratum_value",
+]
+
+QRELS_HEADER = "query-id\tcorpus-id\tscore"
+#: Formats of document and query files, and of judgment files.
+TEXT_FORMATS = ("jsonl", "tsv")
+QRELS_FORMATS = ("beir", "trec")
+
+_ACCEPTED_TEXT = 'JSONL (one {{"_id": ..., "text": ...}} object per line) or TSV ({columns})'
+_ACCEPTED_QRELS = (
+    f"BEIR TSV (header {QRELS_HEADER.replace(chr(9), '<TAB>')!r}) or TREC qrels "
+    "('qid iter docid rel', whitespace-separated)"
+)
+#: Header names of the id column of a TSV file (compared in lower case).
+_ID_COLUMNS = frozenset({"_id", "id", "docid", "doc_id", "pid", "qid", "query_id", "query-id", "corpus-id"})
+
+_WHITESPACE = re.compile(r"\s")
+_NEWLINES = re.compile(r"\s*[\r\n]+\s*")
+
+
+def _one_line(text: str) -> str:
+    return _NEWLINES.sub(" ", text)
+
+
+class GoldenError(Exception):
+    """A malformed golden set. ``str(error)`` is one line: ``<path>[:<line>]: <key>: <problem>``."""
+
+    def __init__(self, path: str | PathLike[str], key: str | None, line: int | None, problem: str) -> None:
+        self.path = Path(path)
+        self.key = None if key is None else _one_line(key)
+        self.line = line
+        self.problem = _one_line(problem)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        location = str(self.path) if self.line is None else f"{self.path}:{self.line}"
+        return ": ".join(part for part in (location, self.key, self.problem) if part is not None)
+
+    def __reduce__(self) -> tuple[type[GoldenError], tuple[Path, str | None, int | None, str]]:
+        # Exception pickles its args, which here are the formatted message, not the constructor's arguments.
+        return GoldenError, (self.path, self.key, self.line, self.problem)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str
+    text: str
+    title: str = ""
+    #: the record's other fields, as filters and folding read them (see `filters.FieldReader`)
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def embed_text(self) -> str:
+        """Exactly the text both arms embed for this document."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+    @property
+    def has_text(self) -> bool:
+        """False for a document whose title and text are both empty or whitespace: it cannot be embedded."""
+        # Without strip()'s copy of every text: 200,000 documents are read once per run.
+        text, title = self.text, self.title
+        return (bool(text) and not text.isspace()) or (bool(title) and not title.isspace())
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    id: str
+    text: str
+    #: stratum field -> value (always strings), for the fields named in the golden set's ``strata``
+    fields: Mapping[str, str] = field(default_factory=dict)
+    #: the query's own filters (see `filters`): field -> values a document's field must hold one of
+    filters: Filter = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise GoldenError(path, None, None, f"file not found: {path.resolve()}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise GoldenError(path, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        problem = "is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8"
+        raise GoldenError(path, None, 1, problem)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        problem = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        raise GoldenError(path, None, line, problem) from None
+    return text.removeprefix("\ufeff")
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """Non-blank lines with their numbers, without a trailing CR."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line and not line.isspace():
+            yield number, line.removesuffix("\r")
+
+
+def _first_line(text: str) -> tuple[int, str] | None:
+    """The first non-blank line and its number, found without splitting the whole text."""
+    start, number = 0, 1
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        line = text[start:end]
+        if line and not line.isspace():
+            return number, line.removesuffix("\r")
+        start, number = end + 1, number + 1
+    return None
+
+
+def id_problem(value: str) -> str | None:
+    if not value:
+        return "must not be empty"
+    if _WHITESPACE.search(value):
+        return f"{value!r} contains whitespace (ids must be single tokens, as in TREC run files)"
+    return None
+
+
+#: JSON keys of a query record that are not fields.
+_NOT_FIELDS = frozenset({"_id", "id", "text", "title", "metadata", "filters"})
+
+
+def missing_stratum_problem(query_id: str, name: str, present: Iterable[str]) -> str:
+    """A query without the stratum field ``name``; a field of that query with a close name is suggested (a
+    misspelt ``strata:`` entry is the usual cause)."""
+    close = difflib.get_close_matches(name, [field for field in present if field not in _NOT_FIELDS], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"query {query_id!r} has no stratum field {name!r}{hint}"
+
+
+def stratum_type_problem(query_id: str, name: str, got: str) -> str:
+    return f"query {query_id!r}: stratum field {name!r} must be a string or number, got {got}"
+
+
+def stratum_value(path: Path, key: str, line: int, query_id: str, name: str, value: str) -> str:
+    if not value.strip():
+        problem = f"query {query_id!r} has an empty value for stratum field {name!r}"
+        raise GoldenError(path, key, line, problem)
+    return value
+
+
+def _checked_id(path: Path, key: str, line: int, value: str) -> str:
+    problem = id_problem(value)
+    if problem is not None:
+        raise GoldenError(path, key, line, problem)
+    return value
+
+
+def _duplicate(path: Path, kind: str, item_id: str, line: int, first_line: dict[str, int]) -> None:
+    if item_id in first_line:
+        problem = f"duplicate {kind} id {item_id!r} (first on line {first_line[item_id]})"
+        raise GoldenError(path, "_id", line, problem)
+    first_line[item_id] = line
+
+
+def _text_format(path: Path, text: str, declared: str | None, columns: str) -> str:
+    if declared is not None:
+        return declared
+    first = _first_line(text)
+    if first is None or first[1].lstrip().startswith("{"):
+        return "jsonl"
+    if "\t" in first[1]:
+        return "tsv"
+    problem = (
+        f"unsupported format: expected {_ACCEPTED_TEXT.format(columns=columns)}; "
+        "declare it as {path: FILE, format: jsonl|tsv}"
+    )
+    raise GoldenError(path, "format", first[0], problem)
+
+
+# ------------------------------------------------------------------------------------------------- JSONL
+
+
+def _json_lines(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line and not line.isspace():
+            yield number, _json_record(path, number, line)
+
+
+#: json.loads's own scanner (the C one), called directly on a line: the same object json.loads returns for a
+#: line with no whitespace around its value, in half of json.loads's time per line of a corpus (the wrapper
+#: around the scanner costs more than the scanning).
+_SCAN_ONCE = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        record, end = _SCAN_ONCE(line, 0)
+    except (StopIteration, ValueError):  # not a value at column 1, or not valid: json.loads says which
+        end = -1
+    if end == len(line) and type(record) is dict:
+        return record
+    # Whitespace around the value, or anything json.loads refuses or the caller must: the exact message.
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if type(record) is not dict:
+        raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+    return record
+
+
+def _json_text(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_id(path: Path, line: int, record: Mapping[str, Any]) -> str:
+    if "_id" not in record:
+        raise GoldenError(path, "_id", line, "missing required key")
+    value = record["_id"]
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise GoldenError(path, "_id", line, f"must be a string, got {_json_text(value)}")
+    return _checked_id(path, "_id", line, str(value))
+
+
+def _json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> str:
+    if key not in record:
+        raise GoldenError(path, key, line, "missing required key")
+    value = record[key]
+    if not isinstance(value, str):
+        raise GoldenError(path, key, line, f"must be a string, got {_json_text(value)}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------------- TSV
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """Where a TSV file keeps each field; ``fields`` are the other named columns (header files only: a
+    query file's strata, a corpus file's fields for filters and folding)."""
+
+    id: int
+    text: int
+    title: int | None
+    fields: Mapping[str, int]
+    #: columns every row must have (None: a headerless file of documents, 2 or 3)
+    width: int | None
+
+
+def _tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, list[str], _Columns]]:
+    lines = _lines(text)
+    first = next(lines, None)
+    if first is None:
+        return
+    cells = first[1].split("\t")
+    names = [cell.strip().lower() for cell in cells]
+    if names[0] in _ID_COLUMNS and "text" in names[1:]:
+        named = {name: i for i, name in enumerate(names)}
+        if len(named) != len(names):
+            duplicate = next(name for i, name in enumerate(names) if name in names[:i])
+            raise GoldenError(path, "header", first[0], f"duplicate column {duplicate!r}")
+        title = named.get("title")
+        others = {cells[i].strip(): i for i, name in enumerate(names) if i and name not in ("text", "title")}
+        columns = _Columns(0, named["text"], title, others, len(cells))
+        rows: Iterator[tuple[int, str]] = lines
+        header = True
+    else:
+        header = False
+        columns = _Columns(0, 1, 2 if documents else None, {}, None if documents else 2)
+        rows = iter([first, *lines])
+    if columns.width is not None:
+        wanted = f"{columns.width} tab-separated columns ({'as the header' if header else 'id<TAB>text'})"
+    else:
+        wanted = "2 or 3 tab-separated columns (id<TAB>text[<TAB>title])"
+    for number, line in rows:
+        row = line.split("\t")
+        if len(row) != columns.width if columns.width is not None else len(row) not in (2, 3):
+            raise GoldenError(path, None, number, f"expected {wanted}, got {len(row)}")
+        yield number, row, columns
+
+
+# ----------------------------------------------------------------------------------------- the readers
+
+
+def read_documents(path: Path, declared: str | None = None, required: Sequence[str] = ()) -> list[Document]:
+    """Every document of a corpus file, those without text included (see `Document.has_text`), with its
+    fields; each must have one value in every ``required`` field (the fold field)."""
+    text = read_text(path)
+    documents: list[Document] = []
+    first_line: dict[str, int] = {}
+    reader = FieldReader()
+    if _text_format(path, text, declared, "id<TAB>text[<TAB>title]") == "jsonl":
+        # The common case is checked inline (this loop runs once per document of corpora of millions); the
+        # helpers, called otherwise, raise the error or accept the rarer forms (an integer id).
+        for line, raw in enumerate(text.split("\n"), start=1):
+            if not raw or raw.isspace():
+                continue
+            record = _json_record(path, line, raw)
+            doc_id = record.get("_id")
+            if type(doc_id) is not str or not doc_id or _WHITESPACE.search(doc_id):
+                doc_id = _json_id(path, line, record)
+            if doc_id in first_line:
+                _duplicate(path, "document", doc_id, line, first_line)
+            first_line[doc_id] = line
+            body = record.get("text")
+            if type(body) is not str:
+                body = _json_string(path, line, record, "text")
+            title = record.get("title")
+            if title is None:
+                title = ""
+            elif type(title) is not str:
+                title = _json_string(path, line, record, "title")
+            fields = _required(path, line, doc_id, reader.read(record), required)
+            documents.append(Document(doc_id, body, title, fields))
+        return documents
+    for line, row, columns in _tsv_rows(path, text, documents=True):
+        doc_id = _checked_id(path, "id", line, row[columns.id])
+        _duplicate(path, "document", doc_id, line, first_line)
+        title = row[columns.title] if columns.title is not None and columns.title < len(row) else ""
+        fields = reader.read({name: row[i] for name, i in columns.fields.items()})
+        fields = _required(path, line, doc_id, fields, required)
+        documents.append(Document(doc_id, row[columns.text], title, fields))
+    return documents
+
+
+def _required(
+    path: Path, line: int, doc_id: str, fields: Mapping[str, tuple[str, ...]], required: Sequence[str]
+) -> Mapping[str, tuple[str, ...]]:
+    for name in required:
+        if len(fields.get(name, ())) != 1:
+            problem = f"document {doc_id!r} needs one string or number in field {name!r} (fold.field)"
+            raise GoldenError(path, name, line, problem)
+    return fields
+
+
+def read_queries(
+    path: Path,
+    strata: Sequence[str],
+    declared: str | None = None,
+    document_fields: AbstractSet[str] = frozenset(),
+) -> list[Query]:
+    """Every query of a queries file, with its stratum fields and (JSONL) its filters, which may name only
+    the ``document_fields``."""
+    text = read_text(path)
+    queries: list[Query] = []
+    first_line: dict[str, int] = {}
+    if _text_format(path, text, declared, "id<TAB>text, or a header row naming the columns") == "jsonl":
+        for line, record in _json_lines(path, text):
+            query_id = _json_id(path, line, record)
+            _duplicate(path, "query", query_id, line, first_line)
+            query_text = _json_string(path, line, record, "text")
+            _check_query_text(path, line, query_id, query_text)
+            fields: dict[str, str] = {}
+            for name in strata:
+                if name not in record:
+                    raise GoldenError(path, name, line, missing_stratum_problem(query_id, name, record))
+                value = record[name]
+                if value is None or isinstance(value, (dict, list)):
+                    raise GoldenError(
+                        path, name, line, stratum_type_problem(query_id, name, _json_text(value))
+                    )
+                text_value = value if isinstance(value, str) else json.dumps(value)
+                fields[name] = stratum_value(path, name, line, query_id, name, text_value)
+            filters: Filter = {}
+            if "filters" in record:
+                filters = _json_filter(path, line, record["filters"], query_id, document_fields)
+            queries.append(Query(query_id, query_text, fields, filters))
+        return queries
+    for line, row, columns in _tsv_rows(path, text, documents=False):
+        query_id = _checked_id(path, "id", line, row[columns.id])
+        _duplicate(path, "query", query_id, line, first_line)
+        query_text = row[columns.text]
+        _check_query_text(path, line, query_id, query_text)
+        fields = {}
+        for name in strata:
+            if name not in columns.fields:
+                problem = missing_stratum_problem(query_id, name, columns.fields)
+                if not columns.fields:
+                    problem += " (a TSV file needs a header row naming its stratum columns)"
+                raise GoldenError(path, name, line, problem)
+            fields[name] = stratum_value(path, name, line, query_id, name, row[columns.fields[name]])
+        queries.append(Query(query_id, query_text, fields))
+    return queries
+
+
+def _json_filter(
+    path: Path, line: int, raw: object, query_id: str, document_fields: AbstractSet[str]
+) -> Filter:
+    if not isinstance(raw, dict) or not raw:
+        raise GoldenError(
+            path, "filters", line, f"must be a non-empty object {{field: value}}, got {_json_text(raw)}"
+        )
+    result: dict[str, tuple[str, ...]] = {}
+    for name, value in raw.items():
+        key = f"filters.{name}"
+        items = value if isinstance(value, list) else [value]
+        values = [filter_value(item) for item in items]
+        if not items or any(item is None for item in values):
+            problem = (
+                f"must be a string, number or boolean, or a non-empty list of them, got {_json_text(value)}"
+            )
+            raise GoldenError(path, key, line, problem)
+        unknown = field_problem(name, document_fields)
+        if unknown is not None:
+            raise GoldenError(path, key, line, f"query {query_id!r}: {unknown}")
+        result[name] = tuple(dict.fromkeys(item for item in values if item is not None))
+    return result
+
+
+def _check_query_text(path: Path, line: int, query_id: str, text: str) -> None:
+    if not text.strip():
+        raise GoldenError(path, "text", line, f"query {query_id!r} has an empty text")
+
+
+def detect_qrels_format(path: Path, text: str) -> str:
+    """``beir`` or ``trec``, from the first non-blank line (a header-only or empty file is ``beir``)."""
+    first = _first_line(text)
+    if first is None or first[1] == QRELS_HEADER:
+        return "beir"
+    if len(first[1].split()) == 4:
+        return "trec"
+    declare = "declare it as {path: FILE, format: beir|trec}"
+    problem = f"unsupported format: expected {_ACCEPTED_QRELS}, got {first[1]!r}; {declare}"
+    raise GoldenError(path, "format", first[0], problem)
+
+
+def read_qrels(
+    path: Path,
+    qrels: dict[str, dict[str, int]],
+    document_ids: AbstractSet[str],
+    declared: str | None = None,
+) -> str:
+    """Add a qrels file's judgments to ``qrels`` (keyed by every known query); returns the file's format."""
+    text = read_text(path)
+    kind = declared or detect_qrels_format(path, text)
+    keys = ("query-id", "corpus-id", "score") if kind == "beir" else ("qid", "docid", "rel")
+    for number, query_id, doc_id, score in _qrels_rows(path, text, kind):
+        judged = qrels.get(query_id)
+        if judged is None:
+            raise GoldenError(path, keys[0], number, f"unknown query {query_id!r} (not in the queries)")
+        if doc_id not in document_ids:
+            raise GoldenError(path, keys[1], number, f"unknown document {doc_id!r} (not in the corpus)")
+        if not _is_integer(score):
+            raise GoldenError(path, keys[2], number, f"{score!r} is not an integer grade")
+        if doc_id in judged:  # each query's judgments start empty: judged before in this file
+            earlier = next(n for n, q, d, _ in _qrels_rows(path, text, kind) if (q, d) == (query_id, doc_id))
+            problem = f"duplicate judgment of query {query_id!r} and document {doc_id!r}"
+            raise GoldenError(path, keys[1], number, f"{problem} (first on line {earlier})")
+        judged[doc_id] = max(int(score), 0)
+    return kind
+
+
+def _qrels_rows(path: Path, text: str, kind: str) -> Iterator[tuple[int, str, str, str]]:
+    """Each judgment line of a qrels file as (line number, query id, document id, grade text), the BEIR
+    header checked and a TREC file's header row skipped; `GoldenError` for a line of the wrong width."""
+    lines = _lines(text)
+    if kind == "beir":
+        first = next(lines, None)
+        if first is not None and first[1] != QRELS_HEADER:
+            problem = f"expected {QRELS_HEADER!r}, got {first[1]!r}"
+            raise GoldenError(path, "header", first[0], problem)
+        for number, line in lines:
+            columns = line.split("\t")
+            if len(columns) != 3:
+                problem = f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}"
+                raise GoldenError(path, None, number, problem)
+            yield number, columns[0], columns[1], columns[2]
+        return
+    first_row = True
+    for number, line in lines:
+        columns = line.split()
+        if len(columns) != 4:
+            problem = f"expected 4 whitespace-separated columns (qid iter docid rel), got {len(columns)}"
+            raise GoldenError(path, None, number, problem)
+        if first_row and not _is_integer(columns[3]):
+            first_row = False
+            continue  # a header row
+        first_row = False
+        yield number, columns[0], columns[2], columns[3]
+
+
+def _is_integer(text: str) -> bool:
+    """Whether ``text`` is an optional sign and ASCII digits (``[+-]?[0-9]+``), without a regular expression:
+    a qrels file is checked once per line."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    return digits.isdigit() and digits.isascii()

@@ -1,0 +1,452 @@
+"""Golden-set files (YAML, schema version 1) loaded into the frozen, validated dataclasses of `schema`.
+
+`load_golden(path)` reads the YAML file and the data it names (JSONL corpus and queries, TSV qrels, or a BEIR
+folder) and returns a `GoldenSet`. Every problem with the files is a `GoldenError` whose text is one line,
+``<path>[:<line>]: <key>: <problem>``, naming the file, the line where it is known and the key (a dotted path
+such as ``index.hnsw.M`` or ``queries[2].relevant.doc-9`` for the YAML file, the field or column name for data
+files). Nothing is silently dropped: a value this module cannot use is an error, never a default.
+
+Decisions the schema leaves open, taken here:
+
+* Judgments live in one place: the ``qrels`` file, or ``relevant`` on inline queries. Giving both is an error
+  (two sources of truth drift apart). ``qrels`` is required unless some inline query carries ``relevant``.
+* ``metric`` is required: the primary metric is the decision, so it is never implied.
+* ``bootstrap`` is at least 100 (a percentile interval needs resamples beyond its tails); ``seed`` is >= 0
+  (``numpy.random.default_rng`` rejects negative seeds).
+* Ids are strings (a JSON integer id is accepted and written as a string) without whitespace, so TREC run
+  files (whitespace-separated) stay parseable. Inline YAML ids and stratum values are taken as written
+  (``007`` stays ``007``, ``no`` stays ``no``): YAML typing would turn them into numbers and booleans.
+* Blank lines in JSONL and TSV files are skipped; a UTF-8 byte order mark is accepted.
+* A document needs a non-blank text or title; a query needs a non-blank text. Queries without any judgment are
+  kept (they score NaN and are reported as excluded).
+* ``beir: folder`` reads ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv`` (or ``qrels.tsv`` at the
+  folder root) and excludes the ``corpus``, ``queries`` and ``qrels`` keys.
+* ``separate: {field: [values]}`` keeps matching queries (e.g. hand-written "wish" queries, which are not
+  traffic) to their own ``field=value`` stratum: they are left out of ``overall`` and of every other
+  field's strata, so the traffic-weighted numbers stay traffic-weighted.
+* ``production: {documents, queries_per_month?, memory_price_per_gb_month?}`` and ``corpus_sample: {sizes,
+  seed?}`` are part of the plan (declared before the run); they enter the plan fingerprint only when given,
+  so the fingerprint of a file without them is unchanged. ``corpus_sample.seed`` defaults to ``seed``;
+  ``sizes`` are fractions in (0, 1], kept sorted.
+* ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
+  least 2 (hnswlib cannot build a graph with M = 1).
+* ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
+  file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
+  the fingerprint: the judgments are, and the guidelines change no score.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Callable, Iterator, Mapping
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_embeval.core.capacity import Production
+from pytest_embeval.core.metrics import MetricSpec
+from pytest_embeval.core.stats import DEFAULT_INTERVAL, INTERVALS
+from pytest_embeval.core.ties import TIES
+from pytest_embeval.core.verdict import MULTIPLE_COMPARISONS
+from pytest_embeval.golden.data_files import (
+    Document,
+    GoldenError,
+    Query,
+    read_text,
+)
+from pytest_embeval.golden.data_sections import _DATA_KEYS, _RESERVED_FIELDS, _T, DataReader
+from pytest_embeval.golden.folding import FoldSpec
+from pytest_embeval.golden.schema import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MIN_QUERIES,
+    DEFAULT_MULTIPLE_COMPARISONS,
+    DEFAULT_RELEVANCE_LEVEL,
+    DEFAULT_SEED,
+    DEFAULT_TIE_MARGIN,
+    DEFAULT_TIES,
+    HNSW_DEFAULTS,
+    HNSW_RECALL_TARGET,
+    MIN_BOOTSTRAP,
+    SCHEMA_VERSION,
+    CorpusSample,
+    GoldenSet,
+    Guidelines,
+    IndexSpec,
+    RerankSpec,
+)
+from pytest_embeval.golden.yaml_nodes import _NULL_TAG, _describe, _Entry, _line
+
+__all__ = [
+    "CORPUS_SAMPLE_KEYS",
+    "KNOWN_KEYS",
+    "PRODUCTION_KEYS",
+    "Document",
+    "GoldenError",
+    "Query",
+    "load_golden",
+]
+
+PRODUCTION_KEYS = ("documents", "queries_per_month", "memory_price_per_gb_month")
+CORPUS_SAMPLE_KEYS = ("sizes", "seed")
+
+KNOWN_KEYS = (
+    "schema_version",
+    "name",
+    "corpus",
+    "queries",
+    "qrels",
+    "beir",
+    "split",
+    "strata",
+    "separate",
+    "metric",
+    "guards",
+    "report",
+    "tie_margin",
+    "confidence",
+    "min_queries",
+    "bootstrap",
+    "seed",
+    "index",
+    "relevance_level",
+    "interval",
+    "ties",
+    "multiple_comparisons",
+    "production",
+    "corpus_sample",
+    "fold",
+    "rerank",
+    "guidelines",
+)
+
+
+def load_golden(path: str | PathLike[str]) -> GoldenSet:
+    """Load and validate a golden-set YAML file and the data it names. Raises `GoldenError`.
+
+    Relative data paths are relative to the folder of the YAML file's resolved path: a symlinked golden file
+    reads the data next to the file it links to, so a golden set is its resolved path, wherever it is linked.
+    """
+    with _collector_paused():
+        return _GoldenLoader(Path(path)).load()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused, if it runs: reading a golden set allocates an object or
+    more per document, none in a cycle (reference counting frees what is dropped), and the collector's
+    passes over the growing heap took a fifth of the reading time of 200,000 documents (0.3 s)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+# --- the YAML file -----------------------------------------------------------------------------------------
+
+
+def _looks_like_attr(spec: str) -> bool:
+    """``module:attr`` rather than a folder: dotted identifiers around one colon (a Windows drive letter's
+    colon is followed by a path separator, not an identifier)."""
+    module, colon, attr = spec.partition(":")
+    return bool(colon) and all(
+        bool(part) and all(piece.isidentifier() for piece in part.split(".")) for part in (module, attr)
+    )
+
+
+class _GoldenLoader(DataReader):
+    """One load of one golden file: its sections, and the data files they name."""
+
+    # --- the golden file
+
+    def load(self) -> GoldenSet:
+        top = self.entries(self.compose(), None)
+        self.check_keys(top, KNOWN_KEYS, None)
+        self.check_structure(top)
+
+        def setting(name: str, parse: Callable[[yaml.Node], _T], default: _T) -> _T:
+            return default if name not in top else parse(top[name][1])
+
+        name = setting("name", lambda node: self.word(node, "name", "a non-empty name"), self.path.stem)
+        strata: tuple[str, ...] = setting("strata", self.strata, ())
+        metric = self.metric(top["metric"][1], "metric")
+        guards: dict[str, float] = setting("guards", self.guards, {})
+        report: tuple[MetricSpec, ...] = setting("report", self.report, ())
+        tie_margin = setting("tie_margin", lambda node: self.margin(node, "tie_margin"), DEFAULT_TIE_MARGIN)
+        confidence = setting("confidence", self.confidence, DEFAULT_CONFIDENCE)
+        min_queries = setting(
+            "min_queries", lambda node: self.integer(node, "min_queries", 1), DEFAULT_MIN_QUERIES
+        )
+        bootstrap = setting(
+            "bootstrap", lambda node: self.integer(node, "bootstrap", MIN_BOOTSTRAP), DEFAULT_BOOTSTRAP
+        )
+        seed = setting("seed", lambda node: self.integer(node, "seed", 0), DEFAULT_SEED)
+        index = setting("index", self.index, IndexSpec("exact"))
+        relevance_level = setting(
+            "relevance_level", lambda node: self.integer(node, "relevance_level", 1), DEFAULT_RELEVANCE_LEVEL
+        )
+        interval = setting(
+            "interval", lambda node: self.choice(node, "interval", INTERVALS), DEFAULT_INTERVAL
+        )
+        ties = setting("ties", lambda node: self.choice(node, "ties", TIES), DEFAULT_TIES)
+        multiple_comparisons = setting(
+            "multiple_comparisons",
+            lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
+            DEFAULT_MULTIPLE_COMPARISONS,
+        )
+        fold: FoldSpec | None = setting("fold", self.fold, None)
+        rerank: RerankSpec | None = setting("rerank", self.rerank, None)
+        data = self.data(top, strata, fold)
+        excludes: dict[str, tuple[str, ...]] = setting(
+            "separate", lambda node: self.separate(node, strata, data.queries), {}
+        )
+        production: Production | None = setting("production", self.production, None)
+        corpus_sample: CorpusSample | None = setting(
+            "corpus_sample", lambda node: self.corpus_sample(node, seed), None
+        )
+        guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
+        return GoldenSet(
+            path=self.path,
+            name=name,
+            documents=tuple(doc for doc in data.documents if doc.has_text),
+            queries=tuple(data.queries),
+            qrels=data.qrels,
+            strata_fields=strata,
+            metric=metric,
+            guards=guards,
+            report_metrics=report,
+            tie_margin=tie_margin,
+            confidence=confidence,
+            min_queries=min_queries,
+            bootstrap=bootstrap,
+            seed=seed,
+            index=index,
+            relevance_level=relevance_level,
+            separate=excludes,
+            interval=interval,
+            ties=ties,
+            multiple_comparisons=multiple_comparisons,
+            production=production,
+            corpus_sample=corpus_sample,
+            guidelines=guidelines,
+            textless=tuple(doc.id for doc in data.documents if not doc.has_text),
+            split=data.split,
+            qrels_path=data.qrels_path,
+            qrels_format=data.qrels_format,
+            fold=fold,
+            rerank=rerank,
+        )
+
+    def check_structure(self, top: Mapping[str, _Entry]) -> None:
+        """Version, required keys and the BEIR-or-files choice, before any value is read."""
+        if "schema_version" in top:
+            node = top["schema_version"][1]
+            version = self.construct(node, "schema_version")
+            if type(version) is not int or version != SCHEMA_VERSION:
+                problem = f"unsupported version {_describe(node)} (this release reads {SCHEMA_VERSION})"
+                raise self.error(node, "schema_version", problem)
+        if "beir" in top:
+            for name in _DATA_KEYS:
+                if name in top:
+                    problem = "cannot be combined with 'beir' (the folder supplies corpus, queries and qrels)"
+                    raise self.error(top[name][0], name, problem)
+        else:
+            for name in ("corpus", "queries"):
+                if name not in top:
+                    problem = "missing required key (or give 'beir: <folder>')"
+                    raise GoldenError(self.path, name, None, problem)
+        if "metric" not in top:
+            problem = "missing required key (the primary metric, e.g. ndcg@10)"
+            raise GoldenError(self.path, "metric", None, problem)
+
+    def compose(self) -> yaml.Node:
+        text = read_text(self.path)
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "syntax error"
+            if exc.context and problem.startswith("but "):  # "expected a single document ... but found ..."
+                problem = f"{exc.context} {problem}"
+            where = "" if mark is None else f" (column {mark.column + 1})"
+            line = None if mark is None else mark.line + 1
+            raise GoldenError(self.path, None, line, f"invalid YAML: {problem}{where}") from None
+        except yaml.reader.ReaderError as exc:
+            line = text.count("\n", 0, exc.position) + 1
+            problem = f"invalid YAML: {exc.reason} (character #x{exc.character:04x})"
+            raise GoldenError(self.path, None, line, problem) from None
+        if root is None:
+            raise GoldenError(self.path, None, None, "expected a mapping of settings, the file is empty")
+        if not isinstance(root, yaml.MappingNode):
+            raise self.error(root, None, f"expected a mapping of settings, got {_describe(root)}")
+        return root
+
+    def strata(self, node: yaml.Node) -> tuple[str, ...]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, "strata", f"must be a list of query field names, got {_describe(node)}")
+        names: dict[str, int] = {}
+        for i, item in enumerate(node.value):
+            key = f"strata[{i}]"
+            name = self.word(item, key, "a query field name")
+            if name in _RESERVED_FIELDS:
+                raise self.error(item, key, f"{name!r} is reserved for the query itself, not a stratum field")
+            if name in names:
+                raise self.error(item, key, f"duplicate stratum field {name!r} (first on line {names[name]})")
+            names[name] = _line(item)
+        return tuple(names)
+
+    def guards(self, node: yaml.Node) -> dict[str, float]:
+        guards: dict[str, float] = {}
+        lines: dict[str, int] = {}
+        for name, (key_node, value_node) in self.entries(node, "guards").items():
+            key = f"guards.{name}"
+            spec = str(self.metric(key_node, key))
+            if spec in guards:
+                raise self.error(key_node, key, f"same metric as the guard on line {lines[spec]}")
+            guards[spec] = self.margin(value_node, key)
+            lines[spec] = _line(key_node)
+        return guards
+
+    def report(self, node: yaml.Node) -> tuple[MetricSpec, ...]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, "report", f"must be a list of metric names, got {_describe(node)}")
+        specs: dict[str, MetricSpec] = {}
+        for i, item in enumerate(node.value):
+            spec = self.metric(item, f"report[{i}]")
+            if str(spec) in specs:
+                raise self.error(item, f"report[{i}]", f"duplicate metric {str(spec)!r}")
+            specs[str(spec)] = spec
+        return tuple(specs.values())
+
+    def index(self, node: yaml.Node) -> IndexSpec:
+        expected = "'exact' or {hnsw: {M: 16, ef_construction: 200, ef_search: 128}}"
+        if isinstance(node, yaml.ScalarNode):
+            if node.value in ("exact", "hnsw"):
+                return IndexSpec(str(node.value))
+            raise self.error(node, "index", f"must be {expected}, got {_describe(node)}")
+        entries = self.entries(node, "index")
+        self.check_keys(entries, ("hnsw",), "index")
+        if "hnsw" not in entries:
+            raise self.error(node, "index", f"must be {expected}, got an empty mapping")
+        params_node = entries["hnsw"][1]
+        if isinstance(params_node, yaml.ScalarNode) and params_node.tag == _NULL_TAG:
+            return IndexSpec("hnsw")
+        params = self.entries(params_node, "index.hnsw")
+        self.check_keys(params, (*HNSW_DEFAULTS, HNSW_RECALL_TARGET), "index.hnsw")
+        # M = 1 makes hnswlib's level multiplier 1/log(M) infinite: it cannot build the graph.
+        minimum = {"M": 2}
+        values = {
+            name: self.integer(node, f"index.hnsw.{name}", minimum.get(name, 1))
+            for name, (_, node) in params.items()
+            if name != HNSW_RECALL_TARGET
+        }
+        if HNSW_RECALL_TARGET not in params:
+            return IndexSpec("hnsw", **values)
+        key_node, target_node = params[HNSW_RECALL_TARGET]
+        key = f"index.hnsw.{HNSW_RECALL_TARGET}"
+        if "ef_search" in params:
+            problem = "cannot be combined with ef_search: the target chooses each arm's ef (give one of them)"
+            raise self.error(key_node, key, problem)
+        target = self.number(target_node, key)
+        if target is None or not 0 < target <= 1:
+            raise self.error(target_node, key, f"must be a number in (0, 1], got {_describe(target_node)}")
+        return IndexSpec("hnsw", **values, recall_target=target)
+
+    def production(self, node: yaml.Node) -> Production:
+        entries = self.entries(node, "production")
+        self.check_keys(entries, PRODUCTION_KEYS, "production")
+        if "documents" not in entries:
+            raise self.error(
+                node, "production.documents", "missing required key (chunks the production index holds)"
+            )
+        documents = self.integer(entries["documents"][1], "production.documents", 1)
+        queries = None
+        if "queries_per_month" in entries:
+            queries = self.integer(entries["queries_per_month"][1], "production.queries_per_month", 0)
+        price = None
+        if "memory_price_per_gb_month" in entries:
+            price = self.margin(
+                entries["memory_price_per_gb_month"][1], "production.memory_price_per_gb_month"
+            )
+        return Production(documents=documents, queries_per_month=queries, memory_price_per_gb_month=price)
+
+    def corpus_sample(self, node: yaml.Node, default_seed: int) -> CorpusSample:
+        entries = self.entries(node, "corpus_sample")
+        self.check_keys(entries, CORPUS_SAMPLE_KEYS, "corpus_sample")
+        if "sizes" not in entries:
+            problem = "missing required key (fractions of the corpus, e.g. [0.1, 0.25, 0.5, 1.0])"
+            raise self.error(node, "corpus_sample.sizes", problem)
+        sizes_node = entries["sizes"][1]
+        if not isinstance(sizes_node, yaml.SequenceNode) or not sizes_node.value:
+            problem = f"must be a non-empty list of fractions in (0, 1], got {_describe(sizes_node)}"
+            raise self.error(sizes_node, "corpus_sample.sizes", problem)
+        sizes: dict[float, int] = {}
+        for i, item in enumerate(sizes_node.value):
+            key = f"corpus_sample.sizes[{i}]"
+            size = self.number(item, key)
+            if size is None or not 0 < size <= 1:
+                raise self.error(item, key, f"must be a fraction in (0, 1], got {_describe(item)}")
+            if size in sizes:
+                raise self.error(item, key, f"duplicate size {size:g} (first on line {sizes[size]})")
+            sizes[size] = _line(item)
+        seed = default_seed
+        if "seed" in entries:
+            seed = self.integer(entries["seed"][1], "corpus_sample.seed", 0)
+        return CorpusSample(sizes=tuple(sorted(sizes)), seed=seed)
+
+    def guidelines(self, node: yaml.Node) -> Guidelines:
+        path = self.require(node, "guidelines", self.location(node, "guidelines"))
+        text = read_text(path)
+        if not text.strip():
+            problem = f"{path.resolve()} is empty: write down the relevance definition judges grade by"
+            raise self.error(node, "guidelines", problem)
+        return Guidelines(path, text)
+
+    def fold(self, node: yaml.Node) -> FoldSpec:
+        entries = self.entries(node, "fold")
+        self.check_keys(entries, ("field", "score"), "fold")
+        if "field" not in entries:
+            raise self.error(
+                node, "fold.field", "missing required key (the record field naming the document)"
+            )
+        name = self.word(entries["field"][1], "fold.field", "a corpus field name")
+        score = "max"
+        if "score" in entries:
+            score_node = entries["score"][1]
+            score = self.word(score_node, "fold.score", "'max'")
+            if score != "max":
+                problem = f"must be 'max' (a document ranks by its best chunk), got {score}"
+                raise self.error(score_node, "fold.score", problem)
+        return FoldSpec(field=name, score=score)
+
+    def rerank(self, node: yaml.Node) -> RerankSpec:
+        entries = self.entries(node, "rerank")
+        self.check_keys(entries, ("model", "depth", "sample", "decides"), "rerank")
+        if "model" not in entries:
+            problem = "missing required key (a CrossEncoder folder or module:attr)"
+            raise self.error(node, "rerank.model", problem)
+        model_node = entries["model"][1]
+        model = self.word(model_node, "rerank.model", "a CrossEncoder folder or module:attr")
+        values: dict[str, Any] = {"model": model}
+        if not _looks_like_attr(model):
+            path = Path(model)
+            folder = path if path.is_absolute() else self.path.parent / path
+            values["location"] = str(self.require(model_node, "rerank.model", folder, folder=True))
+        for name in ("depth", "sample"):
+            if name in entries:
+                values[name] = self.integer(entries[name][1], f"rerank.{name}", 1)
+        if "decides" in entries:
+            decides_node = entries["decides"][1]
+            decides = self.construct(decides_node, "rerank.decides")
+            if not isinstance(decides, bool):
+                problem = f"must be true or false, got {_describe(decides_node)}"
+                raise self.error(decides_node, "rerank.decides", problem)
+            values["decides"] = decides
+        return RerankSpec(**values)

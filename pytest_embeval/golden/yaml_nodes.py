@@ -1,0 +1,195 @@
+"""Reading a golden file's YAML nodes so that every error names the file, the key and the line.
+
+`NodeReader` reads the composed node tree (not PyYAML's constructed objects, which have lost their lines):
+a mapping's entries with duplicate keys refused, scalars as words, ids, numbers, margins, choices and
+metrics, and paths to data files checked to exist. `loader._GoldenLoader` reads the golden file's sections
+with it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import yaml
+
+from pytest_embeval.core.metrics import MetricSpec, parse_metric
+from pytest_embeval.golden.data_files import (
+    GoldenError,
+    id_problem,
+)
+
+_NULL_TAG = "tag:yaml.org,2002:null"
+
+
+def _describe(node: yaml.Node) -> str:
+    """A YAML value as the user wrote it, for "got ..." in messages."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    value = str(node.value)
+    return value if value else "an empty value"
+
+
+def _unknown_key(name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f"unknown key, did you mean {close[0]!r}?"
+    return f"unknown key (expected one of: {', '.join(known)})"
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+_Entry = tuple[yaml.Node, yaml.Node]  # (key node, value node)
+
+
+class NodeReader:
+    """Reads the nodes of one YAML file: knows the file, so every error can name it and a node's line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.folder = path.resolve().parent
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte: read_text names it
+            self.folder = path.parent
+        self._constructor = yaml.SafeLoader("")
+
+    def error(self, node: yaml.Node | None, key: str | None, problem: str) -> GoldenError:
+        return GoldenError(self.path, key, None if node is None else _line(node), problem)
+
+    # --- generic node readers
+
+    def entries(self, node: yaml.Node, key: str | None) -> dict[str, _Entry]:
+        """A mapping node's entries by key as written, refusing duplicate keys (PyYAML keeps the last one)."""
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, key, f"must be a mapping, got {_describe(node)}")
+        result: dict[str, _Entry] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.error(key_node, key, f"keys must be plain names, got {_describe(key_node)}")
+            name = str(key_node.value)
+            if name in result:
+                problem = f"duplicate key (first on line {_line(result[name][0])})"
+                raise self.error(key_node, name if key is None else f"{key}.{name}", problem)
+            result[name] = (key_node, value_node)
+        return result
+
+    def check_keys(self, entries: Mapping[str, _Entry], known: Sequence[str], prefix: str | None) -> None:
+        for name, (key_node, _) in entries.items():
+            if name not in known:
+                key = name if prefix is None else f"{prefix}.{name}"
+                raise self.error(key_node, key, _unknown_key(name, known))
+
+    def construct(self, node: yaml.Node, key: str) -> object:
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise self.error(node, key, f"invalid YAML value: {problem}") from None
+
+    def word(self, node: yaml.Node, key: str, what: str) -> str:
+        """A scalar as written (ids, names, stratum values): YAML typing would make numbers, bools of them."""
+        if not isinstance(node, yaml.ScalarNode) or node.tag == _NULL_TAG or not str(node.value).strip():
+            raise self.error(node, key, f"must be {what}, got {_describe(node)}")
+        return str(node.value)
+
+    def identifier(self, node: yaml.Node, key: str) -> str:
+        value = self.word(node, key, "an id")
+        problem = id_problem(value)
+        if problem is not None:
+            raise self.error(node, key, problem)
+        return value
+
+    def string(self, node: yaml.Node, key: str) -> str:
+        value = self.construct(node, key)
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(node, key, f"must be a non-empty string, got {_describe(node)}")
+        return value
+
+    def number(self, node: yaml.Node, key: str) -> float | None:
+        """The value as a float if it is a finite number (booleans are not numbers), else None."""
+        value = self.construct(node, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return None
+        return float(value)
+
+    def margin(self, node: yaml.Node, key: str) -> float:
+        value = self.number(node, key)
+        if value is None or value < 0:
+            raise self.error(node, key, f"must be a number >= 0, got {_describe(node)}")
+        return value
+
+    def choice(self, node: yaml.Node, key: str, choices: Sequence[str]) -> str:
+        """One of ``choices``, as written."""
+        quoted = [f"'{choice}'" for choice in choices]
+        expected = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+        if not isinstance(node, yaml.ScalarNode) or str(node.value) not in choices:
+            raise self.error(node, key, f"must be {expected}, got {_describe(node)}")
+        return str(node.value)
+
+    def confidence(self, node: yaml.Node) -> float:
+        value = self.number(node, "confidence")
+        if value is None or not 0 < value < 1:
+            problem = f"must be a number strictly between 0 and 1, got {_describe(node)}"
+            raise self.error(node, "confidence", problem)
+        return value
+
+    def integer(self, node: yaml.Node, key: str, minimum: int) -> int:
+        value = self.construct(node, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.error(node, key, f"must be an integer >= {minimum}, got {_describe(node)}")
+        return value
+
+    def metric(self, node: yaml.Node, key: str) -> MetricSpec:
+        value = self.construct(node, key)
+        if not isinstance(value, str):
+            raise self.error(node, key, f"must be a metric name such as ndcg@10, got {_describe(node)}")
+        try:
+            return parse_metric(value)
+        except ValueError as exc:
+            raise self.error(node, key, str(exc)) from None
+
+    def location(self, node: yaml.Node, key: str) -> Path:
+        """A path as given in the YAML file: absolute, or relative to the folder of the YAML file (resolved,
+        see `load_golden`)."""
+        path = Path(self.string(node, key))
+        return path if path.is_absolute() else self.folder / path
+
+    def data_file(self, node: yaml.Node, key: str, formats: Sequence[str]) -> tuple[Path, str | None]:
+        """A data file named by a path, or by ``{path: FILE, format: F}`` declaring one of ``formats``; the
+        declared format is None when the file's first line is to tell."""
+        if not isinstance(node, yaml.MappingNode):
+            return self.require(node, key, self.location(node, key)), None
+        entries = self.entries(node, key)
+        self.check_keys(entries, _FILE_KEYS, key)
+        if "path" not in entries:
+            raise self.error(node, f"{key}.path", "missing required key")
+        declared = None
+        if "format" in entries:
+            format_node = entries["format"][1]
+            declared = self.word(format_node, f"{key}.format", "a format name")
+            if declared not in formats:
+                problem = f"unknown format {declared!r} (expected one of: {', '.join(formats)})"
+                raise self.error(format_node, f"{key}.format", problem)
+        path_node = entries["path"][1]
+        return self.require(path_node, f"{key}.path", self.location(path_node, f"{key}.path")), declared
+
+    def require(self, node: yaml.Node, key: str, path: Path, *, folder: bool = False) -> Path:
+        """``path`` if it is an existing file (or folder), else an error at ``node`` naming the full path."""
+        what = "folder" if folder else "file"
+        try:
+            if path.is_dir() if folder else path.is_file():
+                return path
+            problem = f"{'not a ' + what if path.exists() else what + ' not found'}: {path.resolve()}"
+        except (OSError, RuntimeError, ValueError) as exc:  # name too long, symlink loop, NUL byte
+            problem = f"unusable path {str(path)!r}: {getattr(exc, 'strerror', None) or exc}"
+        raise self.error(node, key, problem)
+
+
+#: The keys of the mapping form of a data file (``corpus: {path: docs.tsv, format: tsv}``).
+_FILE_KEYS = ("path", "format")

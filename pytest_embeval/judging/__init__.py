@@ -1,0 +1,10 @@
+"""Making and checking judgments: arms' rankings read back (`rankings`), pooled blind sheets (`pooling`),
+grades merged into qrels (`merging`) with where each came from (`provenance`), agreement between judges
+(`agreement`, `disagreement`), an LLM judge (`llm_judge`, `grading`) and its calibration records
+(`calibration_records`), coverage of the judgments (`coverage`) and how many queries a golden set needs
+(`planning`).
+
+May import: ``arms`` (the judge's endpoint), ``golden``, ``files``, ``core``. Never pytest.
+"""
+
+from __future__ import annotations

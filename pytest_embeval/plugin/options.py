@@ -1,0 +1,272 @@
+"""Every command-line and ini setting of the plugin, declared once and resolved once into `Settings`.
+
+Precedence is command line > ini file > default; model specs have a third source, the session fixtures
+`embeval_incumbent` / `embeval_candidate`, which the items consult only when neither option nor ini key
+is set.
+Only pytest and the standard library are imported here: this module loads in every pytest run of everyone
+who installs us.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    """The plugin's settings for one session, resolved from command line and ini."""
+
+    enabled: bool
+    incumbent: str | None
+    candidate: str | None
+    json_path: Path | None
+    runs_dir: Path | None
+    progress: bool
+    #: where embeddings are cached (absolute); None with --embeval-no-cache
+    cache_dir: Path | None
+    #: where to write blind judging sheets after the run, and how deep to pool each arm
+    pool_dir: Path | None
+    pool_depth: int
+    #: the Markdown report, the GitHub step summary it is appended to, the HTML page, the forest plot's PNG
+    markdown_path: Path | None = None
+    step_summary: Path | None = None
+    html_path: Path | None = None
+    plot_path: Path | None = None
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("embeval", "embedding-model regression tests (pytest-embeval)")
+    group.addoption(
+        "--embeval",
+        action="store_true",
+        default=False,
+        help="collect golden-set YAML files and compare the incumbent and candidate embedding models.",
+    )
+    group.addoption(
+        "--embeval-incumbent",
+        metavar="SPEC",
+        default=None,
+        help="incumbent model: a sentence-transformers name or path, or module:attr "
+        "(overrides the ini key embeval_incumbent and the embeval_incumbent fixture).",
+    )
+    group.addoption(
+        "--embeval-candidate",
+        metavar="SPEC",
+        default=None,
+        help="candidate model, as --embeval-incumbent.",
+    )
+    group.addoption(
+        "--embeval-json",
+        metavar="PATH",
+        default=None,
+        help="write the JSON report (schema_version 1) to PATH.",
+    )
+    group.addoption(
+        "--embeval-runs",
+        metavar="DIR",
+        default=None,
+        help="write TREC run files (qid Q0 docid rank score tag), one per arm per golden set, into DIR.",
+    )
+    group.addoption(
+        "--embeval-no-progress",
+        action="store_true",
+        default=False,
+        help="do not print progress while encoding long corpora.",
+    )
+    group.addoption(
+        "--embeval-cache-dir",
+        metavar="DIR",
+        default=None,
+        help="cache embeddings in DIR (overrides the ini key embeval_cache_dir; default: .embeval_cache "
+        "in the rootdir). Shared safely by xdist workers and by machines.",
+    )
+    group.addoption(
+        "--embeval-pool",
+        metavar="DIR",
+        default=None,
+        help="after the run, write a blind judging sheet per golden set into DIR: every arm's top "
+        "--embeval-pool-depth documents per query not judged yet (see `embeval pool`).",
+    )
+    group.addoption(
+        "--embeval-pool-depth",
+        metavar="K",
+        type=int,
+        default=20,
+        help="documents per arm and query pooled by --embeval-pool (1 to 100, default 20).",
+    )
+    group.addoption(
+        "--embeval-no-cache",
+        action="store_true",
+        default=False,
+        help="neither read nor write the embedding cache: embed every text.",
+    )
+    group.addoption(
+        "--embeval-md",
+        metavar="PATH",
+        default=None,
+        help="write the Markdown report (for a pull-request comment) to PATH; '-' appends it to the GitHub "
+        "step summary ($GITHUB_STEP_SUMMARY).",
+    )
+    group.addoption(
+        "--embeval-step-summary",
+        action="store_true",
+        default=None,
+        help="append the Markdown report to the GitHub step summary when $GITHUB_STEP_SUMMARY is set "
+        "(overrides the ini key embeval_step_summary).",
+    )
+    group.addoption(
+        "--embeval-html",
+        metavar="PATH",
+        default=None,
+        help="write the HTML report (one self-contained file: forest plot, strata, movers) to PATH.",
+    )
+    group.addoption(
+        "--embeval-plot",
+        metavar="PATH.png",
+        default=None,
+        help="draw the forest plot of every golden set into a PNG picture (needs the [plot] extra).",
+    )
+    parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
+    parser.addini("embeval_candidate", "candidate model spec (see --embeval-candidate).", default=None)
+    parser.addini(
+        "embeval_cache_dir",
+        "embedding cache folder, relative to the rootdir (default: .embeval_cache).",
+        default=None,
+    )
+    parser.addini(
+        "embeval_step_summary",
+        "append the Markdown report to $GITHUB_STEP_SUMMARY when it is set (see --embeval-step-summary).",
+        type="bool",
+        default=False,
+    )
+
+
+def _nonempty(value: object) -> str | None:
+    """An unset ini key reads as None or an empty string; both mean "not given"."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    def spec(role: str) -> str | None:
+        return _nonempty(config.getoption(f"--embeval-{role}")) or _nonempty(config.getini(f"embeval_{role}"))
+
+    json_path = config.getoption("--embeval-json")
+    runs_dir = config.getoption("--embeval-runs")
+    pool_dir = config.getoption("--embeval-pool")
+    pool_depth = config.getoption("--embeval-pool-depth")
+    # The report ranks 100 documents per query (more only for deeper metrics): pooling reads from it.
+    if not 1 <= pool_depth <= 100:
+        raise pytest.UsageError(f"--embeval-pool-depth must be between 1 and 100, got {pool_depth}")
+    enabled = bool(config.getoption("--embeval"))
+    reports = _report_outputs(config)
+    # Each output: what it is ("folder", or the file name a folder given for it could hold).
+    outputs = {
+        "--embeval-json": (json_path, "embeval.json"),
+        "--embeval-runs": (runs_dir, "folder"),
+        "--embeval-pool": (pool_dir, "folder"),
+        "--embeval-md": (reports["markdown_path"], "embeval.md"),
+        "--embeval-html": (reports["html_path"], "embeval.html"),
+        "--embeval-plot": (reports["plot_path"], "forest.png"),
+        f"${STEP_SUMMARY}": (reports["step_summary"], "summary.md"),
+    }
+    if enabled:
+        for option, (value, kind) in outputs.items():
+            if value:
+                problem = output_problem(Path(value), kind)
+                if problem is not None:
+                    raise pytest.UsageError(f"{option} {value}: {problem}")
+    return Settings(
+        enabled=enabled,
+        incumbent=spec("incumbent"),
+        candidate=spec("candidate"),
+        json_path=Path(json_path) if json_path else None,
+        runs_dir=Path(runs_dir) if runs_dir else None,
+        progress=not config.getoption("--embeval-no-progress"),
+        cache_dir=_cache_dir(config),
+        pool_dir=Path(pool_dir) if pool_dir else None,
+        pool_depth=pool_depth,
+        **reports,
+    )
+
+
+def output_problem(path: Path, kind: str) -> str | None:
+    """Why ``path`` cannot be written at the end of the run as a ``kind``, or None. ``kind`` is "folder", or
+    for a file the name of one that a folder given instead could hold, for the message.
+
+    Checked when the session starts, so a bad output path costs nothing: an existing path of the other kind,
+    a path under a file, and a folder this process cannot create files in (tried with a temporary file in
+    the deepest folder that exists, which is where the missing ones would be created).
+    """
+    existing = path.parent
+    try:
+        if kind != "folder" and path.is_dir():
+            return "is a folder; name the file, e.g. " + str(path / kind)
+        if kind == "folder" and path.exists() and not path.is_dir():
+            return "is a file, not a folder"
+        existing = path if kind == "folder" and path.is_dir() else path.parent
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            return f"{existing} is a file, not a folder"
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        return f"cannot write in {existing}: {error.strerror or error}"
+    return None
+
+
+#: The variable GitHub Actions names the job step's summary file in.
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+
+def _report_outputs(config: pytest.Config) -> dict[str, Path | None]:
+    """The Markdown, step-summary, HTML and PNG outputs; `-` for the Markdown is the step summary, which
+    must then exist, while --embeval-step-summary (or its ini key) appends to it only when it is set."""
+    markdown = _nonempty(config.getoption("--embeval-md"))
+    summary = _nonempty(os.environ.get(STEP_SUMMARY))
+    wanted = config.getoption("--embeval-step-summary")
+    if wanted is None:
+        wanted = config.getini("embeval_step_summary")
+    if markdown == "-" and summary is None and config.getoption("--embeval"):
+        raise pytest.UsageError(f"--embeval-md -: ${STEP_SUMMARY} is not set (GitHub Actions sets it)")
+    html = _nonempty(config.getoption("--embeval-html"))
+    plot = _nonempty(config.getoption("--embeval-plot"))
+    if plot is not None and config.getoption("--embeval"):
+        if not plot.lower().endswith(".png"):
+            raise pytest.UsageError(f"--embeval-plot {plot}: the picture is a PNG; name it PATH.png")
+        if importlib.util.find_spec("matplotlib") is None:
+            from pytest_embeval.reports.forest_png import PLOT_MISSING  # only now: the reports import numpy
+
+            raise pytest.UsageError(PLOT_MISSING)
+    return {
+        "markdown_path": Path(markdown) if markdown not in (None, "-") else None,
+        "step_summary": Path(summary) if summary is not None and (markdown == "-" or wanted) else None,
+        "html_path": Path(html) if html else None,
+        "plot_path": Path(plot) if plot else None,
+    }
+
+
+def _cache_dir(config: pytest.Config) -> Path | None:
+    """--embeval-cache-dir relative to where pytest was started (like every path on the command line), the
+    ini key relative to the rootdir (like pytest's own cache_dir), else <rootdir>/.embeval_cache."""
+    if config.getoption("--embeval-no-cache"):
+        return None
+    option = _nonempty(config.getoption("--embeval-cache-dir"))
+    if option is not None:
+        return Path(config.invocation_params.dir, _expand(option)).resolve()
+    configured = _nonempty(config.getini("embeval_cache_dir"))
+    return Path(config.rootpath, _expand(configured or ".embeval_cache")).resolve()
+
+
+def _expand(path: str) -> str:
+    """``~`` and ``$VARIABLES`` expanded, so a CI config can say ``$RUNNER_TEMP/embeval``."""
+    return os.path.expanduser(os.path.expandvars(path))

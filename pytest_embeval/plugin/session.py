@@ -1,0 +1,351 @@
+"""One place where worker records become the report: the session's state, the hooks that need it, and the
+end-of-session writing of every output.
+
+Registered by the plugin only with ``--embeval``. Each stratum item leaves its records (plain Python types) in
+its stash; `SessionHooks.pytest_runtest_makereport` attaches them to the item's report, which pytest-xdist
+carries to the controller; `pytest_runtest_logreport` collects them there (serially, from the session's own
+items). At the end, the controller alone merges them into one report (`json_report.build_report`) and prints
+and writes every output from that report: terminal tables, coverage warnings, the JSON report, TREC runs, pool
+sheets, and the embedding cache's summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from collections.abc import Callable, Generator, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_embeval.arms.dense import DenseRetriever
+from pytest_embeval.arms.embedding import Arm, EncoderError
+from pytest_embeval.arms.resolve import resolve_arm
+from pytest_embeval.arms.retriever import Retriever
+from pytest_embeval.files.atomic import append_text, write_atomic
+from pytest_embeval.files.digests import remember_in
+from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import TEXTLESS_SHOWN, GoldenSet
+from pytest_embeval.judging.rankings import rankings_from_record
+from pytest_embeval.plugin.options import Settings
+from pytest_embeval.plugin.state import (
+    CACHE_PROPERTIES,
+    ITEM_ERROR,
+    ITEM_RECORDS,
+    STATE,
+    EmbevalState,
+    GoldenSetError,
+)
+from pytest_embeval.reports.json_report import (
+    ROLES,
+    Record,
+    build_report,
+    file_stem,
+    report_json,
+    rerank_run,
+    run_file_name,
+    trec_run,
+)
+from pytest_embeval.reports.terminal import (
+    cache_lines,
+    coverage_warning_lines,
+    golden_table,
+    textless_warning_lines,
+)
+
+
+def start(config: pytest.Config, settings: Settings) -> None:
+    """Set up the session's state and register its hooks (called by the plugin with --embeval).
+
+    The models named on the command line or in the ini file are resolved now, before anything is collected
+    or embedded (cheaply: a model folder is fingerprinted from its files, not loaded), so a spec that does not
+    resolve is a usage error (exit 4), never a failure of the items.
+    """
+    state = EmbevalState(settings=settings)
+    # Model files' digests (their fingerprints) are remembered beside the embeddings they key.
+    remember_in(settings.cache_dir / "digests" if settings.cache_dir is not None else None)
+    for role in ROLES:
+        spec = getattr(settings, role)
+        if spec is None:
+            continue
+        try:
+            state.arms[spec] = ready_arm(spec)
+        except EncoderError as error:
+            given = config.getoption(f"--embeval-{role}")
+            where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
+            if hasattr(config, "workerinput"):
+                # The controller resolved it, this worker cannot (another host, another environment): a
+                # worker that fails to configure is restarted again and again, so its items report it.
+                state.unresolved[spec] = f"{where}: {error}"
+            else:
+                raise pytest.UsageError(f"{where}: {error}") from None
+    config.stash[STATE] = state
+    config.pluginmanager.register(SessionHooks(config, state), "embeval-session")
+    # pytest-html is active when installed and writing a report (--html), which only its controller does.
+    html_report = config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None)
+    if html_report and not hasattr(config, "workerinput"):
+        from pytest_embeval.plugin.pytest_html import PytestHtmlSection
+
+        config.pluginmanager.register(PytestHtmlSection(state), "embeval-pytest-html")
+
+
+def ready_arm(spec: str) -> Retriever:
+    """The arm of a command-line or ini spec, with everything it needs to run that can be known now: an
+    endpoint arm's key variable must be set, a fused arm's parts' too (else `EncoderError`, as for a spec
+    that does not resolve, or a ``bm25`` spec without its extra)."""
+    arm = resolve_arm(spec)
+    # Only that module builds an endpoint arm: without it loaded there is none (and it is not imported).
+    endpoint = sys.modules.get("pytest_embeval.arms.endpoint")
+    for part in _embedding_arms(arm):
+        if endpoint is not None and isinstance(part.encoder, endpoint.EndpointEncoder):
+            missing = part.encoder.missing_key()
+            if missing is not None:
+                raise EncoderError(f"model spec {part.spec!r}: {missing}")
+    return arm
+
+
+def _embedding_arms(arm: Retriever) -> list[Arm]:
+    """The embedding models an arm runs: itself, or a fused arm's parts', depth first."""
+    if isinstance(arm, DenseRetriever):
+        return [arm.arm]
+    return [model for part in arm.parts for model in _embedding_arms(part)]
+
+
+class SessionHooks:
+    """The hooks that need the session's state; registered only with --embeval."""
+
+    def __init__(self, config: pytest.Config, state: EmbevalState) -> None:
+        self.config = config
+        self.state = state
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, Any]:
+        report = yield
+        # Plain-typed attributes on a TestReport travel to the xdist controller with the report.
+        records = item.stash.get(ITEM_RECORDS, None)
+        if call.when == "call" and records is not None:
+            report.embeval_record = records.stratum
+            report.embeval_golden = records.golden
+            del item.stash[ITEM_RECORDS]  # the report carries them from here (see `forget_records`)
+        failed = call.excinfo.value if call.excinfo is not None else None
+        if call.when == "setup" and isinstance(failed, GoldenSetError):
+            report.longrepr = str(failed)  # one line, no traceback: nothing in our code failed
+            error = item.stash.get(ITEM_ERROR, None)
+            if error is not None:
+                report.embeval_error = error
+        return report
+
+    def pytest_unconfigure(self) -> None:
+        remember_in(None)  # the next session in this process (pytester's) names its own folder
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        forget_records(self.state, [] if reporter is None else reporter.stats.values())
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_embeval.plugin.items import release_golden_sets
+
+        release_golden_sets(session.items, self.state)
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        record = getattr(report, "embeval_record", None)
+        if report.when != "call" or record is None:
+            return None
+        verdict = record["verdict"]
+        if verdict == "TIE":
+            return "tie", "t", ("TIE", {"yellow": True})
+        if verdict == "BETTER":
+            return "passed", ".", ("BETTER", {"green": True})
+        return "failed", "F", ("WORSE", {"red": True})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # On the xdist controller this sees every worker's reports; serially, the session's own.
+        record = getattr(report, "embeval_record", None)
+        if record is not None:
+            self.state.stratum_records[report.nodeid] = record
+        golden = getattr(report, "embeval_golden", None)
+        if golden is not None:
+            self.state.golden_records.setdefault(golden["path"], golden)
+        error = getattr(report, "embeval_error", None)
+        if error is not None:
+            self.state.error_records.setdefault(error["path"], error)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if hasattr(self.config, "workerinput"):  # only the controller prints and writes
+            return
+        write_outputs(self.state, terminalreporter)
+
+
+#: What a report carries for the session's outputs (see `SessionHooks.pytest_runtest_makereport`).
+REPORT_RECORDS = ("embeval_record", "embeval_golden", "embeval_error")
+
+
+def forget_records(state: EmbevalState, reports: Iterable[Iterable[object]]) -> None:
+    """Drop the records once the outputs are written, the state's and those the reports carry (the
+    terminal reporter keeps every report to the end): pytest's closing garbage collections would walk
+    every query's ranked documents and similarities, twice (30 ms for the shipped golden sets)."""
+    state.golden_records.clear()
+    state.stratum_records.clear()
+    state.error_records.clear()
+    for report in itertools.chain.from_iterable(reports):
+        for name in REPORT_RECORDS:
+            with contextlib.suppress(AttributeError):
+                delattr(report, name)
+
+
+def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
+    """On the controller at the end of the session: the per-golden-set tables and coverage warnings, the
+    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report."""
+    settings = state.settings
+    config = reporter.config
+    cache = (
+        []
+        if settings.cache_dir is None
+        else cache_lines(
+            **cache_totals(reporter.stats.values()),
+            where=_shown_path(settings.cache_dir, config.invocation_params.dir),
+        )
+    )
+    report = build_report(
+        state.golden_records.values(), state.stratum_records.values(), state.error_records.values()
+    )
+    if not (report["golden_sets"] or report["errors"] or cache):
+        return
+    reporter.write_sep("=", "embeval")
+    for line in cache:
+        reporter.write_line(line)
+    report_path = None if settings.json_path is None else str(settings.json_path)
+    for record in report["golden_sets"]:
+        for line in golden_table(record, record["strata"]):
+            reporter.write_line(line)
+        for line in [
+            *textless_warning_lines(record, TEXTLESS_SHOWN),
+            *coverage_warning_lines(record, report_path),
+        ]:
+            reporter.write_line(line, yellow=True)
+        if settings.pool_dir is not None:
+            # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
+            golden = load_golden(os.path.normpath(config.rootpath / record["path"]))
+            _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
+        reporter.write_line("")
+    for error in report["errors"]:
+        reporter.write_line(
+            f"embeval: {error['name']} ({error['path']}) not run: {error['message']}", red=True
+        )
+    if not (report["golden_sets"] or report["errors"]):
+        return
+    if settings.json_path is not None:
+        settings.json_path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(settings.json_path, report_json(report))
+        reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
+    if settings.runs_dir is not None:
+        settings.runs_dir.mkdir(parents=True, exist_ok=True)
+        for golden_set in report["golden_sets"]:
+            for role in ROLES:
+                write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
+                after = rerank_run(golden_set, role)
+                if after is not None:
+                    write_atomic(settings.runs_dir / run_file_name(golden_set, role, "rerank"), after)
+        reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
+    _write_readable(report, settings, reporter)
+
+
+def _write_readable(report: Record, settings: Settings, reporter: pytest.TerminalReporter) -> None:
+    """The reports people read, each when asked for: Markdown (to a file, appended to the GitHub step
+    summary, or both), the HTML page and the forest plot's PNG; every one made from the merged report."""
+    if not (settings.markdown_path or settings.step_summary or settings.html_path or settings.plot_path):
+        return  # none asked for: nor are their modules imported
+    from pytest_embeval.reports.forest_png import forest_png
+    from pytest_embeval.reports.html_page import report_html
+    from pytest_embeval.reports.markdown import report_markdown, size_warning
+
+    markdown = report_markdown(report) if settings.markdown_path or settings.step_summary else ""
+    made: dict[str, tuple[Path | None, Callable[[], str | bytes]]] = {
+        "Markdown report": (settings.markdown_path, lambda: markdown),
+        "HTML report": (settings.html_path, lambda: report_html(report)),
+        "forest plot": (settings.plot_path, lambda: forest_png(report)),
+    }
+    for what, (path, render) in made.items():
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, render())
+            reporter.write_line(f"embeval: {what} written to {path}")
+    if settings.step_summary is not None:
+        append_text(settings.step_summary, markdown)
+        reporter.write_line(f"embeval: Markdown report appended to the step summary {settings.step_summary}")
+    for where, path in ((False, settings.markdown_path), (True, settings.step_summary)):
+        warning = size_warning(markdown, step_summary=where) if path is not None else None
+        if warning is not None:
+            reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
+
+
+def _pool(
+    golden: GoldenSet, record: Record, folder: Path, depth: int, reporter: pytest.TerminalReporter
+) -> None:
+    """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
+
+    Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
+    the folder are left out, and the new sheet gets the next free name.
+    """
+    from pytest_embeval.judging.pooling import (
+        SheetError,
+        pool_from_rankings,
+        pool_lines,
+        read_sheet,
+        sheet_pairs,
+        write_sheet,
+    )
+
+    # Named after the golden file only: the name must not tell a judge which arm retrieved what.
+    stem = file_stem(record)
+    earlier = sorted(folder.glob(f"{stem}.pool*.csv"))
+    try:
+        exclude = sheet_pairs([read_sheet(path) for path in earlier])
+    except SheetError as error:
+        for problem in error.problems:
+            reporter.write_line(f"embeval pool: {problem}", red=True)
+        return
+    pool = pool_from_rankings(golden, rankings_from_record(record), depth=depth, exclude=exclude)
+    for line in pool_lines(pool):
+        reporter.write_line(f"embeval pool: {line}")
+    if not pool.rows:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.pool.csv"
+    number = 2
+    while path.exists():
+        path, number = folder / f"{stem}.pool-{number}.csv", number + 1
+    write_sheet(path, pool)
+    reporter.write_line(f"embeval pool: sheet written to {path}")
+
+
+def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
+    """What the embedding cache did over the session, summed from the user properties of the items that ran
+    a golden set (on any worker; in their setup, which runs the golden set): ``read``, ``embedded``,
+    ``corrupt`` counts and the first ``write_error``."""
+    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "write_error": None}
+    field_of = {name: field for field, name in CACHE_PROPERTIES.items()}
+    for group in reports:
+        for report in group:
+            if getattr(report, "when", None) != "setup":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                field = field_of.get(name)
+                if field == "write_error":
+                    totals[field] = totals[field] or value
+                elif field is not None:
+                    totals[field] += value
+    return totals
+
+
+def _shown_path(path: Path, start: Path) -> str:
+    """``path`` relative to ``start`` when it is inside it, with a trailing separator: it is a folder."""
+    start = start.resolve()
+    shown = path.relative_to(start) if path.is_relative_to(start) else path
+    return os.path.join(shown, "")

@@ -1,0 +1,106 @@
+"""The session's state and what the items leave for the session: the `EmbevalState` in
+``config.stash[STATE]``, each stratum item's records (`ItemRecords`, plain Python types that pytest-xdist
+carries to the controller), the error of a golden set that could not be run, and the cache counts an item
+reports as user properties.
+
+The items (`items`) and the session hooks (`session`) both read it, so it lives apart from both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from pytest_embeval.arms.retriever import Retriever
+from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.plugin.options import Settings
+from pytest_embeval.reports.json_report import (
+    Record,
+)
+from pytest_embeval.run.pipeline import GoldenRun
+from pytest_embeval.run.stratum_evaluation import StratumOutcome
+
+__all__ = [
+    "CACHE_PROPERTIES",
+    "ITEM_ERROR",
+    "ITEM_RECORDS",
+    "STATE",
+    "EmbevalState",
+    "FailedRun",
+    "GoldenSetError",
+    "ItemRecords",
+]
+
+
+#: The item that ran a golden set carries what the embedding cache did meanwhile as user properties with
+#: these names (ints, or a str for the write error), so the xdist controller can sum them over workers.
+CACHE_PROPERTIES = {
+    "read": "embeval_cache_read",
+    "embedded": "embeval_cache_embedded",
+    "corrupt": "embeval_cache_corrupt",
+    "write_error": "embeval_cache_write_error",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ItemRecords:
+    """What a stratum item leaves for its report: its stratum's record, and its golden set's record when it
+    is the first item of the set this process ran."""
+
+    stratum: Record
+    golden: Record | None = None
+
+
+#: A stratum item's records, in its stash once it has been checked.
+ITEM_RECORDS: pytest.StashKey[ItemRecords] = pytest.StashKey()
+
+
+#: The error record of the item that ran a golden set which could not be run (see `json_report.error_record`).
+ITEM_ERROR: pytest.StashKey[Record] = pytest.StashKey()
+
+
+class GoldenSetError(Exception):
+    """A golden set that could not be run (a model that cannot be resolved, an encoder fault, arms that did
+    not hold their inputs constant): an error of its items, never a failure. Raised in the items' setup, so
+    pytest counts it as an error; the message is one line, shown without a traceback."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FailedRun:
+    """A golden set whose run failed in this process: the item that reports it in full, and its message."""
+
+    nodeid: str
+    message: str
+
+
+@dataclasses.dataclass
+class EmbevalState:
+    """Per-process state of one session, kept in `config.stash`."""
+
+    settings: Settings
+    #: the embedding cache (None with --embeval-no-cache); it touches the disk only when first used
+    cache: EmbeddingCache | None = dataclasses.field(init=False)
+    #: resolved models, by spec (the command line's and the ini file's are resolved at the start)
+    arms: dict[Any, Retriever] = dataclasses.field(default_factory=dict)
+    #: on an xdist worker, command-line or ini specs that did not resolve there, with the reason
+    unresolved: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: each golden set's run in this process, by resolved path
+    runs: dict[str, GoldenRun | FailedRun] = dataclasses.field(default_factory=dict)
+    #: resolved path -> stratum name -> its outcome, all strata of a file decided together
+    outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
+    #: golden paths whose golden record this process has already attached to a report
+    sent_golden: set[str] = dataclasses.field(default_factory=set)
+    #: what the controller received, from its own items or from xdist workers
+    golden_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    stratum_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    error_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cache_dir = self.settings.cache_dir
+        self.cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
+
+
+#: The session's embeval state; present only when --embeval is given.
+STATE: pytest.StashKey[EmbevalState] = pytest.StashKey()

@@ -1,0 +1,623 @@
+"""Records and the files made of them: the JSON report and the TREC runs, as pure functions of plain data.
+
+A worker turns what it ran into records (`golden_record` per golden set, `stratum_record` per stratum item);
+the controller merges every worker's records with `build_report`, and every output (the files here, the
+terminal lines of `reports/terminal.py`) is a function of that merged report alone.
+
+Records are dicts of plain Python types (str, int, float, None, lists, dicts) because they cross process
+boundaries under pytest-xdist; NaN becomes None so the JSON report is strict JSON.
+
+The report is identical with and without pytest-xdist except for values under a ``timings`` key (wall-clock
+latencies, which vary run to run) and an arm's ``usage`` (the tokens an endpoint billed this run, which
+depend on what the embedding cache already held, and so on which worker got to a shared text first): tools
+comparing reports drop every ``timings`` and ``usage`` key first. An in-process arm's ``usage`` is None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pytest_embeval.arms.dense import DenseRetriever
+from pytest_embeval.arms.rerank import RerankOutcome
+from pytest_embeval.arms.resolve import Component
+from pytest_embeval.arms.retriever import IndexStats, Retriever
+from pytest_embeval.arms.usage import UsageCount, cost
+from pytest_embeval.core.capacity import ArmCapacity, Estimate, Latency, Production, TokenCount, project
+from pytest_embeval.core.stats import PairedComparison
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.judging.coverage import coverage
+from pytest_embeval.run.control import short_digest
+from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING
+from pytest_embeval.run.pipeline import ArmResult, GoldenRun, ranked_depth
+from pytest_embeval.run.stratum_evaluation import Family, Mover, StratumOutcome
+
+SCHEMA_VERSION = 1
+ROLES = ("incumbent", "candidate")
+RECALL_TARGET_HELD = (
+    "held constant is the recall target, not the ef: each arm's quality is measured at the ef its own "
+    "vectors need to reach it"
+)
+
+Record = dict[str, Any]
+
+
+def _number(value: float) -> float | None:
+    """NaN (undefined) and infinite (unbounded interval) values are None: strict JSON has neither."""
+    return float(value) if math.isfinite(value) else None
+
+
+def comparison_record(comparison: PairedComparison) -> Record:
+    return {
+        "n": comparison.n,
+        "effective_n": comparison.effective_n,
+        "excluded": comparison.excluded,
+        "incumbent": _number(comparison.incumbent_mean),
+        "candidate": _number(comparison.candidate_mean),
+        "delta": _number(comparison.delta),
+        "ci": [_number(comparison.ci_low), _number(comparison.ci_high)],
+        "interval": comparison.interval,
+        "ci_confidence": comparison.confidence,
+        "p_value": _number(comparison.p_value),
+        "sd": _number(comparison.sd),
+        "wins": comparison.wins,
+        "losses": comparison.losses,
+        "sign_p": _number(comparison.sign_p),
+        "mde": _number(comparison.mde),
+        "note": comparison.note,
+    }
+
+
+def _mover_record(mover: Mover) -> Record:
+    return {
+        "id": mover.query_id,
+        "text": mover.text,
+        "incumbent": mover.incumbent,
+        "candidate": mover.candidate,
+    }
+
+
+def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOutcome) -> Record:
+    """The record of one stratum item: the DESIGN.md per-stratum fields plus what the failure view needs."""
+    primary = str(golden.metric)
+    decision = outcome.decision
+    return {
+        "golden": path,
+        "order": order,
+        "stratum": outcome.stratum.name,
+        "metric": primary,
+        **comparison_record(outcome.comparisons[primary]),
+        "verdict": decision.verdict.value,
+        "primary_verdict": decision.primary.value,
+        "reason": decision.reason,
+        "queries_needed": decision.queries_needed,
+        "sign_disagrees": decision.sign_disagrees,
+        "tie_margin": golden.tie_margin,
+        "confidence": golden.confidence,
+        "guards": [
+            {
+                "metric": guard.metric,
+                "margin": guard.margin,
+                **comparison_record(guard.comparison),
+                "verdict": guard.verdict.value,
+                "reason": guard.reason,
+                "failed": guard.failed,
+            }
+            for guard in decision.guards
+        ],
+        "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
+        "movers": [_mover_record(m) for m in outcome.movers],
+        "drivers": [_mover_record(m) for m in outcome.drivers],
+        "family": _family_record(outcome.family),
+        "tied": _tied_record(outcome, primary),
+        "consensus_failures": list(outcome.consensus_failures),
+        **_slices_record(outcome),
+        **({} if outcome.rerank is None else _rerank_stratum(outcome.rerank)),
+    }
+
+
+def _rerank_stratum(rerank: RerankOutcome) -> Record:
+    """A stratum's two comparisons on its reranked queries, side by side, and which one decides."""
+    first, after = rerank.first_stage_decision, rerank.after_decision
+    return {
+        "decided_by": "rerank" if rerank.decides else "first_stage",
+        "rerank": {
+            "sampled": rerank.sampled,
+            "first_stage": {
+                "verdict": first.verdict.value,
+                "reason": first.reason,
+                "metrics": {name: comparison_record(c) for name, c in rerank.first_stage.items()},
+            },
+            "after_rerank": {
+                "verdict": after.verdict.value,
+                "reason": after.reason,
+                "metrics": {name: comparison_record(c) for name, c in rerank.after.items()},
+            },
+            "absorbed": rerank.absorbed,
+        },
+    }
+
+
+def _family_record(family: Family | None) -> Record | None:
+    """How the stratum was adjusted for the strata decided with it: the method, the family size and the
+    level its intervals were computed at (None: outside the family, under the floor)."""
+    if family is None:
+        return None
+    return {"method": family.method, "size": family.size, "level": family.level}
+
+
+def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:
+    """Per arm, the stratum's queries whose scores tie across each metric's cutoff; whether another order
+    of the tied documents gives another verdict, and the verdict under each order."""
+    ties = outcome.ties
+    if ties is None:
+        return None
+    incumbent, candidate = ties.across[primary]
+    return {
+        "metric": primary,
+        "incumbent": incumbent,
+        "candidate": candidate,
+        "could_change": ties.could_change(outcome.decision.verdict),
+        "verdicts": None if ties.verdicts is None else {o: v.value for o, v in ties.verdicts.items()},
+        "across": {name: {"incumbent": i, "candidate": c} for name, (i, c) in ties.across.items()},
+    }
+
+
+def _latency_record(latency: Latency) -> Record:
+    # Four significant digits: the timer's noise is larger than that from one run to the next.
+    return {"p50": float(f"{latency.p50_ms:.4g}"), "p95": float(f"{latency.p95_ms:.4g}")}
+
+
+def index_record(stats: IndexStats) -> Record:
+    """One arm's index: kind, dimension, memory; for hnsw also its parameters as built, its ANN recall against
+    exact search and, under ``timings``, its per-query latency and exact search's."""
+    record: Record = {"kind": stats.kind, "dimension": stats.dimension, "memory_bytes": stats.memory_bytes}
+    if stats.hnsw is not None:
+        hnsw = stats.hnsw
+        record.update(hnsw.parameters)
+        if hnsw.recall_target is not None:
+            record["recall_target"] = hnsw.recall_target
+        record["ann_recall"] = _number(hnsw.ann_recall)
+        record["sample"] = hnsw.sample
+        if hnsw.filtered:
+            record["filtered"] = True
+        record["timings"] = {
+            "latency_ms": _latency_record(hnsw.latency),
+            "exact_latency_ms": _latency_record(hnsw.exact_latency),
+        }
+    return record
+
+
+def _arm_record(result: ArmResult, production: Production | None) -> Record:
+    record: Record = {
+        "spec": result.arm.spec,
+        "fingerprint": result.arm.fingerprint,
+        "prompts": dict(result.arm.prompts),
+        "index": None if result.index is None else index_record(result.index),
+        "usage": None if result.usage is None else usage_record(result.usage, _price(result.arm)),
+    }
+    if result.capacity is not None and production is not None:
+        record["capacity"] = capacity_record(result.capacity, production)
+    # Only for the arms that are not embedding arms, so embedding arms' records keep their shape.
+    if result.arm.kind != "dense":
+        record["kind"] = result.arm.kind
+    if result.components:
+        record["components"] = [_component_record(part) for part in result.components]
+    return record
+
+
+def _price(arm: Retriever) -> float | None:
+    """An embedding arm's price per million tokens; arms that embed nothing themselves have none."""
+    return arm.arm.price_per_million_tokens if isinstance(arm, DenseRetriever) else None
+
+
+def _component_record(part: Component) -> Record:
+    record: Record = {
+        "spec": part.spec,
+        "kind": part.kind,
+        "fingerprint": part.fingerprint,
+        "prompts": dict(part.prompts),
+        "index": None if part.index is None else index_record(part.index),
+    }
+    if part.parts:
+        record["components"] = [_component_record(inner) for inner in part.parts]
+    return record
+
+
+def _pipeline_record(run: GoldenRun) -> Record:
+    """What the golden set's pipeline adds to plain retrieval: filters, folding, a reranker."""
+    golden, held = run.golden, run.held
+    record: Record = {}
+    if held is None:
+        return record
+    if held.filters is not None:
+        plan = held.filters
+        counts = plan.allowed_counts()
+        record["filters"] = {
+            "queries": sum(1 for query in golden.queries if query.filters),
+            "distinct": sum(1 for one in plan.filters if one),
+            "matching_nothing": [
+                query.id for query, n in zip(golden.queries, counts.tolist(), strict=True) if n == 0
+            ],
+        }
+    if golden.fold is not None and held.chunks is not None:
+        record["fold"] = {
+            **golden.fold.as_dict(),
+            "chunks": held.chunks.chunks,
+            "documents": len(held.chunks.doc_ids),
+        }
+    if golden.rerank is not None and run.reranker is not None:
+        record["rerank"] = {
+            **golden.rerank.as_dict(),
+            "spec": run.reranker["spec"],
+            "fingerprint": run.reranker["fingerprint"],
+            "queries": int(held.rerank_rows.size),
+            # What this run had to score varies run to run (a rerun is served from the cache).
+            "timings": {"pairs_scored": run.reranker["scored"], "pairs_from_cache": run.reranker["cached"]},
+        }
+    return record
+
+
+def usage_record(usage: UsageCount, price_per_million_tokens: float | None) -> Record:
+    """What an endpoint arm spent on one golden set: ``tokens`` as the endpoint reported them, ``requests``,
+    ``cached_tokens`` (what the texts served from the embedding cache had cost: not spent), and with a
+    declared price their ``cost`` and ``cached_cost`` (None without one)."""
+    return {
+        "tokens": usage.tokens,
+        "requests": usage.requests,
+        "cached_tokens": usage.cached_tokens,
+        "price_per_million_tokens": price_per_million_tokens,
+        "cost": cost(usage.tokens, price_per_million_tokens),
+        "cached_cost": cost(usage.cached_tokens, price_per_million_tokens),
+    }
+
+
+def golden_record(run: GoldenRun, path: str) -> Record:
+    """The golden-set part of the report: settings, models, fingerprints, every query under both arms, and
+    each arm's judged@k per stratum (``coverage``), computed here where the judgments are at hand."""
+    golden = run.golden
+    arms = {"incumbent": run.incumbent, "candidate": run.candidate}
+    rankings = {
+        role: {query.id: list(ranked) for query, ranked in zip(golden.queries, arm.ranked, strict=True)}
+        for role, arm in arms.items()
+    }
+    queries = []
+    reranked = set() if run.held is None else set(run.held.rerank_rows.tolist())
+    for i, query in enumerate(golden.queries):
+        record: Record = {
+            "id": query.id,
+            "text": query.text,
+            "strata": dict(query.fields),
+            "scores": {
+                role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
+                for role, arm in arms.items()
+            },
+            "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
+            "similarities": {role: list(arm.similarities[i]) for role, arm in arms.items()},
+        }
+        if query.filters:
+            record["filters"] = {name: list(values) for name, values in query.filters.items()}
+        if i in reranked:
+            record["after_rerank"] = _after_rerank(arms, i)
+        queries.append(record)
+    return {
+        "name": golden.name,
+        "path": path,
+        "fingerprint": golden.fingerprint(
+            run.held.documents if run.held is not None and run.held.golden is golden else None
+        ),
+        "plan_fingerprint": golden.plan_fingerprint(),
+        "control": {"fingerprint": run.control.fingerprint, "components": run.control.components()},
+        "metric": str(golden.metric),
+        "guards": dict(golden.guards),
+        "report": [str(m) for m in golden.report_metrics],
+        "tie_margin": golden.tie_margin,
+        "confidence": golden.confidence,
+        "min_queries": golden.min_queries,
+        "bootstrap": golden.bootstrap,
+        "seed": golden.seed,
+        "relevance_level": golden.relevance_level,
+        "interval": golden.interval,
+        "ties": golden.ties,
+        "multiple_comparisons": golden.multiple_comparisons,
+        "index": _index_record(golden),
+        "depth": ranked_depth(golden),
+        "split": golden.split,
+        # Searched: with corpus_sample, the largest slice's (the verdicts' corpus).
+        "documents": run.documents,
+        "documents_without_text": list(golden.textless),
+        **_sample_record(golden),
+        **_recall_target_record(run),
+        **_pipeline_record(run),
+        "incumbent": _arm_record(run.incumbent, golden.production),
+        "candidate": _arm_record(run.candidate, golden.production),
+        "queries": queries,
+        "coverage": [dataclasses.asdict(row) for row in coverage(golden, rankings, k=golden.metric.k)],
+    }
+
+
+def _after_rerank(arms: Mapping[str, ArmResult], row: int) -> Record:
+    """One reranked query under both arms after the reranker: scores, ranking, the reranker's scores."""
+    after = {role: arm.reranked for role, arm in arms.items() if arm.reranked is not None}
+    return {
+        "scores": {
+            role: {name: _number(float(values[row])) for name, values in one.per_query.items()}
+            for role, one in after.items()
+        },
+        "ranked": {role: list(one.ranked[row]) for role, one in after.items()},
+        "reranker_scores": {role: list(one.scores[row]) for role, one in after.items()},
+    }
+
+
+def _index_record(golden: GoldenSet) -> Record | str:
+    index = golden.index
+    if index.kind == "exact":
+        return "exact"
+    return {"hnsw": {key: value for key, value in index.as_dict().items() if key != "kind"}}
+
+
+# ---------------------------------------------------------------- capacity and corpus slices
+
+
+def _sample_record(golden: GoldenSet) -> Record:
+    """The declared production size and corpus sample, with the corpus size, when the golden set has them."""
+    record: Record = {}
+    if golden.production is not None:
+        record["production"] = golden.production.as_dict()
+    if golden.corpus_sample is not None:
+        record["corpus_sample"] = {
+            **golden.corpus_sample.as_dict(),
+            "corpus_documents": len(golden.documents),
+        }
+    return record
+
+
+def _recall_target_record(run: GoldenRun) -> Record:
+    """With a recall target: the ef each arm needed to reach it, and which arm needs more."""
+    # An arm without its own vector index (BM25, a fusion) has no ef of its own to report.
+    arms = {
+        role: None if result.index is None else result.index.hnsw
+        for role, result in (("incumbent", run.incumbent), ("candidate", run.candidate))
+    }
+    target = run.golden.index.recall_target
+    if target is None or arms["incumbent"] is None or arms["candidate"] is None:
+        return {}
+    ef = {role: hnsw.parameters["ef"] for role, hnsw in arms.items() if hnsw is not None}
+    more = None if ef["incumbent"] == ef["candidate"] else max(ef, key=ef.__getitem__)
+    return {
+        "recall_target": {
+            "target": target,
+            "ef": ef,
+            "needs_more": more,
+            "held_constant": RECALL_TARGET_HELD,
+        }
+    }
+
+
+def _slices_record(outcome: StratumOutcome) -> Record:
+    """A stratum's primary Δ and CI per corpus slice, and whether the gap still moved; nothing without
+    slices."""
+    if not outcome.slices:
+        return {}
+    return {
+        "slices": [
+            {
+                "fraction": one.fraction,
+                "documents": one.documents,
+                "delta": _number(one.comparison.delta),
+                "ci": [_number(one.comparison.ci_low), _number(one.comparison.ci_high)],
+                "verdict": one.verdict.value,
+            }
+            for one in outcome.slices
+        ],
+        "gap_moving": outcome.gap_moving,
+        "slices_note": GAP_STILL_MOVING if outcome.gap_moving else None,
+    }
+
+
+def _tokens_record(count: TokenCount | None) -> Record | None:
+    if count is None:
+        return None
+    return {**dataclasses.asdict(count), "per_text": _number(count.per_text)}
+
+
+def _estimate_record(estimate: Estimate | None) -> Record | None:
+    return None if estimate is None else {"value": estimate.value, "assumes": estimate.assumes}
+
+
+def capacity_record(capacity: ArmCapacity, production: Production) -> Record:
+    """One arm's capacity: what this run measured, and its projection to ``production`` (each figure with
+    what it assumes). Throughput and latency, and what is derived from latency, are under ``timings``."""
+    throughput = capacity.throughput
+    encoding = None
+    if throughput is not None:
+        encoding = {
+            "texts": throughput.texts,
+            "seconds": float(f"{throughput.seconds:.4g}"),
+            "texts_per_second": float(f"{throughput.texts_per_second:.4g}"),
+            "tokens_per_second": (
+                None if throughput.tokens_per_second is None else float(f"{throughput.tokens_per_second:.4g}")
+            ),
+        }
+    projection = project(capacity, production)
+    projected: Record = {
+        "documents": projection.documents,
+        "index_bytes": _estimate_record(projection.index_bytes),
+        "embedding_tokens": _estimate_record(projection.embedding_tokens),
+        "embedding_cost": _estimate_record(projection.embedding_cost),
+        "memory_cost_per_month": _estimate_record(projection.memory_cost_per_month),
+    }
+    if projection.query_tokens_per_month is not None:
+        projected["query_tokens_per_month"] = _estimate_record(projection.query_tokens_per_month)
+        projected["query_cost_per_month"] = _estimate_record(projection.query_cost_per_month)
+        projected["timings"] = {
+            "search_core_hours_per_month": _estimate_record(projection.search_core_hours_per_month)
+        }
+    return {
+        "measured": {
+            "documents": capacity.documents,
+            "dimension": capacity.dimension,
+            "dtype": capacity.dtype,
+            "bytes_per_vector": capacity.bytes_per_vector,
+            "index": capacity.index_kind,
+            "index_bytes": capacity.index_bytes,
+            "document_tokens": _tokens_record(capacity.document_tokens),
+            "query_tokens": _tokens_record(capacity.query_tokens),
+            "price_per_million_tokens": capacity.price_per_million_tokens,
+            "latency_ef": capacity.latency_ef,
+            # encoding is None when no document was encoded in this run (all from the embedding cache)
+            "timings": {"encoding": encoding, "latency_ms": _latency_record(capacity.latency)},
+        },
+        "production": projected,
+    }
+
+
+def control_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """What two JSON reports did not hold equal: one line per golden set (matched by path) and differing
+    control component, e.g. ``support.yaml: corpus (sha256:ab12… vs sha256:cd34…)``.
+
+    An empty list means every golden set of either report was run on the same corpus, queries, judgments,
+    index, depth and plan in both, so their results differ only by the models. A golden set in one report
+    only, or one without a ``control`` record (a report from before it existed), gets a line saying so.
+    """
+    first = {golden["path"]: golden for golden in a["golden_sets"]}
+    second = {golden["path"]: golden for golden in b["golden_sets"]}
+    lines: list[str] = []
+    for path in sorted(first.keys() | second.keys()):
+        if path not in second or path not in first:
+            lines.append(f"{path}: only in the {'first' if path in first else 'second'} report")
+            continue
+        controls = first[path].get("control"), second[path].get("control")
+        if controls[0] is None or controls[1] is None:
+            which = "first" if controls[0] is None else "second"
+            lines.append(f"{path}: no control fingerprint in the {which} report")
+            continue
+        components = controls[0]["components"], controls[1]["components"]
+        for name in dict.fromkeys([*components[0], *components[1]]):
+            digests = components[0].get(name), components[1].get(name)
+            if digests[0] != digests[1]:
+                shown = [short_digest(d) if d is not None else "absent" for d in digests]
+                lines.append(f"{path}: {name} ({shown[0]} vs {shown[1]})")
+    return lines
+
+
+def error_record(golden: GoldenSet, path: str, error: Exception) -> Record:
+    """A golden set that could not be run: which arm (``role``, ``spec``; None when the arms' inputs differed,
+    or ``spec`` when no model was given) and what was wrong (``message``, one line)."""
+    return {
+        "path": path,
+        "name": golden.name,
+        "role": getattr(error, "role", None),
+        "spec": getattr(error, "spec", None),
+        "message": str(error),
+    }
+
+
+def build_report(
+    golden_records: Iterable[Record], stratum_records: Iterable[Record], error_records: Iterable[Record] = ()
+) -> Record:
+    """Merge golden-set, stratum and error records (from any number of workers) into the JSON report.
+
+    Order is by golden-set path and the golden file's stratum order, never by arrival, so a run with
+    pytest-xdist writes the same report as a serial one. In each golden set, the strata come after the
+    queries and the coverage of the judgments comes last.
+    """
+    by_path: dict[str, list[Record]] = {}
+    for record in stratum_records:
+        by_path.setdefault(record["golden"], []).append(record)
+    golden_sets = []
+    for golden in sorted(golden_records, key=lambda r: r["path"]):
+        strata = sorted(by_path.get(golden["path"], []), key=lambda r: r["order"])
+        golden_sets.append(
+            {
+                **{key: value for key, value in golden.items() if key != "coverage"},
+                "strata": [{k: v for k, v in s.items() if k not in ("golden", "order")} for s in strata],
+                "coverage": golden["coverage"],
+            }
+        )
+    errors = sorted(error_records, key=lambda r: r["path"])
+    return {"schema_version": SCHEMA_VERSION, "golden_sets": golden_sets, "errors": errors}
+
+
+def trec_run(golden: Mapping[str, Any], role: str) -> str:
+    """A TREC run file (`qid Q0 docid rank score tag`) of one arm, with the similarity scores searched on."""
+    tag = f"embeval-{role}"
+    lines = []
+    for query in golden["queries"]:
+        for rank, (doc_id, score) in enumerate(
+            zip(query["ranked"][role], query["similarities"][role], strict=True), start=1
+        ):
+            lines.append(f"{query['id']} Q0 {doc_id} {rank} {score!r} {tag}")
+    return "\n".join(lines) + "\n"
+
+
+def file_stem(golden: Mapping[str, Any]) -> str:
+    """A file name for what is written per golden set: its path, flattened, without the extension; a ``..``
+    segment (a golden file outside the rootdir) becomes ``up``, so the name does not start with a dot:
+    ``../shared/a.yaml`` -> ``up__shared__a``."""
+    parts = ["up" if part == ".." else part for part in str(golden["path"]).split("/")]
+    return "__".join(parts).rsplit(".", 1)[0]
+
+
+def run_file_name(golden: Mapping[str, Any], role: str, stage: str = "") -> str:
+    """``<stem>.<role>.run``; after the reranker (``stage="rerank"``) ``<stem>.<role>.rerank.run``."""
+    return f"{file_stem(golden)}.{role}{'.' + stage if stage else ''}.run"
+
+
+def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
+    """A TREC run file of one arm after the reranker, with the reranker's scores, over the reranked queries;
+    None when the golden set has no reranker."""
+    if "rerank" not in golden:
+        return None
+    tag = f"embeval-{role}-rerank"
+    lines = []
+    for query in golden["queries"]:
+        after = query.get("after_rerank")
+        if after is None:
+            continue
+        for rank, (doc_id, score) in enumerate(
+            zip(after["ranked"][role], after["reranker_scores"][role], strict=True), start=1
+        ):
+            lines.append(f"{query['id']} Q0 {doc_id} {rank} {score!r} {tag}")
+    return "\n".join(lines) + "\n"
+
+
+#: Containers this deep (the report is at depth 0, a golden set at 2, a query's, a stratum's or an arm's
+#: record at 4) are written on one line each, by the C encoder, which json.dumps uses only when it does not
+#: indent: a report of 1,500 queries is written in a third of the time, and diffs one line per query.
+_ONE_LINE_DEPTH = 4
+
+
+def without_timings(value: Any) -> Any:
+    """A JSON report without its ``timings`` values: what must be equal between runs."""
+    if isinstance(value, dict):
+        return {key: without_timings(item) for key, item in value.items() if key != "timings"}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
+
+
+def report_json(report: Mapping[str, Any]) -> str:
+    """The JSON report's text: indented by one space per level down to `_ONE_LINE_DEPTH`, one line below."""
+    return _layered(report, 0) + "\n"
+
+
+def _layered(value: object, depth: int) -> str:
+    if depth >= _ONE_LINE_DEPTH or not isinstance(value, (dict, list)) or not value:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    pad = "\n" + " " * (depth + 1)
+    if isinstance(value, dict):
+        # A key that is not a string is written as json.dumps writes it (True as "true").
+        items = [
+            f"{json.dumps(key if isinstance(key, str) else json.dumps(key), ensure_ascii=False)}: "
+            f"{_layered(item, depth + 1)}"
+            for key, item in value.items()
+        ]
+        opening, closing = "{", "}"
+    else:
+        items = [_layered(item, depth + 1) for item in value]
+        opening, closing = "[", "]"
+    return opening + pad + ("," + pad).join(items) + "\n" + " " * depth + closing

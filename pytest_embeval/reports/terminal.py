@@ -1,0 +1,211 @@
+"""What the plugin prints: the per-golden-set table, a failing stratum's report, and the session's notes
+(embedding cache, coverage of the judgments), as pure functions of the report's plain records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_embeval.core.text_table import table
+from pytest_embeval.reports.capacity_contents import (
+    Block,
+    capacity_assumptions,
+    capacity_blocks,
+    recall_target_note,
+    slices_block,
+    usage_lines,
+)
+from pytest_embeval.reports.contents import (
+    COMPARISON,
+    arm_title,
+    coverage_notes,
+    fmt_interval,
+    fmt_number,
+    fmt_sign,
+    interval_words,
+    strata_notes,
+    strata_table,
+)
+from pytest_embeval.reports.json_report import ROLES
+from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+
+#: The terminal's strata table: golden-file order, with the MDE, the reasons left to the failures.
+TERMINAL_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "MDE", "verdict")
+
+
+def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The per-golden-set table of DESIGN.md: one row per stratum that ran, then what the verdicts rest on
+    (the family of strata, ties, queries both arms miss, intervals on few differing queries)."""
+    # .get: reports written before the split was recorded had none.
+    split = golden.get("split")
+    where = golden["path"] if split is None else f"{golden['path']}, split {split}"
+    title = (
+        f"{golden['name']} ({where}): {golden['metric']}, margin {golden['tie_margin']}, "
+        f"{interval_words(golden)}; "
+        f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
+    )
+    shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
+    lines = [title, *table(shown.header, shown.rows)]
+    lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
+    for role in ROLES:
+        # .get: reports written before arms carried an index record are still rendered.
+        index = golden[role].get("index")
+        if index is not None and index["kind"] == "hnsw":
+            lines.append(_hnsw_line(f"{role} index", index, golden["depth"]))
+        for part in golden[role].get("components", ()):
+            if part["index"] is not None and part["index"]["kind"] == "hnsw":
+                lines.append(_hnsw_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
+    if "recall_target" in golden:
+        lines.append(str(recall_target_note(golden)))
+    lines += usage_lines(golden)
+    lines += pipeline_notes(golden)
+    rerank = rerank_block(golden, strata)
+    if rerank is not None:
+        lines += _block_lines(rerank)
+    return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
+
+
+def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
+    timings = index["timings"]
+    latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
+    reached = f" (smallest to reach recall {index['recall_target']:g})" if "recall_target" in index else ""
+    filtered = ", filtered as the queries are" if index.get("filtered") else ""
+    return (
+        f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
+        f"{reached}, ANN recall@{depth} {fmt_number(index['ann_recall'])} "
+        f"({index['sample']} queries{filtered}), "
+        f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
+        f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
+    )
+
+
+def _fmt_ms(value: float) -> str:
+    return f"{value:.3g} ms"
+
+
+def _fmt_bytes(value: int) -> str:
+    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
+    units = ("B", "KiB", "MiB", "GiB")
+    exponent = 0
+    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
+        exponent += 1
+    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
+
+
+def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
+    if not movers:
+        return []
+    rows = [
+        [
+            m["id"],
+            fmt_number(m["incumbent"]),
+            fmt_number(m["candidate"]),
+            fmt_number(m["candidate"] - m["incumbent"], True),
+            m["text"],
+        ]
+        for m in movers
+    ]
+    return [
+        "",
+        title,
+        *table(["query", f"incumbent {metric}", "candidate", "Δ", "text"], rows, text_last=True),
+    ]
+
+
+def stratum_failure(record: Mapping[str, Any]) -> str:
+    """What a WORSE stratum prints: the compact table, guards, and the queries that moved most."""
+    metric = record["metric"]
+    rows = [
+        [
+            name + (" (primary)" if name == metric else ""),
+            fmt_number(m["incumbent"]),
+            fmt_number(m["candidate"]),
+            fmt_number(m["delta"], True),
+            fmt_interval(m["ci"]),
+            str(m["n"]),
+            fmt_sign(m),
+        ]
+        for name, m in record["metrics"].items()
+    ]
+    lines = [
+        f"{record['stratum']}: {record['verdict']} — {record['reason']}",
+        f"margin {record['tie_margin']}, confidence {record['confidence']}",
+    ]
+    if record.get("decided_by") == "rerank":
+        first = record["rerank"]["first_stage"]
+        lines.append(
+            f"decided after the reranker, on {record['n']} reranked queries (first stage on them: "
+            f"Δ {fmt_number(first['metrics'][metric]['delta'], True)}, {first['verdict']})"
+        )
+    lines += [
+        "",
+        *table(["metric", "incumbent", "candidate", "Δ", "CI", "n", "W/L sign"], rows),
+    ]
+    if record.get("gap_moving"):
+        sizes = record["slices"]
+        moved = ", ".join(f"{one['fraction']:.0%} {fmt_number(one['delta'], True)}" for one in sizes)
+        lines += ["", f"Δ by corpus size: {moved}; {record['slices_note']}"]
+    lines += _mover_lines("queries that moved most:", record["movers"], metric)
+    if record["sign_disagrees"]:
+        lines += _mover_lines(
+            "the sign test disagrees; the queries that drive the mean:", record["drivers"], metric
+        )
+    return "\n".join(lines)
+
+
+def coverage_warning_lines(golden: Mapping[str, Any], report_path: str | None) -> list[str]:
+    """A warning for each arm of the golden set whose top k was judged much less than another's."""
+    return [f"embeval: WARNING: {note.text}" for note in coverage_notes(golden, report_path)]
+
+
+def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None, where: str) -> list[str]:
+    """One line on what the embedding cache in ``where`` served and took over the session, and one each for
+    corrupt entries and for a cache that could not be written; nothing when the cache was not used."""
+    if not (read or embedded or corrupt or write_error):
+        return []
+    lines = [f"embeval: embedding cache {where}: {read:,} texts read, {embedded:,} embedded"]
+    if corrupt:
+        entries = "entry was" if corrupt == 1 else "entries were"
+        lines.append(
+            f"embeval: {corrupt:,} corrupt cache {entries} found in {where}, discarded and recomputed"
+        )
+    if write_error:
+        lines.append(f"embeval: new embeddings could not be stored in {where}: {write_error}")
+    return lines
+
+
+def textless_warning_lines(golden: Mapping[str, Any], shown: int) -> list[str]:
+    """A warning naming the golden set's documents without text (the first ``shown`` ids), if it has any."""
+    ids = golden.get("documents_without_text") or []
+    if not ids:
+        return []
+    listed = ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+    documents = "document has" if len(ids) == 1 else "documents have"
+    return [
+        f"embeval: WARNING: {golden['name']} ({golden['path']}): {len(ids)} {documents} no text ({listed}): "
+        "never embedded nor retrieved by either arm; judgments naming them still count"
+    ]
+
+
+# ---------------------------------------------------------------- capacity and corpus slices
+
+
+def _block_lines(block: Block) -> list[str]:
+    return ["", block.caption, *table(block.table.header, block.table.rows), *block.notes]
+
+
+def slice_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per stratum, the primary Δ, CI and verdict at each corpus size, and the strata whose gap still
+    moved between the two largest sizes; nothing without ``corpus_sample``."""
+    block = slices_block(golden, strata)
+    return [] if block is None else _block_lines(block)
+
+
+def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
+    """Each arm's capacity, measured here and projected to ``production``, with what every projected figure
+    assumes; nothing when the golden set declares no production size."""
+    blocks = capacity_blocks(golden)
+    if not blocks:
+        return []
+    lines = [line for block in blocks for line in _block_lines(block)]
+    return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]

@@ -1,0 +1,10 @@
+"""One golden set run: the pipeline both arms go through with everything else held constant (`pipeline`),
+the control digests that prove it (`control`), corpus slices (`corpus_slices`) and each stratum decided
+from both arms' per-query scores (`stratum_evaluation`).
+
+The pipeline never knows whether vectors come from the embedding cache: the plugin hands it arms.
+
+May import: ``arms``, ``search``, ``golden``, ``files``, ``core``. Never pytest.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,247 @@
+"""What is held constant between the arms: the `Control` digests, comparing them, and refusing to compare
+arms that differ.
+
+Each component is the sha256 of canonical JSON lines (one per document, query, judgment, ...), so a large
+corpus is hashed without being serialised whole; the component name is hashed first, so equal content under
+two components never gives equal digests. The optional components (filters, folding, the reranked queries)
+exist only where the golden set declares them, so a golden set without them keeps the fingerprint it always
+had.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_embeval.arms.retriever import IndexStats
+from pytest_embeval.core.canonical import KeyedTexts, hash_rows, json_line
+from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.search.hnsw import effective_ef
+
+__all__ = [
+    "Control",
+    "ControlMismatch",
+    "InputDigests",
+    "check_control",
+    "consumed_index",
+    "control_differences",
+    "control_of",
+    "declared_index",
+    "input_digests",
+    "short_digest",
+]
+
+
+class ControlMismatch(Exception):
+    """The arms did not consume identical held-constant inputs, so comparing them would measure more than the
+    encoder. ``differences`` holds one description per differing component."""
+
+    def __init__(self, differences: Sequence[str]) -> None:
+        self.differences = tuple(differences)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "refusing to compare: the arms differ in what must be held constant: " + "; ".join(
+            self.differences
+        )
+
+    def __reduce__(self) -> tuple[type[ControlMismatch], tuple[tuple[str, ...]]]:
+        # Exception pickles its args, which here are the formatted message, not the differences.
+        return ControlMismatch, (self.differences,)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Control:
+    """``sha256:`` digests of everything held constant between the arms, one per component."""
+
+    #: document ids with the sha256 of the exact text embedded, in corpus order
+    corpus: str
+    #: query ids, texts and stratum fields, in golden order
+    queries: str
+    #: every (query, document, grade) judgment
+    qrels: str
+    #: index kind and, for hnsw, M, ef_construction, the build seed and the ef searched with (or, with a
+    #: recall target, the target: each arm's ef is its own)
+    index: str
+    #: documents ranked per query
+    depth: str
+    #: the golden set's plan fingerprint (metric, guards, margins, confidence, bootstrap, seed, ...)
+    plan: str
+    #: each query's filter and the records each filter allows; None (left out) without filters
+    filters: str | None = None
+    #: the fold spec and the document of every chunk; None (left out) without folding
+    fold: str | None = None
+    #: the rerank spec and the queries reranked; None (left out) without a reranker
+    rerank: str | None = None
+
+    def components(self) -> dict[str, str]:
+        """The components in order; the optional ones only when declared, so that a golden set without
+        them keeps the fingerprint it always had."""
+        return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
+
+    @property
+    def fingerprint(self) -> str:
+        """One digest of all components: equal fingerprints mean every held-constant input is equal."""
+        return _digest("fingerprint", [self.components()])
+
+
+def short_digest(digest: str) -> str:
+    """``sha256:`` and the first 12 hex digits: enough to tell two digests apart in a message."""
+    return digest[: len("sha256:") + 12] + "…"
+
+
+#: Rows hashed at a time by `_id_rows_digest`.
+_DIGEST_BLOCK = 4096
+
+
+def _digest(component: str, parts: Iterable[object]) -> str:
+    """sha256 of one canonical JSON line per part. The component name is hashed first, so equal content
+    under two components never gives equal digests."""
+    digest = hashlib.sha256(f"pytest-embeval control v1 {component}\n".encode())
+    for part in parts:
+        digest.update(json_line(part).encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+def _corpus_digest(doc_ids: Sequence[str], text_keys: Sequence[bytes], textless: Sequence[str] = ()) -> str:
+    """``_digest("corpus", [[id, sha256 hex of its text], ...])`` (``text_keys``: `canonical.text_key` of
+    each text), then ``["textless", [ids]]`` if some documents have no text (never embedded; only then, so
+    that other digests do not change), written by `_id_rows_digest`."""
+    if len(doc_ids) != len(text_keys):
+        raise ValueError(f"{len(doc_ids)} document ids but {len(text_keys)} texts")
+    rows = ((doc_id, key.hex()) for doc_id, key in zip(doc_ids, text_keys, strict=True))
+    return _id_rows_digest("corpus", rows, after=[["textless", list(textless)]] if textless else [])
+
+
+def _qrels_digest(qrels: Mapping[str, Mapping[str, int]]) -> str:
+    """``_digest("qrels", sorted [query id, document id, grade] rows)``, written by `_id_rows_digest`."""
+    return _id_rows_digest(
+        "qrels", sorted((qid, did, grade) for qid, docs in qrels.items() for did, grade in docs.items())
+    )
+
+
+def _id_rows_digest(
+    component: str, rows: Iterable[tuple[str, str] | tuple[str, str, int]], after: Iterable[object] = ()
+) -> str:
+    """`_digest` of rows of strings and integers (`canonical.row_lines`), then of the parts ``after``, hashed
+    in blocks rather than line by line."""
+    digest = hashlib.sha256(f"pytest-embeval control v1 {component}\n".encode())
+    hash_rows(digest, rows, block=_DIGEST_BLOCK)
+    for part in after:
+        digest.update(json_line(part).encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InputDigests:
+    """The digests of what every arm of a golden set reads alike: its documents (ids, and the sha256 of each
+    embedded text), its queries and its judgments. Hashed once per golden set, not once per arm: on 200,000
+    documents the corpus digest alone is about a second."""
+
+    corpus: str
+    queries: str
+    qrels: str
+
+
+def input_digests(golden: GoldenSet, document_texts: KeyedTexts | None = None) -> InputDigests:
+    """The `InputDigests` of ``golden``: the exact texts its arms embed, in corpus and golden order
+    (``document_texts``: its documents' embedded texts, hashed already)."""
+    query_rows = ([query.id, query.text, dict(query.fields)] for query in golden.queries)
+    documents = golden.documents
+    if document_texts is None:
+        document_texts = KeyedTexts(doc.embed_text for doc in documents)
+    return InputDigests(
+        corpus=_corpus_digest([doc.id for doc in documents], document_texts.keys, golden.textless),
+        queries=_digest("queries", query_rows),
+        qrels=_qrels_digest(golden.qrels),
+    )
+
+
+def control_of(
+    *,
+    inputs: InputDigests,
+    index: Mapping[str, Any],
+    depth: int,
+    plan: str,
+    filters: Sequence[object] | None = None,
+    fold: Iterable[object] | None = None,
+    rerank: Sequence[object] | None = None,
+) -> Control:
+    """The `Control` of what an arm (or the golden set) consumed: the golden set's ``inputs``, the index, the
+    depth and the plan; the optional components from their parts, only when given."""
+    return Control(
+        corpus=inputs.corpus,
+        queries=inputs.queries,
+        qrels=inputs.qrels,
+        index=_digest("index", [dict(index)]),
+        depth=_digest("depth", [depth]),
+        plan=plan,
+        filters=None if filters is None else _digest("filters", filters),
+        fold=None if fold is None else _digest("fold", fold),
+        rerank=None if rerank is None else _digest("rerank", rerank),
+    )
+
+
+def declared_index(golden: GoldenSet, depth: int) -> dict[str, Any]:
+    """The declared index, with the build seed and the ef a search of ``depth`` runs with, or the recall
+    target that chooses each arm's."""
+    spec = golden.index
+    index: dict[str, Any] = {"kind": spec.kind}
+    if spec.kind == "hnsw":
+        index.update(M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed)
+        if spec.recall_target is None:
+            index["ef"] = effective_ef(spec.ef_search, depth)
+        else:
+            # Each arm searches at the ef its own vectors need: the recall reached is what both must share.
+            index["recall_target"] = spec.recall_target
+    return index
+
+
+def _index_consumed(stats: IndexStats) -> dict[str, Any]:
+    """What one index reports it was built and searched with; with a recall target, the target if this
+    arm's ef reached it (else the recall it reached), instead of its ef."""
+    if stats.hnsw is None:
+        return {"kind": stats.kind}
+    consumed: dict[str, Any] = {"kind": stats.kind, **stats.hnsw.parameters}
+    target = stats.hnsw.recall_target
+    if target is not None:
+        del consumed["ef"]
+        consumed["recall_target"] = target if stats.hnsw.ann_recall >= target else stats.hnsw.ann_recall
+    return consumed
+
+
+def consumed_index(declared: Mapping[str, Any], indexes: Sequence[IndexStats]) -> dict[str, Any]:
+    """What the arm's vector indexes report they were built and searched with, not what was asked of them:
+    one index (or several alike) gives its own; an arm with none (BM25) the declared one; indexes that
+    disagree give them all, which matches nothing."""
+    consumed = [_index_consumed(stats) for stats in indexes]
+    if not consumed:
+        return dict(declared)
+    if all(one == consumed[0] for one in consumed):
+        return consumed[0]
+    return {"parts": consumed}
+
+
+def control_differences(expected: Control, incumbent: Control, candidate: Control) -> tuple[str, ...]:
+    """One description per component where either arm differs from ``expected``, in component order."""
+    wanted = expected.components()
+    arms = incumbent.components(), candidate.components()
+
+    def shown(digest: str | None) -> str:
+        return "absent" if digest is None else short_digest(digest)
+
+    return tuple(
+        f"{name} (incumbent {shown(arms[0].get(name))}, candidate {shown(arms[1].get(name))}; "
+        f"golden set {short_digest(digest)})"
+        for name, digest in wanted.items()
+        if arms[0].get(name) != digest or arms[1].get(name) != digest
+    )
+
+
+def check_control(expected: Control, incumbent: Control, candidate: Control) -> None:
+    """Raise `ControlMismatch` unless both arms consumed exactly the held-constant inputs ``expected``."""
+    differences = control_differences(expected, incumbent, candidate)
+    if differences:
+        raise ControlMismatch(differences)

@@ -1,0 +1,366 @@
+"""Each stratum of a run decided: the two arms' per-query scores paired, the family of strata, ties, labels.
+
+`evaluate_golden` decides every stratum of a golden file as one family (``multiple_comparisons``);
+`evaluate_stratum` pairs both arms' scores over one stratum's queries, compares every declared metric
+(`stats.compare_paired`, seeded by stratum and metric), applies the verdict rule (`verdict.decide`), and
+records what the verdict rests on: the queries that moved most, the ties that could change it, the
+queries neither arm finds a relevant document for and, with ``corpus_sample``, the verdict per slice.
+
+With a reranker, each stratum is also compared on the queries reranked for it, before and after the
+reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the family's p-values) rest on
+the after-rerank comparison, and the ties and slices stay the first stage's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from pytest_embeval.arms.rerank import RerankOutcome
+from pytest_embeval.core.stats import (
+    DegenerateComparisonWarning,
+    PairedComparison,
+    compare_paired,
+    stable_seed,
+)
+from pytest_embeval.core.verdict import Decision, Verdict, decide, family_levels
+from pytest_embeval.golden.schema import GoldenSet, Stratum
+from pytest_embeval.run.corpus_slices import SliceOutcome, gap_still_moving
+from pytest_embeval.run.pipeline import GoldenRun
+from pytest_embeval.search.scoring import TIE_ORDERS
+
+#: Queries listed under a failing or disputed stratum.
+MOVERS_SHOWN = 5
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Mover:
+    """A query whose primary-metric score changed between the arms."""
+
+    query_id: str
+    text: str
+    incumbent: float
+    candidate: float
+
+    @property
+    def difference(self) -> float:
+        return self.candidate - self.incumbent
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Family:
+    """How a stratum was decided among the strata of its golden file (``multiple_comparisons``)."""
+
+    method: str  # none | holm | bonferroni
+    size: int  # strata tested together: those with at least min_queries (and 2) pairs
+    level: float | None  # the level (1 - confidence) of this stratum's intervals; None outside the family
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StratumTies:
+    """Tied scores in one stratum: how many queries tie across each metric's cutoff, per arm, and the
+    verdict under each order of tied documents a correct implementation may use (`scoring.TIE_ORDERS`)."""
+
+    #: metric name -> (incumbent, candidate) queries of the stratum that tie across its cutoff
+    across: Mapping[str, tuple[int, int]]
+    #: tie order -> the stratum's verdict with both arms scored in that order; None when no tie of the
+    #: stratum moves a metric
+    verdicts: Mapping[str, Verdict] | None = None
+
+    def could_change(self, verdict: Verdict) -> bool:
+        """Whether another order of the tied documents gives another verdict."""
+        return self.verdicts is not None and any(other is not verdict for other in self.verdicts.values())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StratumOutcome:
+    stratum: Stratum
+    comparisons: Mapping[str, PairedComparison]  # every declared metric, primary first
+    decision: Decision
+    movers: tuple[Mover, ...]  # largest |Δ| first
+    drivers: tuple[Mover, ...]  # largest contribution in the direction of Δ first
+    family: Family | None = None
+    ties: StratumTies | None = None
+    #: queries (with judgments) where neither arm has a relevant document within the primary cutoff
+    consensus_failures: tuple[str, ...] = ()
+    #: before and after the reranker, on the queries reranked for the stratum; None without one
+    rerank: RerankOutcome | None = None
+    #: with ``corpus_sample``: the first-stage primary comparison and verdict per slice, smallest first
+    slices: tuple[SliceOutcome, ...] = ()
+    #: Δ moved by more than half the margin between the two largest slices (`corpus_slices.gap_still_moving`)
+    gap_moving: bool = False
+
+
+def _movers(
+    texts: Sequence[str], ids: Sequence[str], incumbent: np.ndarray, candidate: np.ndarray, order: np.ndarray
+) -> tuple[Mover, ...]:
+    return tuple(
+        Mover(query_id=ids[i], text=texts[i], incumbent=float(incumbent[i]), candidate=float(candidate[i]))
+        for i in order[:MOVERS_SHOWN]
+        if np.isfinite(incumbent[i]) and np.isfinite(candidate[i]) and incumbent[i] != candidate[i]
+    )
+
+
+def _stratum_rows(golden: GoldenSet, stratum: Stratum) -> np.ndarray:
+    position = {query.id: i for i, query in enumerate(golden.queries)}
+    return np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
+
+
+def _compare(
+    golden: GoldenSet,
+    stratum: Stratum,
+    name: str,
+    incumbent: np.ndarray,
+    candidate: np.ndarray,
+    confidence: float,
+    stage: str = "",
+) -> PairedComparison:
+    """One metric on one stratum. The seed names the stratum and metric only (and the ``stage`` of a
+    comparison around the reranker), so the same pairs give the same resamples at any confidence (the
+    family's first pass and its decision share them)."""
+    seed = (golden.seed, stratum.name, name, stage) if stage else (golden.seed, stratum.name, name)
+    with warnings.catch_warnings():
+        # A degenerate comparison (an A/A run, a tiny stratum) is stated in its note and the verdict's
+        # reason; as a pytest warning too it would only repeat it.
+        warnings.simplefilter("ignore", DegenerateComparisonWarning)
+        return compare_paired(
+            incumbent,
+            candidate,
+            confidence=confidence,
+            n_resamples=golden.bootstrap,
+            rng=np.random.default_rng(stable_seed(*seed)),
+            interval=golden.interval,
+        )
+
+
+def evaluate_golden(run: GoldenRun) -> tuple[StratumOutcome, ...]:
+    """Every stratum's outcome, in `GoldenSet.strata` order, decided as one family.
+
+    The family is the strata with at least ``min_queries`` (and 2) pairs. With ``multiple_comparisons:
+    holm`` each member's primary bootstrap p-value (`PairedComparison.p_value`, which inverts its interval)
+    is computed first; `verdict.family_levels` turns them into the level each member's intervals are then
+    computed at, so that the intervals' verdicts are Holm's decisions. ``bonferroni`` needs no p-values;
+    ``none`` decides every stratum at ``1 - confidence``.
+    """
+    golden = run.golden
+    strata = golden.strata()
+    primary = str(golden.metric)
+    floor = max(golden.min_queries, 2)
+    p_values: list[float | None] = []
+    for stratum in strata:
+        scores, rows, stage = _deciding(run, stratum)
+        incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
+        if int(np.count_nonzero(np.isfinite(incumbent) & np.isfinite(candidate))) < floor:
+            p_values.append(None)
+        elif golden.multiple_comparisons == "holm":
+            p_values.append(
+                _compare(golden, stratum, primary, incumbent, candidate, golden.confidence, stage).p_value
+            )
+        else:
+            p_values.append(0.0)  # a member; its p-value is not needed
+    # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
+    alpha = round(1.0 - golden.confidence, 12)
+    levels = family_levels(p_values, alpha=alpha, method=golden.multiple_comparisons)
+    size = sum(level is not None for level in levels)
+    return tuple(
+        evaluate_stratum(run, stratum, family=Family(golden.multiple_comparisons, size, level))
+        for stratum, level in zip(strata, levels, strict=True)
+    )
+
+
+Scores = tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]
+
+
+def _deciding(run: GoldenRun, stratum: Stratum) -> tuple[Scores, np.ndarray, str]:
+    """What the stratum's verdict rests on: both arms' per-query scores, the rows compared and the stage
+    seeding them; the first stage on every query, or with ``rerank.decides`` the after-rerank scores on
+    the queries reranked for the stratum."""
+    spec, held = run.golden.rerank, run.held
+    before, after = run.incumbent.reranked, run.candidate.reranked
+    if spec is None or not spec.decides or held is None or before is None or after is None:
+        return (run.incumbent.per_query, run.candidate.per_query), _stratum_rows(run.golden, stratum), ""
+    return (before.per_query, after.per_query), held.rerank_samples[stratum.name], "after-rerank"
+
+
+def _decided(
+    golden: GoldenSet, stratum: Stratum, scores: Scores, rows: np.ndarray, confidence: float, stage: str = ""
+) -> tuple[dict[str, PairedComparison], Decision]:
+    """Every metric of the golden set compared on ``rows`` of both arms' ``scores``, and the verdict rule
+    applied to them (primary and guards)."""
+    comparisons = {
+        str(m): _compare(
+            golden, stratum, str(m), scores[0][str(m)][rows], scores[1][str(m)][rows], confidence, stage
+        )
+        for m in golden.all_metrics()
+    }
+    decision = decide(
+        comparisons[str(golden.metric)],
+        tie_margin=golden.tie_margin,
+        min_queries=golden.min_queries,
+        guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
+    )
+    return comparisons, decision
+
+
+def _rerank_outcome(run: GoldenRun, stratum: Stratum, confidence: float) -> RerankOutcome | None:
+    """The stratum before and after the reranker, on the queries reranked for it; None without one."""
+    golden, held = run.golden, run.held
+    spec, before, after = golden.rerank, run.incumbent.reranked, run.candidate.reranked
+    if spec is None or held is None or before is None or after is None:
+        return None
+    rows = held.rerank_samples[stratum.name]
+    # The first stage is seeded as the stratum's own comparison is: reranking every query, its column
+    # repeats the stratum's interval rather than one from other resamples of the same pairs.
+    first, first_decision = _decided(
+        golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
+    )
+    reranked, reranked_decision = _decided(
+        golden, stratum, (before.per_query, after.per_query), rows, confidence, "after-rerank"
+    )
+    level = golden.relevance_level
+    scorable = sum(any(g >= level for g in held.qrels[qid].values()) for qid in stratum.query_ids)
+    return RerankOutcome(
+        first_stage=first,
+        first_stage_decision=first_decision,
+        after=reranked,
+        after_decision=reranked_decision,
+        decides=spec.decides,
+        sampled=rows.size < scorable,
+    )
+
+
+def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None = None) -> StratumOutcome:
+    """Pair both arms' per-query scores over the stratum's queries and decide its verdict, with intervals
+    at the family's level for this stratum (`evaluate_golden`) or, without a family, at ``confidence``."""
+    golden = run.golden
+    rows = _stratum_rows(golden, stratum)
+    level = None if family is None or family.method == "none" else family.level
+    confidence = golden.confidence if level is None else 1.0 - level
+
+    def decide_with(incumbent: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> Decision:
+        def compared(name: str) -> PairedComparison:
+            return _compare(golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence)
+
+        return decide(
+            compared(primary),
+            tie_margin=golden.tie_margin,
+            min_queries=golden.min_queries,
+            guards={name: (compared(name), margin) for name, margin in golden.guards.items()},
+        )
+
+    primary = str(golden.metric)
+    comparisons: Mapping[str, PairedComparison]
+    comparisons, decision = _decided(
+        golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
+    )
+
+    first_stage, first_decision = comparisons, decision
+    rerank = _rerank_outcome(run, stratum, confidence)
+    ties = _stratum_ties(run, rows, decide_with, decision.verdict)
+    scores: Scores = (run.incumbent.per_query, run.candidate.per_query)
+    if rerank is not None and rerank.decides:
+        # The after-rerank comparison decides; its movers are the reranked queries'.
+        comparisons, decision, ties = rerank.after, rerank.after_decision, None
+        scores, rows, _ = _deciding(run, stratum)
+    incumbent = scores[0][primary][rows]
+    candidate = scores[1][primary][rows]
+    difference = np.nan_to_num(candidate - incumbent, nan=0.0)
+    ids = [golden.queries[i].id for i in rows]
+    texts = [golden.queries[i].text for i in rows]
+    # Stable sorts keep golden-file order among equal differences, so the listing is reproducible.
+    by_size = np.argsort(-np.abs(difference), kind="stable")
+    direction = -1.0 if comparisons[primary].delta < 0 else 1.0
+    by_contribution = np.argsort(-direction * difference, kind="stable")
+    outcome = StratumOutcome(
+        stratum=stratum,
+        comparisons=comparisons,
+        decision=decision,
+        movers=_movers(texts, ids, incumbent, candidate, by_size),
+        drivers=_movers(texts, ids, incumbent, candidate, by_contribution),
+        family=family,
+        ties=ties,
+        consensus_failures=consensus_failures(run, _stratum_rows(golden, stratum)),
+        rerank=rerank,
+    )
+    if not run.slices:
+        return outcome
+    # The largest slice is this run: its first stage is the one above (smaller slices are not reranked).
+    smaller = [(one, evaluate_stratum(one.run, stratum)) for one in run.slices[:-1]]
+    slices = (
+        *(
+            SliceOutcome(one.fraction, one.documents, r.comparisons[primary], r.decision.verdict)
+            for one, r in smaller
+        ),
+        SliceOutcome(
+            run.slices[-1].fraction, run.slices[-1].documents, first_stage[primary], first_decision.verdict
+        ),
+    )
+    return dataclasses.replace(outcome, slices=slices, gap_moving=gap_still_moving(slices, golden.tie_margin))
+
+
+def _stratum_ties(
+    run: GoldenRun,
+    rows: np.ndarray,
+    decide_with: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], Decision],
+    verdict: Verdict,
+) -> StratumTies | None:
+    """The stratum's ties; the verdict under each tie order only when some order moves a metric of its
+    queries (both arms in the same order: one implementation scores both). ``verdict`` is the stratum's
+    own, under the golden set's order."""
+    incumbent, candidate = run.incumbent.ties, run.candidate.ties
+    if incumbent is None or candidate is None:
+        return None
+    across = {}
+    for name in incumbent.across:
+        # Only the pairs the comparison uses: a query without a relevant document is excluded anyway.
+        paired = np.isfinite(run.incumbent.per_query[name][rows]) & np.isfinite(
+            run.candidate.per_query[name][rows]
+        )
+        across[name] = (
+            int((incumbent.across[name][rows] & paired).sum()),
+            int((candidate.across[name][rows] & paired).sum()),
+        )
+    orders = {
+        order: (
+            run.incumbent.per_query if incumbent.orders is None else incumbent.orders[order],
+            run.candidate.per_query if candidate.orders is None else candidate.orders[order],
+        )
+        for order in TIE_ORDERS
+    }
+    moved = any(
+        not np.array_equal(scores[side][name][rows], orders["docid"][side][name][rows], equal_nan=True)
+        for scores in orders.values()
+        for side in (0, 1)
+        for name in scores[side]
+    )
+    if not moved:
+        return StratumTies(across)
+    return StratumTies(
+        across,
+        {
+            order: verdict if order == run.golden.ties else decide_with(*scores).verdict
+            for order, scores in orders.items()
+        },
+    )
+
+
+def consensus_failures(run: GoldenRun, rows: np.ndarray) -> tuple[str, ...]:
+    """Ids of the stratum's queries (those with a relevant judgment) where neither arm ranks a relevant
+    document within the primary metric's cutoff: both models miss, so the labels may be what is wrong."""
+    golden = run.golden
+    k, level = golden.metric.k, golden.relevance_level
+    # The judgments scored with: with filters, those they allow.
+    qrels = golden.qrels if run.held is None else run.held.qrels
+    failures = []
+    for row in rows.tolist():
+        query = golden.queries[row]
+        judged = qrels.get(query.id, {})
+        if not any(grade >= level for grade in judged.values()):
+            continue
+        ranked = run.incumbent.ranked[row][:k] + run.candidate.ranked[row][:k]
+        if not any(judged.get(doc, 0) >= level for doc in ranked):
+            failures.append(query.id)
+    return tuple(failures)

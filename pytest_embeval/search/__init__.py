@@ -1,0 +1,8 @@
+"""Ranking documents for queries from their vectors: exact blocked top-k (`exact`), hnswlib graphs with
+their recall and latency measured (`hnsw`), built graphs kept in the cache folder (`graphs`), and an arm's
+per-query scores from its ranking (`scoring`).
+
+May import: ``golden``, ``files``, ``core``.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,259 @@
+"""Exact top-k retrieval over normalised embeddings, in blocks (numpy).
+
+Exact and approximate search (`hnsw`) return ``(positions, scores)``: int64 row numbers into ``documents`` and
+float32 cosine scores, each of shape ``(n_queries, min(k, n_documents))``, ranked the way trec_eval ranks a
+run: score descending, equal scores by document id descending (``strcmp(b, a)``), so a TREC run file written
+from them evaluates identically under trec_eval.
+
+Scores are computed in float64 and rounded to float32. A float32 matrix product gives different last bits
+for the same (query, document) pair depending on how many rows are multiplied at once (BLAS switches kernels),
+which would make the ranking depend on the block size; float64 rounded to float32 does not, in practice.
+
+Ranking uses one unsigned 64-bit key per (query, document): the float32 score mapped to an order-preserving
+integer in the high 32 bits, the document's rank in sorted-id order in the low 32 bits. Keys are unique within
+a query, so "the k largest keys" is exactly trec_eval's top k, even when equal scores straddle position k.
+
+A search may be restricted per query (`Allowed`: boolean masks over the documents and each query's mask row,
+as per-query filters give them). Exact search masks inside its blocked scan; hnswlib is given the mask as its
+``filter`` callable, one ``knn_query`` per distinct mask. A query allowed fewer than k documents gets fewer:
+its rows are padded with position -1 and a NaN score, after the real results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from pytest_embeval.golden.filters import Allowed
+
+__all__ = ["equal_scores", "exact_search", "tie_ranks", "top_k"]
+
+DEFAULT_BLOCK_SIZE = 8192
+# Scratch memory per (query block x document block) step; about 40 bytes per pair are live at once. 48 MB
+# (150 queries a block against 8,192 documents): the peak memory of a run at 200,000 x 1,500 within 1.5 x the
+# two arms' vectors, at about the search time of 128 MB (benchmarks/README.md, "At the practice's scale").
+_SCRATCH_BYTES = 48 * 2**20
+_BYTES_PER_PAIR = 40
+_SIGN = np.uint32(0x80000000)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+def tie_ranks(doc_ids: Sequence[str]) -> np.ndarray:
+    """int64 rank of each id in ascending Python string order (a larger id has a larger rank).
+
+    Python compares strings by code point, the byte order of their UTF-8 encoding: trec_eval's strcmp.
+    """
+    order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)
+    ranks = np.empty(len(doc_ids), dtype=np.int64)
+    ranks[order] = np.arange(len(doc_ids), dtype=np.int64)
+    return ranks
+
+
+def exact_search(
+    queries: np.ndarray,
+    documents: np.ndarray,
+    k: int,
+    *,
+    doc_ids: Sequence[str],
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    query_block_size: int | None = None,
+    allowed: Allowed | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact cosine top-k of every query (dot products of L2-normalised rows), among the documents
+    ``allowed`` lets each query return (all of them when None; padded rows when fewer than k).
+
+    Documents are scanned in blocks of ``block_size`` rows and queries in blocks of ``query_block_size`` (by
+    default as many as fit in ~48 MB of scratch), keeping a running top k per query, so memory stays bounded
+    for large corpora. The result does not depend on either block size. A masked-out pair keeps only its tie
+    rank (`_mask`), below every allowed document's key, and is recognised after the scan.
+    """
+    d = _validate_documents(documents, doc_ids)
+    q, k_eff = _validate_queries(queries, d, k)
+    if allowed is not None:
+        allowed.check(q.shape[0], d.shape[0])
+    _check_block("block_size", block_size)
+    if query_block_size is not None:
+        _check_block("query_block_size", query_block_size)
+    n_queries, n_docs = q.shape[0], d.shape[0]
+    if n_queries == 0 or k_eff == 0:
+        return _empty_result(n_queries, k_eff)
+
+    ranks = tie_ranks(doc_ids)
+    doc_block = min(block_size, n_docs)
+    query_block = query_block_size or max(1, _SCRATCH_BYTES // (_BYTES_PER_PAIR * (doc_block + k_eff)))
+    best = np.zeros((n_queries, 0), dtype=np.uint64)
+    # Documents outermost: each document block is converted to float64 once.
+    for d_start in range(0, n_docs, doc_block):
+        d_block = d[d_start : d_start + doc_block].astype(np.float64)
+        block_ranks = ranks[d_start : d_start + doc_block]
+        merged: list[np.ndarray] = []
+        for q_start in range(0, n_queries, query_block):
+            q_block = q[q_start : q_start + query_block].astype(np.float64)
+            scores = (q_block @ d_block.T).astype(np.float32)
+            keys = _keys(scores, block_ranks)
+            if allowed is not None:
+                block_masks = allowed.masks[:, d_start : d_start + doc_block]
+                _mask(keys, block_masks[allowed.rows[q_start : q_start + query_block]])
+            merged.append(_top(np.concatenate([best[q_start : q_start + query_block], keys], axis=1), k_eff))
+        best = np.concatenate(merged, axis=0)
+    keys = np.sort(best, axis=1)[:, ::-1]
+    return _padded(keys, *_decode(keys, np.argsort(ranks)))
+
+
+def top_k(
+    scores: np.ndarray, k: int, *, ranks: np.ndarray, keep: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` columns of each row of a score matrix, ranked as :func:`exact_search` ranks (float32
+    score descending, equal scores by ``ranks`` descending: `tie_ranks` of the column ids), among the
+    columns ``keep`` allows (a bool matrix of the same shape; all when None); padded with -1 and NaN."""
+    matrix = np.asarray(scores, dtype=np.float32)
+    if matrix.ndim != 2 or ranks.shape != (matrix.shape[1],):
+        raise ValueError(f"scores must be (n, {ranks.shape[0]}), got {matrix.shape}")
+    k_eff = min(int(k), matrix.shape[1])
+    if matrix.shape[0] == 0 or k_eff == 0:
+        return _empty_result(matrix.shape[0], k_eff)
+    keys = _keys(matrix, ranks)
+    if keep is not None:
+        _mask(keys, keep)
+    best = np.sort(_top(keys, k_eff), axis=1)[:, ::-1]
+    return _padded(best, *_decode(best, np.argsort(ranks)))
+
+
+def equal_scores(
+    queries: np.ndarray, documents: np.ndarray, targets: np.ndarray, *, block_size: int = DEFAULT_BLOCK_SIZE
+) -> list[np.ndarray]:
+    """For each query row, the positions (ascending) of every document whose score equals ``targets[row]``,
+    scored exactly as :func:`exact_search` scores (float64 products rounded to float32), so a tie group
+    that a ranked list cuts off can be completed: only a full scan knows every member of it."""
+    d = _matrix("documents", documents)
+    q = _matrix("queries", queries)
+    wanted = np.asarray(targets, dtype=np.float32)
+    if wanted.shape != (q.shape[0],):
+        raise ValueError(f"targets must hold one score per query ({q.shape[0]}), got shape {wanted.shape}")
+    _check_block("block_size", block_size)
+    rows: list[np.ndarray] = []
+    columns: list[np.ndarray] = []
+    q64 = q.astype(np.float64)
+    for start in range(0, d.shape[0], block_size):
+        scores = (q64 @ d[start : start + block_size].astype(np.float64).T).astype(np.float32)
+        row, column = np.nonzero(scores == wanted[:, None])
+        rows.append(row)
+        columns.append(column.astype(np.int64) + start)
+    # Blocks come in document order and nonzero() is row-major within one: a stable sort by row keeps
+    # each query's positions ascending.
+    row_of = np.concatenate([np.empty(0, dtype=np.intp), *rows])
+    positions = np.concatenate([np.empty(0, dtype=np.int64), *columns])
+    order = np.argsort(row_of, kind="stable")
+    counts = np.bincount(row_of, minlength=q.shape[0])
+    return np.split(positions[order], np.cumsum(counts)[:-1])
+
+
+# ------------------------------------------------------------------------------------------------- internals
+
+
+def _keys(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Order-preserving uint64 keys: float32 score in the high 32 bits, tie rank in the low 32 bits."""
+    # Adding +0.0 turns -0.0 into +0.0: trec_eval sees them as equal scores, so they must get equal keys.
+    bits = (scores.astype(np.float32) + np.float32(0.0)).view(np.uint32)
+    # Negative scores: flip every bit (larger magnitude sorts lower); others: set the sign bit. The arithmetic
+    # shift builds that mask without branching (this runs on every (query, document) pair).
+    flip = (bits.view(np.int32) >> 31).view(np.uint32) | _SIGN
+    keys: np.ndarray = (bits ^ flip).astype(np.uint64)
+    keys <<= np.uint64(32)
+    keys |= ranks.astype(np.uint64)
+    return keys
+
+
+def _decode(keys: np.ndarray, position_of_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    high = (keys >> np.uint64(32)).astype(np.uint32)
+    bits = np.where(high & _SIGN, high ^ _SIGN, ~high).astype(np.uint32)
+    positions = position_of_rank[(keys & _LOW32).astype(np.int64)]
+    return positions.astype(np.int64), bits.view(np.float32)
+
+
+#: `_mask`'s keys by the mask's bool: masked out keeps the tie rank alone, allowed keeps the whole key.
+_KEPT_BITS = np.array([0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
+#: Keys below this have no score bits: masked out. A finite float32 score maps to 0x00800000 or more.
+_SCORED = np.uint64(1 << 32)
+
+
+def _mask(keys: np.ndarray, keep: np.ndarray) -> None:
+    """Clear the score bits of the keys ``keep`` rejects, in place, so they sort below every kept key.
+
+    Their tie ranks stay, so masked keys remain distinct: np.partition slows down tenfold on a row of
+    many equal values (a selective filter would otherwise leave mostly zeros).
+    """
+    np.bitwise_and(keys, _KEPT_BITS[keep.view(np.uint8)], out=keys)
+
+
+def _padded(keys: np.ndarray, positions: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decoded results with a masked key (a masked-out or missing document) as position -1 and score NaN."""
+    empty = keys < _SCORED
+    if empty.any():
+        positions[empty] = -1
+        scores[empty] = np.nan
+    return positions, scores
+
+
+def _empty_result(n_queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.empty((n_queries, k), dtype=np.int64), np.empty((n_queries, k), dtype=np.float32)
+
+
+def _top(keys: np.ndarray, k: int) -> np.ndarray:
+    """The k largest keys of each row, in no particular order, in an array of their own: a slice of the
+    partitioned row block would keep all of it alive (exact search holds one per query block until a
+    document block ends: 100 MB at 1,500 queries x 8,192 documents, instead of 1 MB)."""
+    n = keys.shape[1]
+    if n <= k:
+        return keys
+    top: np.ndarray = np.partition(keys, n - k, axis=1)[:, n - k :].copy()
+    return top
+
+
+def _check_block(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _validate_documents(documents: np.ndarray, doc_ids: Sequence[str]) -> np.ndarray:
+    d = _matrix("documents", documents)
+    if len(doc_ids) != d.shape[0]:
+        raise ValueError(f"doc_ids has {len(doc_ids)} ids but documents has {d.shape[0]} rows")
+    if d.shape[0] > 2**32:
+        raise ValueError(f"at most 2**32 documents are supported, got {d.shape[0]}")
+    if all(type(doc_id) is str for doc_id in doc_ids) and len(set(doc_ids)) == len(doc_ids):
+        return d  # the common case, checked at C speed
+    seen: set[str] = set()
+    for position, doc_id in enumerate(doc_ids):
+        if not isinstance(doc_id, str):
+            raise ValueError(f"doc_ids[{position}] is {type(doc_id).__name__}, not str: {doc_id!r}")
+        if doc_id in seen:
+            raise ValueError(f"doc_ids must be unique: {doc_id!r} appears more than once")
+        seen.add(doc_id)
+    return d
+
+
+def _validate_queries(queries: np.ndarray, documents: np.ndarray, k: int) -> tuple[np.ndarray, int]:
+    """The query matrix and the effective k, min(k, number of documents)."""
+    q = _matrix("queries", queries)
+    if q.shape[1] != documents.shape[1]:
+        raise ValueError(
+            f"queries have dimension {q.shape[1]} but documents have dimension {documents.shape[1]}"
+        )
+    _check_block("k", k)
+    return q, min(int(k), documents.shape[0])
+
+
+def _matrix(name: str, array: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(array)
+    if matrix.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (rows x dimension), got shape {matrix.shape}")
+    if matrix.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must hold real numbers, got dtype {matrix.dtype}")
+    # Row blocks keep the temporary boolean array small for large corpora.
+    for start in range(0, matrix.shape[0], 65536):
+        bad = ~np.isfinite(matrix[start : start + 65536]).all(axis=1)
+        if bad.any():
+            raise ValueError(f"{name} contain NaN or inf (first in row {start + int(np.argmax(bad))})")
+    return matrix
