@@ -18,7 +18,8 @@ import pytrec_eval
 
 from pytest_embeval.core.metrics import parse_metric
 from pytest_embeval.golden.loader import load_golden
-from pytest_embeval.reports.json_report import ROLES, run_file_name
+from pytest_embeval.reports.json_report import ROLES
+from pytest_embeval.reports.trec_runs import run_file_name
 
 TREC_MEASURE = {"ndcg": "ndcg_cut", "recall": "recall", "precision": "P", "map": "map_cut"}
 

@@ -6,6 +6,7 @@ names what the user must fix, and never the key.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import re
@@ -200,9 +201,9 @@ def test_bad_specs_are_one_line_errors_that_quote_no_key(given: str, message: st
 
 
 def test_a_missing_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = endpoint.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        endpoint.importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
+        importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
     )
     with pytest.raises(
         EncoderError, match=re.escape("needs the openai client: pip install 'pytest-embeval[openai]'")

@@ -57,3 +57,22 @@ def test_a_planted_import_breaks_its_contract(tmp_path: Path, module: str, plant
     assert done.returncode == 1, done.stdout + done.stderr
     broken_lines = [line for line in done.stdout.splitlines() if line.endswith(" BROKEN")]
     assert any(line.startswith(broken) for line in broken_lines), done.stdout
+
+
+def test_the_library_surface_resolves_every_name_and_imports_nothing_until_asked() -> None:
+    import pytest_embeval
+
+    assert sorted(pytest_embeval.__all__) == sorted(pytest_embeval._SURFACE)
+    for name in pytest_embeval.__all__:
+        value = getattr(pytest_embeval, name)
+        assert value.__name__ == name and value.__module__ == pytest_embeval._SURFACE[name]
+    with pytest.raises(AttributeError, match="has no attribute 'metrics'"):
+        pytest_embeval.metrics  # noqa: B018  (internal modules are not part of the surface)
+    code = (
+        "import sys, pytest_embeval; heavy = [m for m in ('numpy', 'yaml', 'scipy') if m in sys.modules]; "
+        "from pytest_embeval import paired_n; print(heavy, paired_n(0.05, 0.15), 'numpy' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["[]", "71", "True"]

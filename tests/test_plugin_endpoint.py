@@ -6,6 +6,7 @@ the same name must give the same report, verdict for verdict.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,8 +17,6 @@ import pytest
 pytest.importorskip("openai")
 
 from openai_server import EmbeddingServer, Reply, fake_model_vectors, free_port
-
-from pytest_embeval.arms import endpoint
 
 Golden = Callable[..., Path]
 KEY = "sk-plugin-test-fedcba9876543210"
@@ -299,9 +298,9 @@ def test_an_endpoint_spec_without_the_extra_is_a_usage_error(
     pytester: pytest.Pytester, golden: Golden, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     golden()
-    real = endpoint.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        endpoint.importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
+        importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
     )
     result, report = run(
         pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=openai:text-embedding-3-small"

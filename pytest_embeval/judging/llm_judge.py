@@ -35,12 +35,10 @@ from pytest_embeval.arms.endpoint import (
     DEFAULT_KEY_ENV,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    Connection,
-    EndpointError,
-    OpenAIClient,
     connection,
     spec_parameters,
 )
+from pytest_embeval.arms.openai_client import Connection, EndpointError, OpenAIClient
 
 __all__ = [
     "DEFAULT_ATTEMPTS",

@@ -39,22 +39,14 @@ from pytest_embeval.plugin.state import (
     EmbevalState,
     GoldenSetError,
 )
-from pytest_embeval.reports.json_report import (
-    ROLES,
-    Record,
-    build_report,
-    file_stem,
-    report_json,
-    rerank_run,
-    run_file_name,
-    trec_run,
-)
+from pytest_embeval.reports.json_report import ROLES, Record, build_report, report_json
 from pytest_embeval.reports.terminal import (
     cache_lines,
     coverage_warning_lines,
     golden_table,
     textless_warning_lines,
 )
+from pytest_embeval.reports.trec_runs import file_stem, rerank_run, run_file_name, trec_run
 
 
 def start(config: pytest.Config, settings: Settings) -> None:

@@ -16,9 +16,7 @@ import pytest
 from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.cache.store import EmbeddingCache
 from pytest_embeval.plugin.options import Settings
-from pytest_embeval.reports.json_report import (
-    Record,
-)
+from pytest_embeval.reports.json_report import Record
 from pytest_embeval.run.pipeline import GoldenRun
 from pytest_embeval.run.stratum_evaluation import StratumOutcome
 

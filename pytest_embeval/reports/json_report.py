@@ -1,4 +1,5 @@
-"""Records and the files made of them: the JSON report and the TREC runs, as pure functions of plain data.
+"""Records and the report made of them: the JSON report (the TREC runs: `trec_runs`), as pure functions of
+plain data.
 
 A worker turns what it ran into records (`golden_record` per golden set, `stratum_record` per stratum item);
 the controller merges every worker's records with `build_report`, and every output (the files here, the
@@ -540,49 +541,6 @@ def build_report(
         )
     errors = sorted(error_records, key=lambda r: r["path"])
     return {"schema_version": SCHEMA_VERSION, "golden_sets": golden_sets, "errors": errors}
-
-
-def trec_run(golden: Mapping[str, Any], role: str) -> str:
-    """A TREC run file (`qid Q0 docid rank score tag`) of one arm, with the similarity scores searched on."""
-    tag = f"embeval-{role}"
-    lines = []
-    for query in golden["queries"]:
-        for rank, (doc_id, score) in enumerate(
-            zip(query["ranked"][role], query["similarities"][role], strict=True), start=1
-        ):
-            lines.append(f"{query['id']} Q0 {doc_id} {rank} {score!r} {tag}")
-    return "\n".join(lines) + "\n"
-
-
-def file_stem(golden: Mapping[str, Any]) -> str:
-    """A file name for what is written per golden set: its path, flattened, without the extension; a ``..``
-    segment (a golden file outside the rootdir) becomes ``up``, so the name does not start with a dot:
-    ``../shared/a.yaml`` -> ``up__shared__a``."""
-    parts = ["up" if part == ".." else part for part in str(golden["path"]).split("/")]
-    return "__".join(parts).rsplit(".", 1)[0]
-
-
-def run_file_name(golden: Mapping[str, Any], role: str, stage: str = "") -> str:
-    """``<stem>.<role>.run``; after the reranker (``stage="rerank"``) ``<stem>.<role>.rerank.run``."""
-    return f"{file_stem(golden)}.{role}{'.' + stage if stage else ''}.run"
-
-
-def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
-    """A TREC run file of one arm after the reranker, with the reranker's scores, over the reranked queries;
-    None when the golden set has no reranker."""
-    if "rerank" not in golden:
-        return None
-    tag = f"embeval-{role}-rerank"
-    lines = []
-    for query in golden["queries"]:
-        after = query.get("after_rerank")
-        if after is None:
-            continue
-        for rank, (doc_id, score) in enumerate(
-            zip(after["ranked"][role], after["reranker_scores"][role], strict=True), start=1
-        ):
-            lines.append(f"{query['id']} Q0 {doc_id} {rank} {score!r} {tag}")
-    return "\n".join(lines) + "\n"
 
 
 #: Containers this deep (the report is at depth 0, a golden set at 2, a query's, a stratum's or an arm's
