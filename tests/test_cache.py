@@ -203,9 +203,7 @@ def test_keys_sharing_their_first_eight_bytes_are_told_apart() -> None:
 
     def pack(name: str, keys: list[bytes]) -> Any:
         zeros = np.zeros(len(keys), dtype="<u4")
-        return packs_module._Pack(
-            path=Path(name), dim=1, offset=0, keys=tuple(keys), crcs=zeros, tokens=zeros
-        )
+        return packs_module.Pack(path=Path(name), dim=1, offset=0, keys=tuple(keys), crcs=zeros, tokens=zeros)
 
     first = pack("first", [key(5), text_key("plain"), key(3)])
     second = pack("second", [key(3), key(9), key(5)])
@@ -404,7 +402,7 @@ def test_an_unwritable_cache_is_noted_and_the_run_goes_on(
         raise OSError(30, "Read-only file system")
 
     for module in (cache_module, packs_module):
-        monkeypatch.setattr(module, "_write_atomic", refuse)
+        monkeypatch.setattr(module, "write_named", refuse)
     cache = EmbeddingCache(tmp_path)
     arm = resolve_model(Recorder())
     vectors = cache.embed(arm, TEXTS[:5], "document")
@@ -586,8 +584,8 @@ def test_a_damaged_pack_in_a_read_only_cache_is_counted_once(
         raise OSError(30, "Read-only file system")
 
     for module in (cache_module, packs_module):
-        monkeypatch.setattr(module, "_write_atomic", refuse)
-    monkeypatch.setattr(cache_module, "_unlink", refuse)
+        monkeypatch.setattr(module, "write_named", refuse)
+    monkeypatch.setattr(cache_module, "unlink_if_same", refuse)
     cache = fresh(tmp_path)
     np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
     assert model.encoded == [("document", TEXTS[2])]
@@ -646,14 +644,14 @@ def test_a_damaged_pack_is_deleted_only_if_it_is_still_the_file_that_was_read(tm
     path = tmp_path / "x.pack"
     path.write_bytes(b"damaged")
     with path.open("rb") as handle:
-        identity = packs_module._identity(handle)
+        identity = packs_module.file_identity(handle)
     time.sleep(0.05)  # past the file system's clock tick
     with path.open("r+b") as handle:  # the same inode, written again: another file for the cache
         handle.write(b"healthy")
     assert os.stat(path).st_ino == identity[1]
-    assert not packs_module._unlink(path, identity) and path.read_bytes() == b"healthy"
+    assert not packs_module.unlink_if_same(path, identity) and path.read_bytes() == b"healthy"
     with path.open("rb") as handle:
-        assert packs_module._unlink(path, packs_module._identity(handle)) and not path.exists()
+        assert packs_module.unlink_if_same(path, packs_module.file_identity(handle)) and not path.exists()
 
 
 class Shared:

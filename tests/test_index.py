@@ -263,7 +263,7 @@ def test_hnsw_rescoring_scores_each_pair_as_exact_search_does(
     exact_positions, exact_scores = exact_search(queries, documents, 25, doc_ids=doc_ids)
     index = HnswIndex(documents, doc_ids=doc_ids, M=8, ef_construction=50)
     by_matmul = index.search(queries, 25, ef_search=60)
-    monkeypatch.setattr("pytest_embeval.search.exact._SCRATCH_BYTES", 1)  # every corpus is larger than that
+    monkeypatch.setattr("pytest_embeval.search.exact.SCRATCH_BYTES", 1)  # every corpus is larger than that
     by_gathering = index.search(queries, 25, ef_search=60)
     for positions, scores in (by_matmul, by_gathering):
         np.testing.assert_array_equal(positions, by_matmul[0])

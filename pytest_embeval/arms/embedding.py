@@ -29,7 +29,9 @@ __all__ = [
     "EncoderError",
     "Kind",
     "LazyEncoder",
+    "canonical_json",
     "embed",
+    "error_summary",
     "unit_rows",
     "validate_texts",
 ]
@@ -133,7 +135,7 @@ class LazyEncoder:
 # ---------------------------------------------------------------------------------------------- resolve_model
 
 
-def _summary(exc: BaseException) -> str:
+def error_summary(exc: BaseException) -> str:
     """The first line of an exception, after its class name unless it is one of ours (it says what it is)."""
     lines = str(exc).strip().splitlines()
     if isinstance(exc, EncoderError) and lines:
@@ -156,7 +158,7 @@ def _summary(exc: BaseException) -> str:
 # argument (never passed here), and a folder loads in its checkpoint's dtype, which the weight hashes pin.
 
 
-def _canonical(payload: Mapping[str, object]) -> str:
+def canonical_json(payload: Mapping[str, object]) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -219,7 +221,7 @@ def embed(
         try:
             return method([texts[row] for row in rows.tolist()])
         except Exception as exc:
-            raise EncoderError(f"{who} failed on {_batch_where(rows, kind)}: {_summary(exc)}") from exc
+            raise EncoderError(f"{who} failed on {_batch_where(rows, kind)}: {error_summary(exc)}") from exc
 
     out: np.ndarray | None = None
     bad_rows: list[int] = []
@@ -283,7 +285,7 @@ def _as_float_matrix(raw: object, *, who: str, kind: str, rows: int) -> np.ndarr
     except Exception as exc:
         raise EncoderError(
             f"{who} returned {type(raw).__name__} for {rows} {kind} texts, which is not an array: "
-            f"{_summary(exc)}"
+            f"{error_summary(exc)}"
         ) from exc
     if array.ndim != 2 or array.shape[0] != rows:
         raise EncoderError(

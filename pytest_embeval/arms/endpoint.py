@@ -38,8 +38,15 @@ from typing import Any
 import numpy as np
 
 from pytest_embeval.arms.batching import Batching, estimate_tokens
-from pytest_embeval.arms.embedding import ENDPOINT_PREFIX, KINDS, Arm, EncodedBatch, EncoderError, _canonical
-from pytest_embeval.arms.openai_client import Connection, EndpointError, OpenAIClient, _import_check
+from pytest_embeval.arms.embedding import (
+    ENDPOINT_PREFIX,
+    KINDS,
+    Arm,
+    EncodedBatch,
+    EncoderError,
+    canonical_json,
+)
+from pytest_embeval.arms.openai_client import Connection, EndpointError, OpenAIClient, require_client
 from pytest_embeval.arms.usage import TokenUsage, apportion
 
 __all__ = [
@@ -282,7 +289,7 @@ def openai_arm(
         encoding_format=encoding_format,
     )
     usage = TokenUsage()
-    fingerprint = _canonical(
+    fingerprint = canonical_json(
         {
             "provider": "openai-compatible",
             "endpoint": settings.endpoint,
@@ -333,7 +340,7 @@ def connection(
     check(_is_int(max_retries, 0), f"max_retries must be an integer >= 0, got {max_retries!r}")
     check(_is_number(timeout) and timeout > 0, f"timeout must be a number of seconds > 0, got {timeout!r}")
     url = _base_url(base_url, label)
-    _import_check(label)
+    require_client(label)
     return Connection(
         label=label,
         model=model,

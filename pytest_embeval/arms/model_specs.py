@@ -12,10 +12,17 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from pytest_embeval.arms.embedding import ENDPOINT_PREFIX, Arm, Encoder, EncoderError, _canonical, _summary
+from pytest_embeval.arms.embedding import (
+    ENDPOINT_PREFIX,
+    Arm,
+    Encoder,
+    EncoderError,
+    canonical_json,
+    error_summary,
+)
 from pytest_embeval.arms.sentence_transformer import (
-    _arm_from_sentence_transformer,
-    _load_sentence_transformer,
+    arm_from_model,
+    load_model,
     sentence_transformer_arm,
 )
 
@@ -66,8 +73,8 @@ def _resolve_string(raw: str) -> Arm:
         return sentence_transformer_arm(folder, name=spec)
     if _names_a_path(spec):
         raise EncoderError(f"model spec {spec!r}: no such model folder: {os.path.abspath(folder)}")
-    model = _load_sentence_transformer(spec)
-    return _arm_from_sentence_transformer(model, spec=spec, name=spec, source=None)
+    model = load_model(spec)
+    return arm_from_model(model, spec=spec, name=spec, source=None)
 
 
 def import_attr(
@@ -86,7 +93,7 @@ def import_attr(
         obj: object = importlib.import_module(module_name)
     except Exception as exc:
         raise EncoderError(
-            f"model spec {spec!r}: cannot import module {module_name!r}: {_summary(exc)}"
+            f"model spec {spec!r}: cannot import module {module_name!r}: {error_summary(exc)}"
         ) from exc
     for part in attr_path.split("."):
         try:
@@ -100,7 +107,7 @@ def import_attr(
             obj = obj()
         except Exception as exc:
             raise EncoderError(
-                f"model spec {spec!r}: calling {attr_path!r}() to build {what} raised {_summary(exc)}"
+                f"model spec {spec!r}: calling {attr_path!r}() to build {what} raised {error_summary(exc)}"
             ) from exc
     return obj
 
@@ -130,7 +137,7 @@ def _arm_from_object(obj: object, *, spec: str | None) -> Arm:
         return obj
     if _is_sentence_transformer(obj):
         model: SentenceTransformer = obj  # type: ignore[assignment]
-        return _arm_from_sentence_transformer(model, spec=spec, name=None, source=None)
+        return arm_from_model(model, spec=spec, name=None, source=None)
     label = spec if spec is not None else _object_label(obj)
     if not _is_encoder(obj):
         hint = (
@@ -152,7 +159,7 @@ def _arm_from_object(obj: object, *, spec: str | None) -> Arm:
         identity = {"name": name_attr}
     else:
         identity = {"class": _qualname(obj), "spec": label}
-    fingerprint = _canonical({**identity, "prompts": prompts, "normalize": "l2"})
+    fingerprint = canonical_json({**identity, "prompts": prompts, "normalize": "l2"})
     encoder: Encoder = obj  # type: ignore[assignment]
     count_tokens = getattr(obj, "count_tokens", None)
     counter = None

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["EXTRA_HINT", "Connection", "EndpointError", "OpenAIClient"]
+__all__ = ["EXTRA_HINT", "Connection", "EndpointError", "OpenAIClient", "require_client"]
 
 
 EXTRA_HINT = "pip install 'pytest-embeval[openai]'"
@@ -125,7 +125,7 @@ class OpenAIClient:
         return message.replace(key, "***") if len(key) >= 4 else message
 
 
-def _import_check(label: str) -> None:
+def require_client(label: str) -> None:
     """The one-line error for a missing client, at resolve time, without importing it."""
     if importlib.util.find_spec("openai") is None:
         raise EndpointError(f"model spec {label!r} needs the openai client: {EXTRA_HINT}")

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from pytest_embeval.arms.embedding import EncoderError
-from pytest_embeval.arms.embedding import _summary as summary
+from pytest_embeval.arms.embedding import error_summary as summary
 from pytest_embeval.arms.model_specs import import_attr
 from pytest_embeval.arms.sentence_transformer import folder_identity
 from pytest_embeval.core.stats import PairedComparison

@@ -17,14 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytest_embeval.arms.embedding import Arm, EncoderError, LazyEncoder, _canonical, _summary
+from pytest_embeval.arms.embedding import Arm, EncoderError, LazyEncoder, canonical_json, error_summary
 from pytest_embeval.files.digests import file_sha256
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 
-__all__ = ["SentenceTransformerEncoder", "folder_identity", "sentence_transformer_arm", "weights_digest"]
+__all__ = [
+    "SentenceTransformerEncoder",
+    "arm_from_model",
+    "folder_identity",
+    "load_model",
+    "sentence_transformer_arm",
+    "weights_digest",
+]
 
 
 # Weight files of a model folder. ONNX / OpenVINO exports in hub repos are alternative backends that the torch
@@ -95,12 +102,12 @@ def sentence_transformer_arm(
     """
     spec = os.fspath(folder)
     label = name if name is not None else spec
-    loader: Callable[[], SentenceTransformer] = load or (lambda: _load_sentence_transformer(spec))
+    loader: Callable[[], SentenceTransformer] = load or (lambda: load_model(spec))
     root = Path(spec)
     described = _describe_folder(root)
     files = folder_identity(root) if described is not None else None
     if described is None or files is None:
-        return _arm_from_sentence_transformer(loader(), spec=label, name=label, source=root)
+        return arm_from_model(loader(), spec=label, name=label, source=root)
     prompts, max_seq_length = described
     fingerprint = _sentence_transformer_fingerprint(
         {"class": "SentenceTransformer", **files},
@@ -121,13 +128,13 @@ def sentence_transformer_arm(
     )
 
 
-def _load_sentence_transformer(spec: str) -> SentenceTransformer:
+def load_model(spec: str) -> SentenceTransformer:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise EncoderError(
             f"model spec {spec!r} names a sentence-transformers model, but sentence-transformers cannot be "
-            f"imported: {_summary(exc)}"
+            f"imported: {error_summary(exc)}"
         ) from exc
     try:
         return SentenceTransformer(spec, device="cpu", trust_remote_code=False)
@@ -142,11 +149,11 @@ def _load_sentence_transformer(spec: str) -> SentenceTransformer:
         else:
             where = "it is not a local folder and could not be found or downloaded from the Hugging Face Hub"
         raise EncoderError(
-            f"could not load sentence-transformers model {spec!r}: {where} ({_summary(exc)})"
+            f"could not load sentence-transformers model {spec!r}: {where} ({error_summary(exc)})"
         ) from exc
 
 
-def _arm_from_sentence_transformer(
+def arm_from_model(
     model: SentenceTransformer, *, spec: str | None, name: str | None, source: Path | None
 ) -> Arm:
     config = getattr(getattr(model, "transformers_model", None), "config", None)
@@ -213,7 +220,7 @@ def _sentence_transformer_fingerprint(
     # alike whether the model was loaded by the user or fingerprinted from its folder without loading.
     if dtype != "float32":
         payload["dtype"] = dtype
-    return _canonical(payload)
+    return canonical_json(payload)
 
 
 def _is_int(value: object) -> bool:

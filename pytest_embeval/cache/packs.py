@@ -10,10 +10,10 @@ with no pickle anywhere::
     vectors  n x dim float32, as `embedding.embed` returned them (L2-normalised)
 
 Packs written by pytest-embeval 0.1 (b"EMBVPK01", no token counts) are read as costing no tokens. A pack's
-index is verified before any of it is used (`_read_index`); a pack is written to a uniquely named temporary
-file and renamed into place under the sha256 of its bytes (`_write_pack`); a file's identity includes its
-change time, so a damaged pack is deleted only while it is still the file that was read (`_unlink`).
-`_Shelf` is what this process has indexed of one model and kind, found through `_Locator`.
+index is verified before any of it is used (`read_index`); a pack is written to a uniquely named temporary
+file and renamed into place under the sha256 of its bytes (`write_pack`); a file's identity includes its
+change time, so a damaged pack is deleted only while it is still the file that was read (`unlink_if_same`).
+`Shelf` is what this process has indexed of one model and kind, found through `_Locator`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,20 @@ import numpy as np
 from pytest_embeval.arms.embedding import KINDS
 from pytest_embeval.files.atomic import write_atomic
 
-__all__ = ["PACK_ROWS", "Identity"]
+__all__ = [
+    "FLOAT",
+    "KIND_CODES",
+    "PACK_ROWS",
+    "DamagedPack",
+    "Identity",
+    "Pack",
+    "Shelf",
+    "file_identity",
+    "read_index",
+    "unlink_if_same",
+    "write_named",
+    "write_pack",
+]
 
 
 _MAGIC = b"EMBVPK02"
@@ -53,14 +66,14 @@ _CRC = 4
 _TOKENS = 4
 
 
-_FLOAT = np.dtype("<f4")
+FLOAT = np.dtype("<f4")
 
 
-_KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
+KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity: packs are compared with `is`
-class _Pack:
+class Pack:
     """A pack whose index was verified: where its rows are and what they must checksum to."""
 
     path: Path
@@ -71,9 +84,9 @@ class _Pack:
     tokens: np.ndarray  # per row, uint32
 
 
-class _Damaged(Exception):
+class DamagedPack(Exception):
     """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable),
-    ``identity`` which file it was (see `_identity`)."""
+    ``identity`` which file it was (see `file_identity`)."""
 
     def __init__(self, entries: int, identity: Identity) -> None:
         super().__init__(entries)
@@ -89,7 +102,7 @@ class _Locator:
 
     __slots__ = ("keys", "pack_of", "packs", "prefixes", "row_of")
 
-    def __init__(self, packs: Iterable[_Pack]) -> None:
+    def __init__(self, packs: Iterable[Pack]) -> None:
         self.packs = tuple(packs)
         keys = _key_array(key for pack in self.packs for key in pack.keys)
         sizes = [len(pack.keys) for pack in self.packs]
@@ -132,23 +145,23 @@ def _prefixes(keys: np.ndarray) -> np.ndarray:
     return keys.view(">u8")[::4].astype(np.uint64) if keys.size else np.empty(0, dtype=np.uint64)
 
 
-def _read_index(path: Path, shelf: _Shelf) -> _Pack | None:
-    """The verified index of a pack; None for another model's pack (left alone); `_Damaged` if unusable."""
+def read_index(path: Path, shelf: Shelf) -> Pack | None:
+    """The verified index of a pack; None for another model's pack (left alone); `DamagedPack` if unusable."""
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        identity = _identity(handle)
+        identity = file_identity(handle)
         head = handle.read(_FIELDS.size + _SHA)
         if len(head) < _FIELDS.size + _SHA or not head.startswith((_MAGIC, _MAGIC_V1)):
-            raise _Damaged(1, identity)
+            raise DamagedPack(1, identity)
         magic, model, code, n, dim = _FIELDS.unpack_from(head)
         # Before the header is verified, n is only plausible if a writer could have written it.
         entries = n if 1 <= n <= PACK_ROWS else 1
         row_index = _SHA + _CRC + (_TOKENS if magic == _MAGIC else 0)
         if len(head) + n * row_index > size:
-            raise _Damaged(entries, identity)  # truncated inside its index (or n is damaged)
+            raise DamagedPack(entries, identity)  # truncated inside its index (or n is damaged)
         index = handle.read(n * row_index)
     if hashlib.sha256(head[: _FIELDS.size] + index).digest() != head[_FIELDS.size :]:
-        raise _Damaged(entries, identity)
+        raise DamagedPack(entries, identity)
     if (model, code) != (shelf.model, shelf.code):
         return None  # not this model's: a misplaced file, or a 64-bit digest-prefix collision
     keys = tuple(index[i * _SHA : (i + 1) * _SHA] for i in range(n))
@@ -157,17 +170,17 @@ def _read_index(path: Path, shelf: _Shelf) -> _Pack | None:
         tokens = np.frombuffer(index, dtype="<u4", count=n, offset=n * (_SHA + _CRC))
     else:
         tokens = np.zeros(n, dtype="<u4")
-    return _Pack(
+    return Pack(
         path=path, dim=dim, offset=_FIELDS.size + _SHA + len(index), keys=keys, crcs=crcs, tokens=tokens
     )
 
 
-def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tokens: np.ndarray) -> _Pack:
-    matrix = np.ascontiguousarray(vectors, dtype=_FLOAT)
+def write_pack(shelf: Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tokens: np.ndarray) -> Pack:
+    matrix = np.ascontiguousarray(vectors, dtype=FLOAT)
     counts = np.ascontiguousarray(tokens, dtype="<u4")
     data = matrix.tobytes()
     rows = memoryview(data)
-    row_bytes = matrix.shape[1] * _FLOAT.itemsize
+    row_bytes = matrix.shape[1] * FLOAT.itemsize
     crcs = np.array(
         [zlib.crc32(rows[row * row_bytes : (row + 1) * row_bytes]) for row in range(len(keys))], dtype="<u4"
     )
@@ -176,8 +189,8 @@ def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tok
     parts = [fields, hashlib.sha256(fields + index).digest(), index, data]
     name = hashlib.sha256(b"".join(parts)).hexdigest()
     path = shelf.directory / f"{name}.pack"
-    _write_atomic(path, parts)
-    return _Pack(
+    write_named(path, parts)
+    return Pack(
         path=path,
         dim=matrix.shape[1],
         offset=len(fields) + _SHA + len(index),
@@ -187,7 +200,7 @@ def _write_pack(shelf: _Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tok
     )
 
 
-def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
+def write_named(path: Path, parts: Sequence[bytes]) -> None:
     """`write_atomic`, for files named by their content: an existing file at ``path`` holds these bytes."""
     try:
         write_atomic(path, parts)
@@ -197,11 +210,11 @@ def _write_atomic(path: Path, parts: Sequence[bytes]) -> None:
             raise
 
 
-#: Which file a handle or path is: device, inode and change time (see `_identity`).
+#: Which file a handle or path is: device, inode and change time (see `file_identity`).
 Identity = tuple[int, int, int]
 
 
-def _identity(handle: BinaryIO) -> Identity:
+def file_identity(handle: BinaryIO) -> Identity:
     """Which file an open handle reads: a file written under the same name is another. The change time is
     part of it because a file system reuses a deleted file's inode at once: another process's repair of a
     damaged pack, merged back under the pack's own name, could get the damaged file's inode, and a second
@@ -213,7 +226,7 @@ def _status_identity(status: os.stat_result) -> Identity:
     return status.st_dev, status.st_ino, status.st_ctime_ns
 
 
-def _unlink(path: Path, identity: Identity | None = None) -> bool:
+def unlink_if_same(path: Path, identity: Identity | None = None) -> bool:
     """Delete ``path`` (only if it is still the file ``identity`` names); False if another process already
     did, or put another file there."""
     try:
@@ -225,7 +238,7 @@ def _unlink(path: Path, identity: Identity | None = None) -> bool:
     return True
 
 
-class _Shelf:
+class Shelf:
     """The packs of one model and kind that this process has indexed."""
 
     __slots__ = (
@@ -246,15 +259,15 @@ class _Shelf:
         self.code = code
         self.noted = False  # fingerprint.json exists
         self.seen: set[str] = set()  # pack file names not to read again: indexed, or damaged and kept
-        self.packs: dict[str, _Pack] = {}  # indexed packs by file name
+        self.packs: dict[str, Pack] = {}  # indexed packs by file name
         self._locator: _Locator | None = None  # None: to be built when next needed
         # Packs indexed since the locator was built, and their keys' first copies (number in that list,
         # row): a store adds packs one call at a time (`embeval embed`, a block after another), and
         # rebuilding the locator over every key for each would cost time quadratic in the corpus.
-        self._recent_packs: list[_Pack] = []
+        self._recent_packs: list[Pack] = []
         self._recent: dict[bytes, tuple[int, int]] = {}
 
-    def find(self, keys: Sequence[bytes]) -> tuple[np.ndarray, tuple[_Pack, ...], np.ndarray, np.ndarray]:
+    def find(self, keys: Sequence[bytes]) -> tuple[np.ndarray, tuple[Pack, ...], np.ndarray, np.ndarray]:
         """For these text keys: which have a copy in the packs indexed now, those packs, and for each key
         that has one the number (in those packs) and row of its first copy."""
         if self._locator is None:
@@ -275,7 +288,7 @@ class _Shelf:
                 found[i] = True
         return found, packs + tuple(self._recent_packs), number_of[found], row_of[found]
 
-    def add(self, pack: _Pack) -> None:
+    def add(self, pack: Pack) -> None:
         self.seen.add(pack.path.name)
         self.packs[pack.path.name] = pack
         if self._locator is None:
@@ -287,7 +300,7 @@ class _Shelf:
         if len(self._recent) > max(PACK_ROWS, self._locator.keys.size // 4):
             self._locator = None  # rebuilt when next needed: the recent keys are a quarter of it
 
-    def forget(self, pack: _Pack) -> None:
+    def forget(self, pack: Pack) -> None:
         """Drop a pack that vanished or is being replaced; a file by its name is indexed again if it appears
         (content-addressed names come back whenever the same vectors are written again)."""
         self.seen.discard(pack.path.name)

@@ -53,18 +53,18 @@ import numpy as np
 
 from pytest_embeval.arms.embedding import Arm, EncoderError, Kind, embed, validate_texts
 from pytest_embeval.cache.packs import (
-    _FLOAT,
-    _KIND_CODES,
+    FLOAT,
+    KIND_CODES,
     PACK_ROWS,
+    DamagedPack,
     Identity,
-    _Damaged,
-    _identity,
-    _Pack,
-    _read_index,
-    _Shelf,
-    _unlink,
-    _write_atomic,
-    _write_pack,
+    Pack,
+    Shelf,
+    file_identity,
+    read_index,
+    unlink_if_same,
+    write_named,
+    write_pack,
 )
 from pytest_embeval.core.canonical import KeyedTexts, text_key
 
@@ -119,7 +119,7 @@ class EmbeddingCache:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self._shelves: dict[tuple[str, Kind], _Shelf] = {}
+        self._shelves: dict[tuple[str, Kind], Shelf] = {}
         self._stats = CacheStats()
 
     def stats(self) -> CacheStats:
@@ -236,14 +236,14 @@ class EmbeddingCache:
 
     def _store(
         self,
-        shelf: _Shelf,
+        shelf: Shelf,
         arm: Keyed,
         texts: Sequence[str],
         vectors: np.ndarray,
         tokens: Sequence[int] | np.ndarray | None,
-    ) -> list[tuple[_Pack, np.ndarray, np.ndarray]]:
+    ) -> list[tuple[Pack, np.ndarray, np.ndarray]]:
         """Write the packs of ``texts`` (at most `PACK_ROWS` each); each with its float32 rows and tokens."""
-        matrix = np.ascontiguousarray(vectors, dtype=_FLOAT)
+        matrix = np.ascontiguousarray(vectors, dtype=FLOAT)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
             raise ValueError(f"vectors must have shape ({len(texts)}, d) with d >= 1, got {matrix.shape}")
         if not np.isfinite(matrix).all():
@@ -253,19 +253,19 @@ class EmbeddingCache:
         if not shelf.noted:
             note = shelf.directory.parent / "fingerprint.json"
             if not note.exists():
-                _write_atomic(note, [arm.fingerprint.encode("utf-8"), b"\n"])
+                write_named(note, [arm.fingerprint.encode("utf-8"), b"\n"])
             shelf.noted = True
         written = []
         for start in range(0, len(texts), PACK_ROWS):
             keys = tuple(text_key(text) for text in texts[start : start + PACK_ROWS])
             part = slice(start, start + PACK_ROWS)
-            pack = _write_pack(shelf, keys, matrix[part], counts[part])
+            pack = write_pack(shelf, keys, matrix[part], counts[part])
             shelf.add(pack)
             written.append((pack, matrix[part], counts[part]))
         return written
 
     def _find(
-        self, shelf: _Shelf, keys: Sequence[bytes], *, who: str, kind: Kind
+        self, shelf: Shelf, keys: Sequence[bytes], *, who: str, kind: Kind
     ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """``(vectors, found, tokens)`` for these (distinct) text keys: float32 ``(len(keys), d)`` whose rows
         of the keys with an intact entry hold their cached vectors (None when no key has one), which rows
@@ -315,7 +315,7 @@ class EmbeddingCache:
         return vectors, found, tokens
 
     def _merge(
-        self, shelf: _Shelf, order: Sequence[bytes], held: Mapping[str, tuple[np.ndarray, np.ndarray]]
+        self, shelf: Shelf, order: Sequence[bytes], held: Mapping[str, tuple[np.ndarray, np.ndarray]]
     ) -> None:
         """Merge the shelf's packs of fewer than `MERGE_BELOW` rows whose texts are all among ``order`` (the
         text keys of the call that stored) into packs of up to `PACK_ROWS`, its texts in its order: so the
@@ -334,7 +334,7 @@ class EmbeddingCache:
         )
         if len(small) < 2:
             return
-        merged: list[_Pack] = []
+        merged: list[Pack] = []
         keys: list[bytes] = []
         vectors: list[np.ndarray] = []
         tokens: list[np.ndarray] = []
@@ -365,7 +365,7 @@ class EmbeddingCache:
         try:
             for start in range(0, len(chosen), PACK_ROWS):
                 part = chosen[start : start + PACK_ROWS]
-                pack = _write_pack(
+                pack = write_pack(
                     shelf, tuple(keys[i] for i in part.tolist()), all_vectors[part], all_tokens[part]
                 )
                 shelf.add(pack)
@@ -377,7 +377,7 @@ class EmbeddingCache:
             shelf.forget(pack)
             # Kept if it cannot be deleted (Windows, while a reader holds it open): a duplicate costs disk.
             with contextlib.suppress(OSError):
-                _unlink(pack.path)
+                unlink_if_same(pack.path)
 
     # ---------------------------------------------------------------------------------------------- internals
 
@@ -392,15 +392,15 @@ class EmbeddingCache:
             write_error=stats.write_error or write_error,
         )
 
-    def _shelf(self, arm: Keyed, kind: Kind) -> _Shelf:
+    def _shelf(self, arm: Keyed, kind: Kind) -> Shelf:
         shelf = self._shelves.get((arm.digest, kind))
         if shelf is None:
             model = bytes.fromhex(arm.digest.removeprefix("sha256:"))
             directory = self.root / "embeddings" / model.hex()[:16] / kind
-            shelf = self._shelves[arm.digest, kind] = _Shelf(directory, model, _KIND_CODES[kind])
+            shelf = self._shelves[arm.digest, kind] = Shelf(directory, model, KIND_CODES[kind])
         return shelf
 
-    def _scan(self, shelf: _Shelf) -> None:
+    def _scan(self, shelf: Shelf) -> None:
         """Index the packs that appeared since the last scan (other processes write them too)."""
         try:
             names = sorted(os.listdir(shelf.directory))
@@ -412,29 +412,29 @@ class EmbeddingCache:
             shelf.seen.add(name)
             path = shelf.directory / name
             try:
-                pack = _read_index(path, shelf)
+                pack = read_index(path, shelf)
             except FileNotFoundError:  # deleted meanwhile by another process
                 shelf.seen.discard(name)
                 continue
             except OSError:  # unreadable (permissions, I/O): not used, nor read again by this process
                 continue
-            except _Damaged as damage:
+            except DamagedPack as damage:
                 self._discard(shelf, path, damage.entries, damage.identity)
                 continue
             if pack is not None:
                 shelf.add(pack)
 
     def _read(
-        self, shelf: _Shelf, pack: _Pack, into: np.ndarray | None = None
+        self, shelf: Shelf, pack: Pack, into: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The pack's vectors and which rows are intact (a damaged pack is replaced by its intact rows);
         None if the pack vanished. ``into``: the float32 rows (as many as the pack has, C-contiguous) to read
         the vectors into, rather than into memory of their own; the rows returned are those."""
-        row_bytes = pack.dim * _FLOAT.itemsize
+        row_bytes = pack.dim * FLOAT.itemsize
         n = len(pack.keys)
         try:
             with pack.path.open("rb") as handle:
-                identity = _identity(handle)
+                identity = file_identity(handle)
                 handle.seek(pack.offset)
                 if into is None:
                     raw: bytes | memoryview = handle.read(n * row_bytes + 1)
@@ -457,20 +457,20 @@ class EmbeddingCache:
             zlib.crc32(view[row * row_bytes : (row + 1) * row_bytes]) == crc
             for row, crc in enumerate(pack.crcs[:whole].tolist())
         ]
-        vectors = np.frombuffer(raw, dtype=_FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
+        vectors = np.frombuffer(raw, dtype=FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
         if size != n * row_bytes or not intact.all():
             self._replace(shelf, pack, vectors, intact, identity)
         return vectors, intact
 
     def _replace(
-        self, shelf: _Shelf, pack: _Pack, vectors: np.ndarray, intact: np.ndarray, identity: Identity
+        self, shelf: Shelf, pack: Pack, vectors: np.ndarray, intact: np.ndarray, identity: Identity
     ) -> None:
         """Rewrite a damaged pack's intact rows into a new pack, then delete it and count what was lost."""
         rows = np.flatnonzero(intact)
         shelf.forget(pack)
         if rows.size:
             try:
-                kept = _write_pack(
+                kept = write_pack(
                     shelf, tuple(pack.keys[row] for row in rows), vectors[rows], pack.tokens[rows]
                 )
             except OSError:
@@ -481,12 +481,12 @@ class EmbeddingCache:
                     return  # nothing lost, bytes appended: the rewrite took the damaged file's place
         self._discard(shelf, pack.path, len(pack.keys) - int(rows.size), identity)
 
-    def _discard(self, shelf: _Shelf, path: Path, entries: int, identity: Identity) -> None:
+    def _discard(self, shelf: Shelf, path: Path, entries: int, identity: Identity) -> None:
         """Delete a damaged pack and count its lost entries, unless another process deleted it first (and
         counted them): ``identity`` is the file that was read, and a file that took its name since (another
         process's repair or merge, with the same name when it holds the same vectors) is left alone."""
         try:
-            first = _unlink(path, identity)
+            first = unlink_if_same(path, identity)
         except OSError:  # a read-only cache keeps it: not to be read (nor counted) again by this process
             shelf.seen.add(path.name)
             first = True
@@ -506,9 +506,9 @@ def _result_matrix(rows: int, dim: int) -> np.ndarray:
     map rather than numpy's own allocation, which asks the kernel for transparent huge pages: on a virtual
     machine (what CI runs on) their first touch, when the packs are read into it, measured 5 x slower than
     4 KiB pages (0.89 s against 0.17 s for 200,000 x 512), and exact search reads it no slower."""
-    if rows * dim * _FLOAT.itemsize < _MAPPED_BYTES:
-        return np.empty((rows, dim), dtype=_FLOAT)
-    return np.frombuffer(mmap.mmap(-1, rows * dim * _FLOAT.itemsize), dtype=_FLOAT).reshape(rows, dim)
+    if rows * dim * FLOAT.itemsize < _MAPPED_BYTES:
+        return np.empty((rows, dim), dtype=FLOAT)
+    return np.frombuffer(mmap.mmap(-1, rows * dim * FLOAT.itemsize), dtype=FLOAT).reshape(rows, dim)
 
 
 def _run(numbers: np.ndarray, first: int | None = None) -> bool:

@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import yaml
 
@@ -31,18 +30,18 @@ from pytest_embeval.golden.filters import Filter, field_names, field_problem
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_SPLIT,
-    _judged_ids,
+    judged_document_ids,
 )
-from pytest_embeval.golden.yaml_nodes import _NULL_TAG, NodeReader, _describe, _Entry, _line
+from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, NodeReader, describe_node, node_line
 
-_DATA_KEYS = ("corpus", "queries", "qrels")
+DATA_KEYS = ("corpus", "queries", "qrels")
 
 
 _INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters")
 
 
 #: Query keys that cannot name a stratum field (they are the query's id, text, judgments and filters).
-_RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters"})
+RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +56,10 @@ class _Data:
     qrels_format: str | None = None
 
 
-_T = TypeVar("_T")
-
-
 class DataReader(NodeReader):
     """Reads a golden file's data sections: corpus, queries (or a BEIR folder, or inline ones) and qrels."""
 
-    def data(self, top: Mapping[str, _Entry], strata: tuple[str, ...], fold: FoldSpec | None) -> _Data:
+    def data(self, top: Mapping[str, Entry], strata: tuple[str, ...], fold: FoldSpec | None) -> _Data:
         required = () if fold is None else (fold.field,)
         if "beir" in top:
             return self.beir(top["beir"][1], strata, top.get("split"), fold)
@@ -76,7 +72,7 @@ class DataReader(NodeReader):
         )
         # Judgments may name documents without text too (they count in the denominators); with folding,
         # what they name is the documents the chunks fold to.
-        judged_ids = _judged_ids(documents, fold)
+        judged_ids = judged_document_ids(documents, fold)
         fields = field_names(doc.fields for doc in documents)
         queries_node = top["queries"][1]
         qrels_entry = top.get("qrels")
@@ -85,7 +81,7 @@ class DataReader(NodeReader):
             if qrels_entry is None and not any(qrels.values()):
                 problem = "missing required key (no inline query carries 'relevant' judgments)"
                 raise GoldenError(self.path, "qrels", None, problem)
-        elif isinstance(queries_node, (yaml.ScalarNode, yaml.MappingNode)) and queries_node.tag != _NULL_TAG:
+        elif isinstance(queries_node, (yaml.ScalarNode, yaml.MappingNode)) and queries_node.tag != NULL_TAG:
             queries_file, queries_format = self.data_file(queries_node, "queries", TEXT_FORMATS)
             queries = read_queries(queries_file, strata, queries_format, fields)
             if not queries:
@@ -95,7 +91,7 @@ class DataReader(NodeReader):
                 raise GoldenError(self.path, "qrels", None, problem)
             qrels = {query.id: {} for query in queries}
         else:
-            problem = f"must be a JSONL or TSV file or a list of queries, got {_describe(queries_node)}"
+            problem = f"must be a JSONL or TSV file or a list of queries, got {describe_node(queries_node)}"
             raise self.error(queries_node, "queries", problem)
         if qrels_entry is None:
             return _Data(documents, queries, qrels)
@@ -114,7 +110,7 @@ class DataReader(NodeReader):
         return documents
 
     def beir(
-        self, node: yaml.Node, strata: tuple[str, ...], split_entry: _Entry | None, fold: FoldSpec | None
+        self, node: yaml.Node, strata: tuple[str, ...], split_entry: Entry | None, fold: FoldSpec | None
     ) -> _Data:
         folder = self.require(node, "beir", self.location(node, "beir"), folder=True)
         corpus = self.require(node, "beir", folder / "corpus.jsonl")
@@ -149,7 +145,7 @@ class DataReader(NodeReader):
         if not queries:
             raise self.error(node, "beir", f"no queries in {queries_file.resolve()}")
         qrels: dict[str, dict[str, int]] = {query.id: {} for query in queries}
-        found = read_qrels(qrels_file, qrels, _judged_ids(documents, fold))
+        found = read_qrels(qrels_file, qrels, judged_document_ids(documents, fold))
         if len(splits) > 1:
             # queries.jsonl holds every split's queries (as BEIR publishes them): keep this split's own.
             queries = [query for query in queries if qrels[query.id]]
@@ -165,7 +161,7 @@ class DataReader(NodeReader):
         strata: tuple[str, ...],
         document_ids: AbstractSet[str],
         document_fields: AbstractSet[str],
-        qrels_entry: _Entry | None,
+        qrels_entry: Entry | None,
     ) -> tuple[list[Query], dict[str, dict[str, int]]]:
         if not node.value:
             raise self.error(node, "queries", "no queries in the list")
@@ -185,7 +181,7 @@ class DataReader(NodeReader):
             if query_id in first_line:
                 problem = f"duplicate query id {query_id!r} (first on line {first_line[query_id]})"
                 raise self.error(id_node, f"{prefix}.id", problem)
-            first_line[query_id] = _line(id_node)
+            first_line[query_id] = node_line(id_node)
             text = self.string(entries["text"][1], f"{prefix}.text")
             fields: dict[str, str] = {}
             for name in strata:
@@ -193,18 +189,18 @@ class DataReader(NodeReader):
                 if name not in entries:
                     raise self.error(item, key, missing_stratum_problem(query_id, name, entries))
                 field_node = entries[name][1]
-                if not isinstance(field_node, yaml.ScalarNode) or field_node.tag == _NULL_TAG:
+                if not isinstance(field_node, yaml.ScalarNode) or field_node.tag == NULL_TAG:
                     raise self.error(
-                        field_node, key, stratum_type_problem(query_id, name, _describe(field_node))
+                        field_node, key, stratum_type_problem(query_id, name, describe_node(field_node))
                     )
                 value = str(field_node.value)
-                fields[name] = stratum_value(self.path, key, _line(field_node), query_id, name, value)
+                fields[name] = stratum_value(self.path, key, node_line(field_node), query_id, name, value)
             qrels[query_id] = {}
             if "relevant" in entries:
                 key_node, relevant_node = entries["relevant"]
                 if qrels_entry is not None:
                     problem = (
-                        f"cannot be combined with the 'qrels' file (line {_line(qrels_entry[0])}); "
+                        f"cannot be combined with the 'qrels' file (line {node_line(qrels_entry[0])}); "
                         "keep all judgments in one place"
                     )
                     raise self.error(key_node, f"{prefix}.relevant", problem)
@@ -254,7 +250,9 @@ class DataReader(NodeReader):
                 listed = ", ".join(strata) if strata else "none"
                 raise self.error(key_node, key, f"{name!r} is not a stratum field (strata: {listed})")
             if not isinstance(values_node, yaml.SequenceNode):
-                raise self.error(values_node, key, f"must be a list of values, got {_describe(values_node)}")
+                raise self.error(
+                    values_node, key, f"must be a list of values, got {describe_node(values_node)}"
+                )
             present = sorted({query.fields[name] for query in queries})
             values: set[str] = set()
             for i, item in enumerate(values_node.value):

@@ -42,7 +42,7 @@ import gc
 from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -57,7 +57,7 @@ from pytest_embeval.golden.data_files import (
     Query,
     read_text,
 )
-from pytest_embeval.golden.data_sections import _DATA_KEYS, _RESERVED_FIELDS, _T, DataReader
+from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
@@ -78,7 +78,7 @@ from pytest_embeval.golden.schema import (
     IndexSpec,
     RerankSpec,
 )
-from pytest_embeval.golden.yaml_nodes import _NULL_TAG, _describe, _Entry, _line
+from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, describe_node, node_line
 
 __all__ = [
     "CORPUS_SAMPLE_KEYS",
@@ -159,6 +159,9 @@ def _looks_like_attr(spec: str) -> bool:
     return bool(colon) and all(
         bool(part) and all(piece.isidentifier() for piece in part.split(".")) for part in (module, attr)
     )
+
+
+_T = TypeVar("_T")
 
 
 class _GoldenLoader(DataReader):
@@ -244,16 +247,16 @@ class _GoldenLoader(DataReader):
             rerank=rerank,
         )
 
-    def check_structure(self, top: Mapping[str, _Entry]) -> None:
+    def check_structure(self, top: Mapping[str, Entry]) -> None:
         """Version, required keys and the BEIR-or-files choice, before any value is read."""
         if "schema_version" in top:
             node = top["schema_version"][1]
             version = self.construct(node, "schema_version")
             if type(version) is not int or version != SCHEMA_VERSION:
-                problem = f"unsupported version {_describe(node)} (this release reads {SCHEMA_VERSION})"
+                problem = f"unsupported version {describe_node(node)} (this release reads {SCHEMA_VERSION})"
                 raise self.error(node, "schema_version", problem)
         if "beir" in top:
-            for name in _DATA_KEYS:
+            for name in DATA_KEYS:
                 if name in top:
                     problem = "cannot be combined with 'beir' (the folder supplies corpus, queries and qrels)"
                     raise self.error(top[name][0], name, problem)
@@ -285,21 +288,23 @@ class _GoldenLoader(DataReader):
         if root is None:
             raise GoldenError(self.path, None, None, "expected a mapping of settings, the file is empty")
         if not isinstance(root, yaml.MappingNode):
-            raise self.error(root, None, f"expected a mapping of settings, got {_describe(root)}")
+            raise self.error(root, None, f"expected a mapping of settings, got {describe_node(root)}")
         return root
 
     def strata(self, node: yaml.Node) -> tuple[str, ...]:
         if not isinstance(node, yaml.SequenceNode):
-            raise self.error(node, "strata", f"must be a list of query field names, got {_describe(node)}")
+            raise self.error(
+                node, "strata", f"must be a list of query field names, got {describe_node(node)}"
+            )
         names: dict[str, int] = {}
         for i, item in enumerate(node.value):
             key = f"strata[{i}]"
             name = self.word(item, key, "a query field name")
-            if name in _RESERVED_FIELDS:
+            if name in RESERVED_FIELDS:
                 raise self.error(item, key, f"{name!r} is reserved for the query itself, not a stratum field")
             if name in names:
                 raise self.error(item, key, f"duplicate stratum field {name!r} (first on line {names[name]})")
-            names[name] = _line(item)
+            names[name] = node_line(item)
         return tuple(names)
 
     def guards(self, node: yaml.Node) -> dict[str, float]:
@@ -311,12 +316,12 @@ class _GoldenLoader(DataReader):
             if spec in guards:
                 raise self.error(key_node, key, f"same metric as the guard on line {lines[spec]}")
             guards[spec] = self.margin(value_node, key)
-            lines[spec] = _line(key_node)
+            lines[spec] = node_line(key_node)
         return guards
 
     def report(self, node: yaml.Node) -> tuple[MetricSpec, ...]:
         if not isinstance(node, yaml.SequenceNode):
-            raise self.error(node, "report", f"must be a list of metric names, got {_describe(node)}")
+            raise self.error(node, "report", f"must be a list of metric names, got {describe_node(node)}")
         specs: dict[str, MetricSpec] = {}
         for i, item in enumerate(node.value):
             spec = self.metric(item, f"report[{i}]")
@@ -330,13 +335,13 @@ class _GoldenLoader(DataReader):
         if isinstance(node, yaml.ScalarNode):
             if node.value in ("exact", "hnsw"):
                 return IndexSpec(str(node.value))
-            raise self.error(node, "index", f"must be {expected}, got {_describe(node)}")
+            raise self.error(node, "index", f"must be {expected}, got {describe_node(node)}")
         entries = self.entries(node, "index")
         self.check_keys(entries, ("hnsw",), "index")
         if "hnsw" not in entries:
             raise self.error(node, "index", f"must be {expected}, got an empty mapping")
         params_node = entries["hnsw"][1]
-        if isinstance(params_node, yaml.ScalarNode) and params_node.tag == _NULL_TAG:
+        if isinstance(params_node, yaml.ScalarNode) and params_node.tag == NULL_TAG:
             return IndexSpec("hnsw")
         params = self.entries(params_node, "index.hnsw")
         self.check_keys(params, (*HNSW_DEFAULTS, HNSW_RECALL_TARGET), "index.hnsw")
@@ -356,7 +361,9 @@ class _GoldenLoader(DataReader):
             raise self.error(key_node, key, problem)
         target = self.number(target_node, key)
         if target is None or not 0 < target <= 1:
-            raise self.error(target_node, key, f"must be a number in (0, 1], got {_describe(target_node)}")
+            raise self.error(
+                target_node, key, f"must be a number in (0, 1], got {describe_node(target_node)}"
+            )
         return IndexSpec("hnsw", **values, recall_target=target)
 
     def production(self, node: yaml.Node) -> Production:
@@ -385,17 +392,17 @@ class _GoldenLoader(DataReader):
             raise self.error(node, "corpus_sample.sizes", problem)
         sizes_node = entries["sizes"][1]
         if not isinstance(sizes_node, yaml.SequenceNode) or not sizes_node.value:
-            problem = f"must be a non-empty list of fractions in (0, 1], got {_describe(sizes_node)}"
+            problem = f"must be a non-empty list of fractions in (0, 1], got {describe_node(sizes_node)}"
             raise self.error(sizes_node, "corpus_sample.sizes", problem)
         sizes: dict[float, int] = {}
         for i, item in enumerate(sizes_node.value):
             key = f"corpus_sample.sizes[{i}]"
             size = self.number(item, key)
             if size is None or not 0 < size <= 1:
-                raise self.error(item, key, f"must be a fraction in (0, 1], got {_describe(item)}")
+                raise self.error(item, key, f"must be a fraction in (0, 1], got {describe_node(item)}")
             if size in sizes:
                 raise self.error(item, key, f"duplicate size {size:g} (first on line {sizes[size]})")
-            sizes[size] = _line(item)
+            sizes[size] = node_line(item)
         seed = default_seed
         if "seed" in entries:
             seed = self.integer(entries["seed"][1], "corpus_sample.seed", 0)
@@ -446,7 +453,7 @@ class _GoldenLoader(DataReader):
             decides_node = entries["decides"][1]
             decides = self.construct(decides_node, "rerank.decides")
             if not isinstance(decides, bool):
-                problem = f"must be true or false, got {_describe(decides_node)}"
+                problem = f"must be true or false, got {describe_node(decides_node)}"
                 raise self.error(decides_node, "rerank.decides", problem)
             values["decides"] = decides
         return RerankSpec(**values)

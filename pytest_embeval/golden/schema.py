@@ -48,6 +48,7 @@ __all__ = [
     "IndexSpec",
     "RerankSpec",
     "Stratum",
+    "judged_document_ids",
 ]
 
 
@@ -257,7 +258,7 @@ class GoldenSet:
 
     def judged_ids(self) -> frozenset[str]:
         """What judgments and rankings name: the corpus records, or with folding the documents."""
-        return _judged_ids(self.documents, self.fold)
+        return judged_document_ids(self.documents, self.fold)
 
     def judged_documents(self) -> dict[str, Document]:
         """What a judge reads, by judged id: each corpus record, or with folding each document, its chunks'
@@ -336,7 +337,7 @@ class RerankSpec:
         return {"model": self.model, "depth": self.depth, "sample": self.sample, "decides": self.decides}
 
 
-def _judged_ids(documents: Sequence[Document], fold: FoldSpec | None) -> frozenset[str]:
+def judged_document_ids(documents: Sequence[Document], fold: FoldSpec | None) -> frozenset[str]:
     """What judgments may name: the corpus records, or with folding the documents their chunks fold to."""
     if fold is None:
         return frozenset(doc.id for doc in documents)

@@ -21,10 +21,10 @@ from pytest_embeval.golden.data_files import (
     id_problem,
 )
 
-_NULL_TAG = "tag:yaml.org,2002:null"
+NULL_TAG = "tag:yaml.org,2002:null"
 
 
-def _describe(node: yaml.Node) -> str:
+def describe_node(node: yaml.Node) -> str:
     """A YAML value as the user wrote it, for "got ..." in messages."""
     if isinstance(node, yaml.MappingNode):
         return "a mapping"
@@ -41,11 +41,11 @@ def _unknown_key(name: str, known: Sequence[str]) -> str:
     return f"unknown key (expected one of: {', '.join(known)})"
 
 
-def _line(node: yaml.Node) -> int:
+def node_line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 
 
-_Entry = tuple[yaml.Node, yaml.Node]  # (key node, value node)
+Entry = tuple[yaml.Node, yaml.Node]  # (key node, value node)
 
 
 class NodeReader:
@@ -60,26 +60,26 @@ class NodeReader:
         self._constructor = yaml.SafeLoader("")
 
     def error(self, node: yaml.Node | None, key: str | None, problem: str) -> GoldenError:
-        return GoldenError(self.path, key, None if node is None else _line(node), problem)
+        return GoldenError(self.path, key, None if node is None else node_line(node), problem)
 
     # --- generic node readers
 
-    def entries(self, node: yaml.Node, key: str | None) -> dict[str, _Entry]:
+    def entries(self, node: yaml.Node, key: str | None) -> dict[str, Entry]:
         """A mapping node's entries by key as written, refusing duplicate keys (PyYAML keeps the last one)."""
         if not isinstance(node, yaml.MappingNode):
-            raise self.error(node, key, f"must be a mapping, got {_describe(node)}")
-        result: dict[str, _Entry] = {}
+            raise self.error(node, key, f"must be a mapping, got {describe_node(node)}")
+        result: dict[str, Entry] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                raise self.error(key_node, key, f"keys must be plain names, got {_describe(key_node)}")
+                raise self.error(key_node, key, f"keys must be plain names, got {describe_node(key_node)}")
             name = str(key_node.value)
             if name in result:
-                problem = f"duplicate key (first on line {_line(result[name][0])})"
+                problem = f"duplicate key (first on line {node_line(result[name][0])})"
                 raise self.error(key_node, name if key is None else f"{key}.{name}", problem)
             result[name] = (key_node, value_node)
         return result
 
-    def check_keys(self, entries: Mapping[str, _Entry], known: Sequence[str], prefix: str | None) -> None:
+    def check_keys(self, entries: Mapping[str, Entry], known: Sequence[str], prefix: str | None) -> None:
         for name, (key_node, _) in entries.items():
             if name not in known:
                 key = name if prefix is None else f"{prefix}.{name}"
@@ -94,8 +94,8 @@ class NodeReader:
 
     def word(self, node: yaml.Node, key: str, what: str) -> str:
         """A scalar as written (ids, names, stratum values): YAML typing would make numbers, bools of them."""
-        if not isinstance(node, yaml.ScalarNode) or node.tag == _NULL_TAG or not str(node.value).strip():
-            raise self.error(node, key, f"must be {what}, got {_describe(node)}")
+        if not isinstance(node, yaml.ScalarNode) or node.tag == NULL_TAG or not str(node.value).strip():
+            raise self.error(node, key, f"must be {what}, got {describe_node(node)}")
         return str(node.value)
 
     def identifier(self, node: yaml.Node, key: str) -> str:
@@ -108,7 +108,7 @@ class NodeReader:
     def string(self, node: yaml.Node, key: str) -> str:
         value = self.construct(node, key)
         if not isinstance(value, str) or not value.strip():
-            raise self.error(node, key, f"must be a non-empty string, got {_describe(node)}")
+            raise self.error(node, key, f"must be a non-empty string, got {describe_node(node)}")
         return value
 
     def number(self, node: yaml.Node, key: str) -> float | None:
@@ -121,7 +121,7 @@ class NodeReader:
     def margin(self, node: yaml.Node, key: str) -> float:
         value = self.number(node, key)
         if value is None or value < 0:
-            raise self.error(node, key, f"must be a number >= 0, got {_describe(node)}")
+            raise self.error(node, key, f"must be a number >= 0, got {describe_node(node)}")
         return value
 
     def choice(self, node: yaml.Node, key: str, choices: Sequence[str]) -> str:
@@ -129,26 +129,26 @@ class NodeReader:
         quoted = [f"'{choice}'" for choice in choices]
         expected = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
         if not isinstance(node, yaml.ScalarNode) or str(node.value) not in choices:
-            raise self.error(node, key, f"must be {expected}, got {_describe(node)}")
+            raise self.error(node, key, f"must be {expected}, got {describe_node(node)}")
         return str(node.value)
 
     def confidence(self, node: yaml.Node) -> float:
         value = self.number(node, "confidence")
         if value is None or not 0 < value < 1:
-            problem = f"must be a number strictly between 0 and 1, got {_describe(node)}"
+            problem = f"must be a number strictly between 0 and 1, got {describe_node(node)}"
             raise self.error(node, "confidence", problem)
         return value
 
     def integer(self, node: yaml.Node, key: str, minimum: int) -> int:
         value = self.construct(node, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(node, key, f"must be an integer >= {minimum}, got {_describe(node)}")
+            raise self.error(node, key, f"must be an integer >= {minimum}, got {describe_node(node)}")
         return value
 
     def metric(self, node: yaml.Node, key: str) -> MetricSpec:
         value = self.construct(node, key)
         if not isinstance(value, str):
-            raise self.error(node, key, f"must be a metric name such as ndcg@10, got {_describe(node)}")
+            raise self.error(node, key, f"must be a metric name such as ndcg@10, got {describe_node(node)}")
         try:
             return parse_metric(value)
         except ValueError as exc:

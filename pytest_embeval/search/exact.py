@@ -27,13 +27,28 @@ import numpy as np
 
 from pytest_embeval.golden.filters import Allowed
 
-__all__ = ["equal_scores", "exact_search", "tie_ranks", "top_k"]
+__all__ = [
+    "SCRATCH_BYTES",
+    "as_matrix",
+    "check_block",
+    "decode_keys",
+    "empty_result",
+    "equal_scores",
+    "exact_search",
+    "padded",
+    "query_masks",
+    "ranking_keys",
+    "tie_ranks",
+    "top_k",
+    "validate_documents",
+    "validate_queries",
+]
 
 DEFAULT_BLOCK_SIZE = 8192
 # Scratch memory per (query block x document block) step; about 40 bytes per pair are live at once. 48 MB
 # (150 queries a block against 8,192 documents): the peak memory of a run at 200,000 x 1,500 within 1.5 x the
 # two arms' vectors, at about the search time of 128 MB (benchmarks/README.md, "At the practice's scale").
-_SCRATCH_BYTES = 48 * 2**20
+SCRATCH_BYTES = 48 * 2**20
 _BYTES_PER_PAIR = 40
 _SIGN = np.uint32(0x80000000)
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -66,22 +81,22 @@ def exact_search(
     Documents are scanned in blocks of ``block_size`` rows and queries in blocks of ``query_block_size`` (by
     default as many as fit in ~48 MB of scratch), keeping a running top k per query, so memory stays bounded
     for large corpora. The result does not depend on either block size. A masked-out pair keeps only its tie
-    rank (`_mask`), below every allowed document's key, and is recognised after the scan.
+    rank (`query_masks`), below every allowed document's key, and is recognised after the scan.
     """
-    d = _validate_documents(documents, doc_ids)
-    q, k_eff = _validate_queries(queries, d, k)
+    d = validate_documents(documents, doc_ids)
+    q, k_eff = validate_queries(queries, d, k)
     if allowed is not None:
         allowed.check(q.shape[0], d.shape[0])
-    _check_block("block_size", block_size)
+    check_block("block_size", block_size)
     if query_block_size is not None:
-        _check_block("query_block_size", query_block_size)
+        check_block("query_block_size", query_block_size)
     n_queries, n_docs = q.shape[0], d.shape[0]
     if n_queries == 0 or k_eff == 0:
-        return _empty_result(n_queries, k_eff)
+        return empty_result(n_queries, k_eff)
 
     ranks = tie_ranks(doc_ids)
     doc_block = min(block_size, n_docs)
-    query_block = query_block_size or max(1, _SCRATCH_BYTES // (_BYTES_PER_PAIR * (doc_block + k_eff)))
+    query_block = query_block_size or max(1, SCRATCH_BYTES // (_BYTES_PER_PAIR * (doc_block + k_eff)))
     best = np.zeros((n_queries, 0), dtype=np.uint64)
     # Documents outermost: each document block is converted to float64 once.
     for d_start in range(0, n_docs, doc_block):
@@ -91,14 +106,14 @@ def exact_search(
         for q_start in range(0, n_queries, query_block):
             q_block = q[q_start : q_start + query_block].astype(np.float64)
             scores = (q_block @ d_block.T).astype(np.float32)
-            keys = _keys(scores, block_ranks)
+            keys = ranking_keys(scores, block_ranks)
             if allowed is not None:
                 block_masks = allowed.masks[:, d_start : d_start + doc_block]
-                _mask(keys, block_masks[allowed.rows[q_start : q_start + query_block]])
+                query_masks(keys, block_masks[allowed.rows[q_start : q_start + query_block]])
             merged.append(_top(np.concatenate([best[q_start : q_start + query_block], keys], axis=1), k_eff))
         best = np.concatenate(merged, axis=0)
     keys = np.sort(best, axis=1)[:, ::-1]
-    return _padded(keys, *_decode(keys, np.argsort(ranks)))
+    return padded(keys, *decode_keys(keys, np.argsort(ranks)))
 
 
 def top_k(
@@ -112,12 +127,12 @@ def top_k(
         raise ValueError(f"scores must be (n, {ranks.shape[0]}), got {matrix.shape}")
     k_eff = min(int(k), matrix.shape[1])
     if matrix.shape[0] == 0 or k_eff == 0:
-        return _empty_result(matrix.shape[0], k_eff)
-    keys = _keys(matrix, ranks)
+        return empty_result(matrix.shape[0], k_eff)
+    keys = ranking_keys(matrix, ranks)
     if keep is not None:
-        _mask(keys, keep)
+        query_masks(keys, keep)
     best = np.sort(_top(keys, k_eff), axis=1)[:, ::-1]
-    return _padded(best, *_decode(best, np.argsort(ranks)))
+    return padded(best, *decode_keys(best, np.argsort(ranks)))
 
 
 def equal_scores(
@@ -126,12 +141,12 @@ def equal_scores(
     """For each query row, the positions (ascending) of every document whose score equals ``targets[row]``,
     scored exactly as :func:`exact_search` scores (float64 products rounded to float32), so a tie group
     that a ranked list cuts off can be completed: only a full scan knows every member of it."""
-    d = _matrix("documents", documents)
-    q = _matrix("queries", queries)
+    d = as_matrix("documents", documents)
+    q = as_matrix("queries", queries)
     wanted = np.asarray(targets, dtype=np.float32)
     if wanted.shape != (q.shape[0],):
         raise ValueError(f"targets must hold one score per query ({q.shape[0]}), got shape {wanted.shape}")
-    _check_block("block_size", block_size)
+    check_block("block_size", block_size)
     rows: list[np.ndarray] = []
     columns: list[np.ndarray] = []
     q64 = q.astype(np.float64)
@@ -152,7 +167,7 @@ def equal_scores(
 # ------------------------------------------------------------------------------------------------- internals
 
 
-def _keys(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+def ranking_keys(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     """Order-preserving uint64 keys: float32 score in the high 32 bits, tie rank in the low 32 bits."""
     # Adding +0.0 turns -0.0 into +0.0: trec_eval sees them as equal scores, so they must get equal keys.
     bits = (scores.astype(np.float32) + np.float32(0.0)).view(np.uint32)
@@ -165,20 +180,20 @@ def _keys(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return keys
 
 
-def _decode(keys: np.ndarray, position_of_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def decode_keys(keys: np.ndarray, position_of_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     high = (keys >> np.uint64(32)).astype(np.uint32)
     bits = np.where(high & _SIGN, high ^ _SIGN, ~high).astype(np.uint32)
     positions = position_of_rank[(keys & _LOW32).astype(np.int64)]
     return positions.astype(np.int64), bits.view(np.float32)
 
 
-#: `_mask`'s keys by the mask's bool: masked out keeps the tie rank alone, allowed keeps the whole key.
+#: `query_masks`'s keys by the mask's bool: masked out keeps the tie rank alone, allowed keeps the whole key.
 _KEPT_BITS = np.array([0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
 #: Keys below this have no score bits: masked out. A finite float32 score maps to 0x00800000 or more.
 _SCORED = np.uint64(1 << 32)
 
 
-def _mask(keys: np.ndarray, keep: np.ndarray) -> None:
+def query_masks(keys: np.ndarray, keep: np.ndarray) -> None:
     """Clear the score bits of the keys ``keep`` rejects, in place, so they sort below every kept key.
 
     Their tie ranks stay, so masked keys remain distinct: np.partition slows down tenfold on a row of
@@ -187,7 +202,7 @@ def _mask(keys: np.ndarray, keep: np.ndarray) -> None:
     np.bitwise_and(keys, _KEPT_BITS[keep.view(np.uint8)], out=keys)
 
 
-def _padded(keys: np.ndarray, positions: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def padded(keys: np.ndarray, positions: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Decoded results with a masked key (a masked-out or missing document) as position -1 and score NaN."""
     empty = keys < _SCORED
     if empty.any():
@@ -196,7 +211,7 @@ def _padded(keys: np.ndarray, positions: np.ndarray, scores: np.ndarray) -> tupl
     return positions, scores
 
 
-def _empty_result(n_queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+def empty_result(n_queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.empty((n_queries, k), dtype=np.int64), np.empty((n_queries, k), dtype=np.float32)
 
 
@@ -211,13 +226,13 @@ def _top(keys: np.ndarray, k: int) -> np.ndarray:
     return top
 
 
-def _check_block(name: str, value: object) -> None:
+def check_block(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-def _validate_documents(documents: np.ndarray, doc_ids: Sequence[str]) -> np.ndarray:
-    d = _matrix("documents", documents)
+def validate_documents(documents: np.ndarray, doc_ids: Sequence[str]) -> np.ndarray:
+    d = as_matrix("documents", documents)
     if len(doc_ids) != d.shape[0]:
         raise ValueError(f"doc_ids has {len(doc_ids)} ids but documents has {d.shape[0]} rows")
     if d.shape[0] > 2**32:
@@ -234,18 +249,18 @@ def _validate_documents(documents: np.ndarray, doc_ids: Sequence[str]) -> np.nda
     return d
 
 
-def _validate_queries(queries: np.ndarray, documents: np.ndarray, k: int) -> tuple[np.ndarray, int]:
+def validate_queries(queries: np.ndarray, documents: np.ndarray, k: int) -> tuple[np.ndarray, int]:
     """The query matrix and the effective k, min(k, number of documents)."""
-    q = _matrix("queries", queries)
+    q = as_matrix("queries", queries)
     if q.shape[1] != documents.shape[1]:
         raise ValueError(
             f"queries have dimension {q.shape[1]} but documents have dimension {documents.shape[1]}"
         )
-    _check_block("k", k)
+    check_block("k", k)
     return q, min(int(k), documents.shape[0])
 
 
-def _matrix(name: str, array: np.ndarray) -> np.ndarray:
+def as_matrix(name: str, array: np.ndarray) -> np.ndarray:
     matrix = np.asarray(array)
     if matrix.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (rows x dimension), got shape {matrix.shape}")

@@ -19,17 +19,17 @@ import numpy as np
 
 from pytest_embeval.golden.filters import Allowed
 from pytest_embeval.search.exact import (
-    _SCRATCH_BYTES,
-    _check_block,
-    _decode,
-    _empty_result,
-    _keys,
-    _mask,
-    _matrix,
-    _padded,
-    _validate_documents,
-    _validate_queries,
+    SCRATCH_BYTES,
+    as_matrix,
+    check_block,
+    decode_keys,
+    empty_result,
+    padded,
+    query_masks,
+    ranking_keys,
     tie_ranks,
+    validate_documents,
+    validate_queries,
 )
 from pytest_embeval.search.graphs import GraphStore, graph_key
 
@@ -68,9 +68,9 @@ class HnswIndex:
         rather than built again, and where this one is kept (`graphs`)."""
         import hnswlib
 
-        d = _validate_documents(documents, doc_ids)
+        d = validate_documents(documents, doc_ids)
         for name, value in (("M", M), ("ef_construction", ef_construction)):
-            _check_block(name, value)
+            check_block(name, value)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
         self.M = M
@@ -103,39 +103,39 @@ class HnswIndex:
         ``allowed``, hnswlib searches with each distinct mask as its filter (rows padded as exact_search
         pads them)."""
         d = self._documents
-        q, k_eff = _validate_queries(queries, d, k)
-        _check_block("ef_search", ef_search)
+        q, k_eff = validate_queries(queries, d, k)
+        check_block("ef_search", ef_search)
         n_queries = q.shape[0]
         if allowed is not None:
             allowed.check(n_queries, d.shape[0])
         if n_queries == 0 or k_eff == 0:
-            return _empty_result(n_queries, k_eff)
+            return empty_result(n_queries, k_eff)
         rows = np.ascontiguousarray(q, dtype=np.float32)
         positions = self._filtered_labels(rows, k_eff, effective_ef(ef_search, k_eff), allowed)
         found = positions >= 0
         safe = np.where(found, positions, 0)
         # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
         scores = np.empty(positions.shape, dtype=np.float32)
-        if d.size * 8 <= _SCRATCH_BYTES:
+        if d.size * 8 <= SCRATCH_BYTES:
             # A small corpus: every score of a block of queries by one matmul, as exact_search computes them,
             # then the candidates' picked out (a tenth of the time of gathering their vectors).
             d64 = d.astype(np.float64)
-            step = max(1, _SCRATCH_BYTES // (8 * d.shape[0]))
+            step = max(1, SCRATCH_BYTES // (8 * d.shape[0]))
             for start in range(0, n_queries, step):
                 every = q[start : start + step].astype(np.float64) @ d64.T
                 picked = np.take_along_axis(every, safe[start : start + step], axis=1)
                 scores[start : start + step] = picked.astype(np.float32)
         else:
-            step = max(1, _SCRATCH_BYTES // (8 * k_eff * d.shape[1]))
+            step = max(1, SCRATCH_BYTES // (8 * k_eff * d.shape[1]))
             for start in range(0, n_queries, step):
                 block = safe[start : start + step]
                 scores[start : start + step] = np.einsum(
                     "id,ikd->ik", q[start : start + step].astype(np.float64), d[block].astype(np.float64)
                 ).astype(np.float32)
-        keys = _keys(scores, self._ranks[safe])
-        _mask(keys, found)
+        keys = ranking_keys(scores, self._ranks[safe])
+        query_masks(keys, found)
         keys = np.sort(keys, axis=1)[:, ::-1]
-        return _padded(keys, *_decode(keys, np.argsort(self._ranks)))
+        return padded(keys, *decode_keys(keys, np.argsort(self._ranks)))
 
     def parameters(self) -> dict[str, int]:
         """The graph's parameters as the built hnswlib index reports them (``ef``: as last searched), and the
@@ -164,7 +164,7 @@ class HnswIndex:
         the same ``allowed`` masks), by `smallest_ef` between k (hnswlib's least) and the corpus size (a
         search that large visits every document it can reach). Raises `TargetNotReached` if even that
         falls short."""
-        q, k = _validate_queries(queries, self._documents, np.asarray(exact).shape[1])
+        q, k = validate_queries(queries, self._documents, np.asarray(exact).shape[1])
         if self._index is None or k == 0 or q.shape[0] == 0:
             raise ValueError("a recall target needs documents, queries and k >= 1")
         if allowed is not None:
@@ -239,8 +239,8 @@ class HnswIndex:
         """Wall-clock seconds of one single-threaded hnswlib query per row of ``queries`` (the graph search
         alone, without the exact rescoring and tie ordering :meth:`search` adds), with each query's mask as
         hnswlib's filter when ``allowed`` is given."""
-        q, k_eff = _validate_queries(queries, self._documents, k)
-        _check_block("ef_search", ef_search)
+        q, k_eff = validate_queries(queries, self._documents, k)
+        check_block("ef_search", ef_search)
         if self._index is None or k_eff == 0:
             return np.zeros(q.shape[0])
         self._index.set_ef(effective_ef(ef_search, k_eff))
@@ -265,8 +265,8 @@ def flat_query_seconds(
     """
     import hnswlib
 
-    d = _matrix("documents", documents)
-    q, k_eff = _validate_queries(queries, d, k)
+    d = as_matrix("documents", documents)
+    q, k_eff = validate_queries(queries, d, k)
     if d.shape[0] == 0 or k_eff == 0:
         return np.zeros(q.shape[0])
     flat = hnswlib.BFIndex(space="ip", dim=d.shape[1])
