@@ -13,14 +13,22 @@ Whatever the script writes to stdout and stderr is the example's output, ``docs/
 the temporary folder's and the repository's absolute paths are replaced by ``.``. A page shows it with the
 snippets extension: ``--8<-- "docs/generated/NAME.txt"`` inside a fenced block. A script shows the command it
 runs with ``show COMMAND...``, which prints ``$ COMMAND`` and runs it (its exit status is printed when it is
-not 0, and does not stop the example).
+not 0, and does not stop the example); ``shown 'COMMAND'`` does the same for a command with quotes, pipes or
+variables, printed as written and run with ``eval``.
 
 README.md cannot include files, so the script copies outputs into it: the lines between
-``<!-- generated: NAME.txt -->`` (or ``NAME.txt:FIRST:LAST``, 1-based lines, both included) and
-``<!-- end generated -->`` become that output in a ``text`` block.
+``<!-- generated: NAME.txt -->`` and ``<!-- end generated -->`` become that output in a ``text`` block
+(``NAME.txt:FIRST:LAST``: those lines, 1-based, both included; ``NAME.txt from /REGEX/``: from the first line
+REGEX matches to the end).
+
+``--check`` compares without what varies between runs of the same code (durations, rates, progress lines); a
+script with a line ``# not checked: REASON`` is left out of it, as its output is not a function of the code
+alone, and one with ``# compared without numbers: REASON`` is compared for its words and layout only. The
+prelude offers ``demo_project [--cached]`` (the shipped golden sets and the demo models, with the repository's
+embedding cache) and ``small_golden_set`` (the tests' 48-query set and fake models).
 
     python docs/generate.py              # every example
-    python docs/generate.py demo plan    # these only
+    python docs/generate.py demo library # these only
     python docs/generate.py --check      # exit 1 if an output differs from the committed one (timings aside)
 """
 
@@ -47,13 +55,43 @@ show() {
     "$@" || status=$?
     if [ "$status" != 0 ]; then printf '(exit %s)\n' "$status"; fi
 }
+shown() {
+    # show, for a command with quotes, pipes or variables: printed as written, run with eval
+    printf '$ %s\n' "$1"
+    local status=0
+    eval "$1" || status=$?
+    if [ "$status" != 0 ]; then printf '(exit %s)\n' "$status"; fi
+}
 need_shared() {
     if [ ! -d "$SHARED/data" ]; then echo "needs $SHARED/data" >&2; exit 77; fi
 }
+demo_project() {
+    # The shipped golden sets and the demo's conftest.py; with --cached, the repository's embedding cache
+    # too (what the demo models embedded before), so the run embeds nothing.
+    cp -r "$REPO/golden" "$REPO/conftest.py" .
+    if [ "${1:-}" = --cached ]; then
+        mkdir -p .embeval_cache
+        for part in embeddings digests graphs; do
+            [ ! -d "$REPO/.embeval_cache/$part" ] || cp -r "$REPO/.embeval_cache/$part" .embeval_cache/
+        done
+    fi
+}
+small_golden_set() {
+    # The tests' small golden set (48 queries, English and Spanish, one relevant document each) as
+    # support.yaml, with their deterministic fake models (tests/fake_models.py) beside it.
+    cp "$REPO/tests/fake_models.py" .
+    touch conftest.py
+    "$PYTHON" "$REPO/docs/examples/small_golden_set.py"
+}
 """
 
-#: Numbers that change from run to run on the same code: durations and rates.
-_TIMING = re.compile(r"\d[\d,]*(\.\d+)?(\s?(s|ms|µs|min|texts/s|/s)\b|s\)| seconds)")
+#: Numbers that change from run to run on the same code: durations, rates, pytest's (h:mm:ss).
+_TIMING = re.compile(r"\d[\d,]*(\.\d+)?(\s?(s|ms|µs|min|texts/s|/s)\b|s\)| seconds)|\(\d+:\d\d:\d\d\)")
+#: Progress lines, printed every few seconds: how many a run prints depends on the machine's speed.
+_PROGRESS = re.compile(r"^embeval [^\n]*: \w+ (encoding|embedding|building)[^\n]*\n", re.MULTILINE)
+#: A script line ``# not checked: REASON`` keeps the example out of ``--check`` (its output is not a
+#: function of the code alone: a killed process, a server's own timing).
+_NOT_CHECKED = re.compile(r"^# not checked: (.+)$", re.MULTILINE)
 #: A skipped example (``need_shared`` without the data).
 SKIPPED = 77
 
@@ -75,7 +113,8 @@ def run_example(name: str) -> tuple[str, int]:
                 "EMBEVAL_DEMO_CACHE", str(REPO / ".embeval_cache" / "models" / "static-minilm-pca256")
             ),
         )
-        env.pop("PYTEST_ADDOPTS", None)
+        for variable in [name for name in env if name.startswith("PYTEST_")]:
+            env.pop(variable)  # an example runs pytest afresh, not as part of a run that started it
         done = subprocess.run(
             ["bash", "-eo", "pipefail", "-c", PRELUDE + script],
             cwd=work,
@@ -93,8 +132,9 @@ def run_example(name: str) -> tuple[str, int]:
 
 
 _README_BLOCK = re.compile(
-    r"(<!-- generated: (?P<name>[\w-]+)\.txt(?::(?P<first>\d+):(?P<last>\d+))? -->\n)"
-    r"(?P<body>.*?)(<!-- end generated -->)",
+    r"(<!-- generated: (?P<name>[\w-]+)\.txt"
+    r"(?::(?P<first>\d+):(?P<last>\d+)| from /(?P<start>[^/]+)/)? -->\n)"
+    r"(?P<body>.*?)(?P<end><!-- end generated -->)",
     re.DOTALL,
 )
 
@@ -106,15 +146,54 @@ def readme_with_outputs(readme: str) -> str:
         lines = (GENERATED / f"{match['name']}.txt").read_text(encoding="utf-8").splitlines()
         if match["first"]:
             lines = lines[int(match["first"]) - 1 : int(match["last"])]
+        elif match["start"]:
+            start = re.compile(match["start"])
+            lines = lines[next(i for i, line in enumerate(lines) if start.search(line)) :]
         body = "```text\n" + "\n".join(lines) + "\n```\n"
-        return match.group(1) + body + match.group(6)
+        return match.group(1) + body + match["end"]
 
     return _README_BLOCK.sub(block, readme)
 
 
-def comparable(text: str) -> str:
-    """``text`` with its timings masked, for ``--check``."""
-    return _TIMING.sub("<t>", text)
+def warm_demo_cache() -> None:
+    """Fill the repository's embedding cache with what the demo embeds (the README's first command writes
+    the same), so that examples copying it (``demo_project --cached``) embed nothing."""
+    if (REPO / ".embeval_cache" / "embeddings").is_dir():
+        return
+    print("filling the demo's embedding cache (.embeval_cache/) once")
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "--embeval", "golden/", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+#: A script line ``# compared without numbers: REASON``: ``--check`` compares its output's words and layout
+#: only (an output made mostly of measured latencies and throughputs).
+_WITHOUT_NUMBERS = re.compile(r"^# compared without numbers: (.+)$", re.MULTILINE)
+#: pytest's (h:mm:ss) after a run's seconds, printed only past a minute.
+_CLOCK = re.compile(r" \(\d+:\d\d:\d\d\)")
+#: A line that holds a measured time, latency or rate: its numbers vary run to run.
+_TIMED_LINE = re.compile(r"\bms\b|/s\b|latenc|\bp50\b|\bp95\b|seconds|core-hours|_ms\b|\bin \d[\d.]*s\b")
+_NUMBER = re.compile(r"\d[\d,]*(\.\d+)?(e[-+]?\d+)?")
+#: Runs of padding (table columns, pytest's ``====`` lines) whose width follows the numbers in them.
+_PADDING = re.compile(r"[ =-]{2,}")
+
+
+def comparable(text: str, *, numbers: bool = True) -> str:
+    """``text`` without what varies from run to run of the same code: progress lines, timings (and every
+    number on a line that reports a time, latency or rate; every number at all without ``numbers``), and
+    the padding that follows their widths."""
+    lines = []
+    for line in _CLOCK.sub("", _PROGRESS.sub("", text)).splitlines():
+        timed = not numbers or _TIMED_LINE.search(line)
+        line = _NUMBER.sub("<n>", line) if timed else _TIMING.sub("<t>", line)
+        lines.append(_PADDING.sub(" ", line))
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,12 +203,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.names or sorted(path.stem for path in EXAMPLES.glob("*.sh"))
     GENERATED.mkdir(exist_ok=True)
+    if any(
+        "demo_project --cached" in (EXAMPLES / f"{name}.sh").read_text(encoding="utf-8")
+        for name in names
+        if (EXAMPLES / f"{name}.sh").is_file()
+    ):
+        warm_demo_cache()
     stale = []
     for name in names:
         if not (EXAMPLES / f"{name}.sh").is_file():
             parser.error(f"no example {name!r} in {EXAMPLES.relative_to(REPO)}")
-        text, status = run_example(name)
         target = GENERATED / f"{name}.txt"
+        script = (EXAMPLES / f"{name}.sh").read_text(encoding="utf-8")
+        not_checked = _NOT_CHECKED.search(script)
+        if args.check and not_checked:
+            print(f"{name}: not checked ({not_checked[1]})")
+            continue
+        text, status = run_example(name)
         if status == SKIPPED:
             print(f"{name}: skipped ({text.strip()})")
             continue
@@ -138,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if args.check:
             old = target.read_text(encoding="utf-8") if target.exists() else ""
-            if comparable(old) != comparable(text):
+            numbers = _WITHOUT_NUMBERS.search(script) is None
+            if comparable(old, numbers=numbers) != comparable(text, numbers=numbers):
                 stale.append(name)
             print(f"{name}: {'differs' if name in stale else 'current'}")
         else:

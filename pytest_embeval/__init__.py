@@ -4,6 +4,9 @@ The library surface, for use without pytest::
 
     from pytest_embeval import evaluate, compare_paired, paired_n, decide, load_golden
 
+and, for a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm``; for
+tooling that compares two JSON reports, ``control_diff``.
+
 Everything here is imported on first use (``import pytest_embeval`` happens in every pytest run of anyone who
 installs the plugin, so it must stay cheap); the modules behind these names may move between releases, these
 names do not. The package's folders follow the pipeline (see ``docs/development.md``): ``core`` (metrics,
@@ -34,6 +37,9 @@ _SURFACE = {
     "load_golden": "pytest_embeval.golden.loader",
     "GoldenSet": "pytest_embeval.golden.schema",
     "GoldenError": "pytest_embeval.golden.data_files",
+    "sentence_transformer_arm": "pytest_embeval.arms.sentence_transformer",
+    "openai_arm": "pytest_embeval.arms.endpoint",
+    "control_diff": "pytest_embeval.reports.json_report",
 }
 
 __all__ = [
@@ -43,17 +49,22 @@ __all__ = [
     "PairedComparison",
     "Verdict",
     "compare_paired",
+    "control_diff",
     "decide",
     "evaluate",
     "load_golden",
     "minimum_detectable_effect",
+    "openai_arm",
     "paired_bootstrap_ci",
     "paired_n",
     "parse_metric",
+    "sentence_transformer_arm",
     "sign_test",
 ]
 
 if TYPE_CHECKING:
+    from pytest_embeval.arms.endpoint import openai_arm
+    from pytest_embeval.arms.sentence_transformer import sentence_transformer_arm
     from pytest_embeval.core.metrics import evaluate, parse_metric
     from pytest_embeval.core.stats import (
         PairedComparison,
@@ -67,6 +78,7 @@ if TYPE_CHECKING:
     from pytest_embeval.golden.data_files import GoldenError
     from pytest_embeval.golden.loader import load_golden
     from pytest_embeval.golden.schema import GoldenSet
+    from pytest_embeval.reports.json_report import control_diff
 
 
 def __getattr__(name: str) -> Any:

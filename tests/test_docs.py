@@ -1,0 +1,175 @@
+"""The documentation as a specification: every page is in the site's navigation, every option, ini key,
+golden-file key and ``embeval`` command a page names is a real one and every real one is documented, the
+README is a landing page that begins with the two commands `.ci/run` runs, every example output comes from
+a script in ``docs/examples``, and the site builds with ``mkdocs build --strict``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_embeval.cli.embeval import _parser
+from pytest_embeval.golden.loader import KNOWN_KEYS
+from pytest_embeval.plugin.options import add_options
+from pytest_embeval.plugin.state import CACHE_PROPERTIES
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+PAGES = sorted(DOCS.glob("*.md"))
+#: The page that is the golden file's reference.
+SCHEMA_PAGE = DOCS / "your-corpus.md"
+#: Keys by which a YAML block on a page is a golden file (the plugin's own test, `plugin.GOLDEN_KEY`).
+GOLDEN_MARKERS = {"corpus", "queries", "qrels", "beir", "metric"}
+
+
+class _Recorder:
+    """Stands in for pytest's parser and its option group: records what `add_options` declares."""
+
+    def __init__(self) -> None:
+        self.options: set[str] = set()
+        self.ini: set[str] = set()
+
+    def getgroup(self, *args: Any, **kwargs: Any) -> _Recorder:
+        return self
+
+    def addoption(self, *names: str, **kwargs: Any) -> None:
+        self.options.update(names)
+
+    def addini(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.ini.add(name)
+
+
+def declared() -> _Recorder:
+    recorder = _Recorder()
+    add_options(recorder)  # type: ignore[arg-type]
+    return recorder
+
+
+def commands() -> set[str]:
+    (subparsers,) = (a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return set(subparsers.choices)
+
+
+def text_of(paths: list[Path]) -> str:
+    return "\n".join(path.read_text(encoding="utf-8") for path in paths)
+
+
+def nav_pages() -> list[str]:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    return [next(iter(entry.values())) for entry in config["nav"]]
+
+
+def test_every_page_is_in_the_navigation_and_every_entry_is_a_page() -> None:
+    assert sorted(nav_pages()) == sorted(page.name for page in PAGES)
+
+
+def test_every_option_and_ini_key_named_is_real_and_every_real_one_documented() -> None:
+    real = declared()
+    written = text_of([*PAGES, README])
+    named_options = set(re.findall(r"--embeval(?:-[a-z]+)*", written))
+    assert named_options - real.options == set(), "pages name options that do not exist"
+    assert real.options - set(re.findall(r"--embeval(?:-[a-z]+)*", text_of(PAGES))) == set(), "undocumented"
+    # ini keys, and the JUnit properties an item reports (the same prefix); not the `.embeval_cache/` folder
+    ini_word = r"(?<![\w./-])embeval_[a-z_]+\b"
+    properties = set(CACHE_PROPERTIES.values())
+    assert set(re.findall(ini_word, written)) - real.ini - properties == set(), "unknown ini keys"
+    assert real.ini - set(re.findall(ini_word, text_of(PAGES))) == set(), "undocumented ini keys"
+
+
+def test_every_embeval_command_named_is_real_and_every_command_documented() -> None:
+    real = commands()
+    # a command as typed: at the start of a line (after `$ ` in a transcript) or in backticks
+    typed = re.compile(r"(?:^(?:\$ )?|`)embeval ([a-z][a-z-]*)", re.MULTILINE)
+    assert set(typed.findall(text_of([*PAGES, README]))) - real == set(), "commands that do not exist"
+    assert real - set(typed.findall(text_of(PAGES))) == set(), "undocumented commands"
+
+
+def _yaml_blocks(text: str) -> list[str]:
+    return re.findall(r"^```ya?ml\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+
+
+def test_every_golden_key_is_in_the_reference_and_every_golden_file_shown_uses_real_keys() -> None:
+    reference = SCHEMA_PAGE.read_text(encoding="utf-8")
+    assert {key for key in KNOWN_KEYS if f"`{key}`" not in reference} == set(), (
+        "keys missing from the reference"
+    )
+    for page in [*PAGES, README]:
+        for block in _yaml_blocks(page.read_text(encoding="utf-8")):
+            try:
+                loaded = yaml.safe_load(block)
+            except yaml.YAMLError:
+                continue  # an excerpt with placeholders
+            if isinstance(loaded, dict) and GOLDEN_MARKERS & set(loaded):
+                assert set(loaded) - set(KNOWN_KEYS) == set(), f"{page.name}: {block[:200]}"
+
+
+def _code_blocks(text: str) -> list[str]:
+    return re.findall(r"^```(?:bash|sh|console)?\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+
+
+def test_the_readme_is_a_landing_page_beginning_with_the_two_commands_ci_runs() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    first, second = (block.strip() for block in _code_blocks(text)[:2])
+    assert "pytest --embeval golden/" in first
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert second.splitlines()[-1] in ci.splitlines(), "`.ci/run` runs the README's second command"
+    for page in re.findall(r"\]\((docs/[\w-]+\.md)(?:#[\w-]+)?\)", text):
+        assert (ROOT / page).is_file(), page
+
+
+def test_every_example_output_has_its_script_and_is_shown_somewhere() -> None:
+    scripts = {path.stem for path in (DOCS / "examples").glob("*.sh")}
+    outputs = {path.stem for path in (DOCS / "generated").glob("*.txt")}
+    assert scripts == outputs
+    shown = set(re.findall(r"generated/([\w-]+)\.txt", text_of([*PAGES, README])))
+    assert outputs - shown == set(), "outputs no page shows"
+
+
+@pytest.mark.skipif(
+    shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None,
+    reason="no mkdocs (the [docs] extra)",
+)
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    done = subprocess.run(
+        [str(mkdocs), "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "site" / "api" / "index.html").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (os.environ.get("CI") or os.environ.get("EMBEVAL_DOCS_CHECK")),
+    reason="reruns every documentation example (about 7 minutes): in CI, or with EMBEVAL_DOCS_CHECK=1",
+)
+def test_every_example_output_is_what_the_code_prints_now() -> None:
+    """The pages cannot drift: each example runs again and its output must equal the one the pages show
+    (timings and progress lines aside; examples whose output is not a function of the code alone say so
+    and are left out; those needing ../shared or Infinity are skipped where they are missing)."""
+    done = subprocess.run(
+        [sys.executable, str(DOCS / "generate.py"), "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
