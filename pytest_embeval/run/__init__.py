@@ -2,7 +2,8 @@
 the control digests that prove it (`control`), corpus slices (`corpus_slices`) and each stratum decided
 from both arms' per-query scores (`stratum_evaluation`).
 
-The pipeline never knows whether vectors come from the embedding cache: the plugin hands it arms.
+The pipeline never knows whether vectors come from the embedding cache: the plugin hands it the function
+that embeds (the cache's, or the plain `arms.embedding.embed`).
 
 May import: ``arms``, ``search``, ``golden``, ``files``, ``core``. Never pytest.
 """
