@@ -3,7 +3,7 @@
     python benchmarks/bm25_parity.py [--data DIR] [--collections vaswani nfcorpus-preprocessed]
 
 For each collection (a BEIR folder under ``--data``; default: ``shared/data`` next to the repository, else
-``/work/shared/data``) and each spec (``bm25``: bm25s's defaults; ``bm25?stemmer=english``):
+``data``) and each spec (``bm25``: bm25s's defaults; ``bm25?stemmer=english``):
 
 * ours: the spec as an arm through `pipeline.run_arm` (exact per-query scores, filters none, the ranking
   cut at the ranked depth), its nDCG@10 per query from the pipeline, averaged over judged queries;
@@ -58,9 +58,7 @@ def bm25s_ndcg10(golden: GoldenSet, spec: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default = next(
-        (p for p in (REPO.parent / "shared" / "data", Path("/work/shared/data")) if p.is_dir()), Path("data")
-    )
+    default = next((p for p in (REPO.parent / "shared" / "data",) if p.is_dir()), Path("data"))
     parser.add_argument("--data", type=Path, default=default)
     parser.add_argument("--collections", nargs="+", default=["vaswani", "nfcorpus-preprocessed"])
     args = parser.parse_args()

@@ -14,7 +14,8 @@ the temporary folder's and the repository's absolute paths are replaced by ``.``
 snippets extension: ``--8<-- "docs/generated/NAME.txt"`` inside a fenced block. A script shows the command it
 runs with ``show COMMAND...``, which prints ``$ COMMAND`` and runs it (its exit status is printed when it is
 not 0, and does not stop the example); ``shown 'COMMAND'`` does the same for a command with quotes, pipes or
-variables, printed as written and run with ``eval``.
+variables, printed as written and run with ``eval``; ``shown_any_status 'COMMAND'`` runs it with bash and
+leaves its exit status unsaid.
 
 README.md cannot include files, so the script copies outputs into it: the lines between
 ``<!-- generated: NAME.txt -->`` and ``<!-- end generated -->`` become that output in a ``text`` block
@@ -61,6 +62,19 @@ shown() {
     local status=0
     eval "$1" || status=$?
     if [ "$status" != 0 ]; then printf '(exit %s)\n' "$status"; fi
+}
+shown_any_status() {
+    # shown, for a block that does not show the exit status (a run with a WORSE stratum exits 1)
+    printf '$ %s\n' "$1"
+    bash -c "$1" || true
+}
+derived_golden_files() {
+    # The shipped golden/ and conftest.py, the BEIR collections as data/, and the golden files derive.py
+    # makes of them (docs/pipeline.md shows derive.py)
+    need_shared
+    cp -r "$REPO/golden" "$REPO/conftest.py" "$REPO/docs/examples/derive.py" .
+    ln -s "$SHARED/data" data
+    "$PYTHON" derive.py . data
 }
 need_shared() {
     if [ ! -d "$SHARED/data" ]; then echo "needs $SHARED/data" >&2; exit 77; fi

@@ -2,11 +2,10 @@
 # one document changed, a rerun after a pack was damaged, and a run whose cache folder cannot be written.
 # Sections for the page's blocks.
 cp -r "$REPO/golden" "$REPO/conftest.py" .
-run() { printf '$ %s\n' "$1"; bash -c "$1" || true; }
 echo '--8<-- [start:runs]'
-run "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
-run "sed -i '1s/\"text\": \"/\"text\": \"Updated: /' golden/support/corpus.jsonl"
-run "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
+shown_any_status "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
+shown_any_status "sed -i '1s/\"text\": \"/\"text\": \"Updated: /' golden/support/corpus.jsonl"
+shown_any_status "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
 echo '--8<-- [end:runs]'
 # Damage: cut the last two vectors (256 float32 each) off the candidate's query pack.
 # (the candidate's folder: the static model's fingerprint has no max_seq_length)
@@ -14,8 +13,8 @@ candidate=$(dirname "$(grep -l '"max_seq_length":null' .embeval_cache/embeddings
 pack=$(ls "$candidate"/query/*.pack | head -1)
 truncate -s -2048 "$pack"
 echo '--8<-- [start:damage]'
-run "pytest --embeval golden/support.yaml | grep 'corrupt cache'"
+shown_any_status "pytest --embeval golden/support.yaml | grep 'corrupt cache'"
 echo '--8<-- [end:damage]'
 echo '--8<-- [start:unwritable]'
-run "pytest --embeval golden/support.yaml --embeval-cache-dir=conftest.py/cache | grep -E '^embeval: (embedding cache|new embeddings)'"
+shown_any_status "pytest --embeval golden/support.yaml --embeval-cache-dir=conftest.py/cache | grep -E '^embeval: (embedding cache|new embeddings)'"
 echo '--8<-- [end:unwritable]'

@@ -3,7 +3,6 @@
 # the failing stratum's slice line, and a cached rerun's capacity table. Sections for the page's blocks.
 need_shared
 ln -s "$SHARED/data" data
-run() { printf '$ %s\n' "$1"; bash -c "$1" || true; }
 cat > vaswani.yaml <<'EOF'
 # vaswani.yaml, outside the repository: 11,429 physics abstracts, 93 queries (BEIR layout)
 name: vaswani-capacity
@@ -38,11 +37,11 @@ def embeval_candidate():
     return dataclasses.replace(static_minilm_arm(), price_per_million_tokens=0.002)
 EOF
 echo '--8<-- [start:first]'
-run "pytest --embeval vaswani.yaml --embeval-json report.json | tee run.log | sed -n '/= embeval =/,\$p'"
+shown_any_status "pytest --embeval vaswani.yaml --embeval-json report.json | tee run.log | sed -n '/= embeval =/,\$p'"
 echo '--8<-- [end:first]'
 echo '--8<-- [start:slices]'
 grep -m1 'Δ by corpus size' run.log | sed 's/^ *//'
 echo '--8<-- [end:slices]'
 echo '--8<-- [start:rerun]'
-run "pytest --embeval vaswani.yaml --embeval-json rerun.json | sed -n '/^capacity at/,/^encoding not measured/p'"
+shown_any_status "pytest --embeval vaswani.yaml --embeval-json rerun.json | sed -n '/^capacity at/,/^encoding not measured/p'"
 echo '--8<-- [end:rerun]'

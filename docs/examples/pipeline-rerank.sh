@@ -1,7 +1,6 @@
 # A reranker in the loop on the shipped support set: a first run scores the pairs, the rerun shown takes them from the cache.
 # A scratch folder with the repository's golden/ and conftest.py (the demo models).
 cp -r "$REPO/golden" "$REPO/conftest.py" .
-run() { printf '$ %s\n' "$1"; bash -c "$1" || true; }
 cat > support-rerank.yaml <<'EOF'
 name: support-rerank
 corpus: golden/support/corpus.jsonl
@@ -14,5 +13,5 @@ tie_margin: 0.05
 rerank: {model: "pytest_embeval.arms.demo:minilm_reranker", depth: 20}
 EOF
 pytest --embeval support-rerank.yaml -p no:cacheprovider >/dev/null || true
-run "pytest --embeval support-rerank.yaml --embeval-md=support-rerank.md | sed -n '/= embeval =/,\$p'"
-run "sed -n '/^reranked by/,/^reranker:/p' support-rerank.md"
+shown_any_status "pytest --embeval support-rerank.yaml --embeval-md=support-rerank.md | sed -n '/= embeval =/,\$p'"
+shown_any_status "sed -n '/^reranked by/,/^reranker:/p' support-rerank.md"
