@@ -1182,6 +1182,59 @@ ERROR_CASES = [
         "keep all judgments in one place",
         id="inline-and-qrels-file",
     ),
+    # --- a query's frequency: a number above 0, for every query or none
+    pytest.param(
+        BASE,
+        {"queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 0}\n'},
+        "{d}/queries.jsonl:1: frequency: query 'q1': frequency must be a number above 0, got 0",
+        id="frequency-zero",
+    ),
+    pytest.param(
+        BASE,
+        {"queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": true}\n'},
+        "{d}/queries.jsonl:1: frequency: query 'q1': frequency must be a number above 0, got true",
+        id="frequency-boolean",
+    ),
+    pytest.param(
+        BASE,
+        {"queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": "x"}\n'},
+        "{d}/queries.jsonl:1: frequency: query 'q1': frequency must be a number above 0, got 'x'",
+        id="frequency-word",
+    ),
+    pytest.param(
+        BASE,
+        {"queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": NaN}\n'},
+        "{d}/queries.jsonl:1: frequency: query 'q1': frequency must be a number above 0, got NaN",
+        id="frequency-nan",
+    ),
+    pytest.param(
+        BASE,
+        {
+            "queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3}\n'
+            '{"_id": "q2", "text": "b", "shape": "s", "language": "en"}\n'
+        },
+        "{d}/queries.jsonl:2: frequency: query 'q2' has no frequency while 'q1' (line 1) has one; "
+        "give every query a frequency or none",
+        id="frequency-for-some-queries",
+    ),
+    pytest.param(
+        BASE.replace("queries.jsonl", "queries.tsv"),
+        {"queries.tsv": "id\ttext\tshape\tlanguage\tfrequency\nq1\ta\ts\ten\t-2\n"},
+        "{d}/queries.tsv:2: frequency: query 'q1': frequency must be a number above 0, got '-2'",
+        id="frequency-tsv-negative",
+    ),
+    pytest.param(
+        INLINE_HEAD + "  - {id: q1, text: a, shape: s, relevant: {d1: 1}, frequency: [1]}\n",
+        NO_DATA,
+        f"{G}:5: queries[0].frequency: query 'q1': frequency must be a number above 0, got a list",
+        id="frequency-inline-list",
+    ),
+    pytest.param(
+        BASE.replace("strata: [shape, language]", "strata: [frequency]"),
+        None,
+        f"{G}:5: strata[0]: 'frequency' is reserved for the query itself, not a stratum field",
+        id="strata-frequency-reserved",
+    ),
     pytest.param(
         INLINE_HEAD + "  - {id: q1, text: a, shape: s}\n",
         NO_DATA,
@@ -1207,6 +1260,36 @@ def test_missing_golden_file(tmp_path: Path) -> None:
     with pytest.raises(GoldenError) as info:
         load_golden(tmp_path / "nope.yaml")
     assert str(info.value) == f"{tmp_path}/nope.yaml: file not found: {tmp_path.resolve()}/nope.yaml"
+
+
+def test_frequencies_are_read_from_jsonl_tsv_and_inline_queries(tmp_path: Path) -> None:
+    jsonl = "".join(
+        f'{{"_id": "q{i}", "text": "query {i}", "shape": "s", "language": "en", "frequency": {f}}}\n'
+        for i, f in ((1, "12"), (2, "0.5"), (3, "1e3"), (4, "7"))
+    )
+    golden = load(tmp_path / "jsonl", BASE, {"queries.jsonl": jsonl})
+    assert [query.frequency for query in golden.queries] == [12.0, 0.5, 1000.0, 7.0]
+    tsv = "id\ttext\tshape\tlanguage\tfrequency\n" + "".join(
+        f"q{i}\tquery {i}\ts\ten\t{f}\n" for i, f in ((1, "12"), (2, "0.5"), (3, "1e3"), (4, " 7 "))
+    )
+    from_tsv = load(tmp_path / "tsv", BASE.replace("queries.jsonl", "queries.tsv"), {"queries.tsv": tsv})
+    assert [query.frequency for query in from_tsv.queries] == [12.0, 0.5, 1000.0, 7.0]
+    inline = INLINE.replace("language: en, relevant: {d1: 2", "language: en, frequency: 4, relevant: {d1: 2")
+    inline = inline.replace("language: es, relevant", "language: es, frequency: 1, relevant")
+    inline = inline.replace("language: en}", "language: en, frequency: 2.5}")
+    assert [query.frequency for query in load(tmp_path / "inline", inline).queries] == [4.0, 1.0, 1.0, 2.5]
+    assert all(query.frequency is None for query in load(tmp_path / "none").queries)
+
+
+def test_frequencies_are_part_of_the_fingerprint_only_when_given(tmp_path: Path) -> None:
+    without = load(tmp_path / "without")
+    with_one = QUERIES.replace('"language": "en"}', '"language": "en", "frequency": 1}')
+    with_one = with_one.replace('"language": "es"}', '"language": "es", "frequency": 1}')
+    with_two = with_one.replace('"frequency": 1}', '"frequency": 2}', 1)
+    first = load(tmp_path / "one", BASE, {"queries.jsonl": with_one})
+    second = load(tmp_path / "two", BASE, {"queries.jsonl": with_two})
+    assert len({without.fingerprint(), first.fingerprint(), second.fingerprint()}) == 3
+    assert without.plan_fingerprint() == first.plan_fingerprint() == second.plan_fingerprint()
 
 
 def test_unjudged_queries_are_kept(tmp_path: Path) -> None:

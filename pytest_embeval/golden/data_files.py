@@ -8,6 +8,8 @@ format; this module reads them. Formats are detected from the first non-blank li
   when the line starts with ``{``; ``tsv`` when it holds a tab. A TSV file is ``id<TAB>text`` (documents may
   add ``<TAB>title``), or has a header row naming its columns (``id``/``_id``, ``text``, ``title``; other
   columns of a query file are fields usable as strata);
+* a query's ``frequency`` (a JSON key or a TSV column): how often it occurs in the traffic the golden set
+  stands for, a positive number, given for every query of the file or for none;
 * judgments: ``beir`` when the first line is the BEIR header ``query-id<TAB>corpus-id<TAB>score``; ``trec``
   (``qid iter docid rel``, whitespace-separated, as trec_eval reads it) when it has four columns. A TREC file
   may start with a header row (a first line whose fourth column is not an integer).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import difflib
 import json
 import json.scanner
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -33,13 +36,17 @@ from typing import Any
 from pytest_embeval.golden.filters import FieldReader, Filter, field_problem, filter_value
 
 __all__ = [
+    "FREQUENCY",
     "QRELS_FORMATS",
     "QRELS_HEADER",
     "TEXT_FORMATS",
     "Document",
     "GoldenError",
     "Query",
+    "check_frequencies",
     "detect_qrels_format",
+    "frequency_problem",
+    "frequency_value",
     "id_problem",
     "read_documents",
     "read_qrels",
@@ -118,6 +125,8 @@ class Query:
     fields: Mapping[str, str] = field(default_factory=dict)
     #: the query's own filters (see `filters`): field -> values a document's field must hold one of
     filters: Filter = field(default_factory=dict)
+    #: how often the query occurs in the traffic (e.g. its count in the log it came from); None: not given
+    frequency: float | None = None
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -191,6 +200,43 @@ def stratum_value(path: Path, key: str, line: int, query_id: str, name: str, val
         problem = f"query {query_id!r} has an empty value for stratum field {name!r}"
         raise GoldenError(path, key, line, problem)
     return value
+
+
+FREQUENCY = "frequency"
+
+
+def frequency_value(path: Path, key: str, line: int, query_id: str, value: object) -> float:
+    """A query's frequency as written: a finite number above 0 (a JSON number or a TSV/YAML cell)."""
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number) or number <= 0:
+        shown = repr(value) if isinstance(value, str) else _json_text(value)
+        raise GoldenError(path, key, line, frequency_problem(query_id, shown))
+    return number
+
+
+def frequency_problem(query_id: str, shown: str) -> str:
+    return f"query {query_id!r}: frequency must be a number above 0, got {shown}"
+
+
+def check_frequencies(path: Path, queries: Sequence[Query], lines: Mapping[str, int], key: str) -> None:
+    """Every query has a frequency or none has: a traffic share computed from some queries' frequencies and
+    others' counts would mean nothing."""
+    given = [query for query in queries if query.frequency is not None]
+    if not given or len(given) == len(queries):
+        return
+    missing = next(query for query in queries if query.frequency is None)
+    problem = (
+        f"query {missing.id!r} has no frequency while {given[0].id!r} (line {lines[given[0].id]}) has one; "
+        "give every query a frequency or none"
+    )
+    raise GoldenError(path, key, lines[missing.id], problem)
 
 
 def _checked_id(path: Path, key: str, line: int, value: str) -> str:
@@ -413,7 +459,11 @@ def read_queries(
             filters: Filter = {}
             if "filters" in record:
                 filters = _json_filter(path, line, record["filters"], query_id, document_fields)
-            queries.append(Query(query_id, query_text, fields, filters))
+            frequency = None
+            if FREQUENCY in record:
+                frequency = frequency_value(path, FREQUENCY, line, query_id, record[FREQUENCY])
+            queries.append(Query(query_id, query_text, fields, filters, frequency))
+        check_frequencies(path, queries, first_line, FREQUENCY)
         return queries
     for line, row, columns in _tsv_rows(path, text, documents=False):
         query_id = _checked_id(path, "id", line, row[columns.id])
@@ -428,7 +478,11 @@ def read_queries(
                     problem += " (a TSV file needs a header row naming its stratum columns)"
                 raise GoldenError(path, name, line, problem)
             fields[name] = stratum_value(path, name, line, query_id, name, row[columns.fields[name]])
-        queries.append(Query(query_id, query_text, fields))
+        frequency = None
+        if FREQUENCY in columns.fields:
+            frequency = frequency_value(path, FREQUENCY, line, query_id, row[columns.fields[FREQUENCY]])
+        queries.append(Query(query_id, query_text, fields, frequency=frequency))
+    check_frequencies(path, queries, first_line, FREQUENCY)
     return queries
 
 

@@ -14,11 +14,15 @@ from pathlib import Path
 import yaml
 
 from pytest_embeval.golden.data_files import (
+    FREQUENCY,
     QRELS_FORMATS,
     TEXT_FORMATS,
     Document,
     GoldenError,
     Query,
+    check_frequencies,
+    frequency_problem,
+    frequency_value,
     missing_stratum_problem,
     read_documents,
     read_qrels,
@@ -37,11 +41,11 @@ from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, NodeReader, descri
 DATA_KEYS = ("corpus", "queries", "qrels")
 
 
-_INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters")
+_INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters", FREQUENCY)
 
 
-#: Query keys that cannot name a stratum field (they are the query's id, text, judgments and filters).
-RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters"})
+#: Query keys that cannot name a stratum field (the query's id, text, judgments, filters and frequency).
+RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters", FREQUENCY})
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +212,17 @@ class DataReader(NodeReader):
             filters: Filter = {}
             if "filters" in entries:
                 filters = self.filters(entries["filters"][1], f"{prefix}.filters", query_id, document_fields)
-            queries.append(Query(query_id, text, fields, filters))
+            frequency = None
+            if FREQUENCY in entries:
+                frequency_node = entries[FREQUENCY][1]
+                key = f"{prefix}.{FREQUENCY}"
+                if not isinstance(frequency_node, yaml.ScalarNode) or frequency_node.tag == NULL_TAG:
+                    problem = frequency_problem(query_id, describe_node(frequency_node))
+                    raise self.error(frequency_node, key, problem)
+                line = node_line(frequency_node)
+                frequency = frequency_value(self.path, key, line, query_id, str(frequency_node.value))
+            queries.append(Query(query_id, text, fields, filters, frequency))
+        check_frequencies(self.path, queries, first_line, "queries")
         return queries, qrels
 
     def filters(self, node: yaml.Node, key: str, query_id: str, document_fields: AbstractSet[str]) -> Filter:

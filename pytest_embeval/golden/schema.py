@@ -305,6 +305,8 @@ class GoldenSet:
             row = [query.id, query.text, dict(query.fields)]
             if query.filters:
                 row.append({name: list(values) for name, values in query.filters.items()})
+            if query.frequency is not None:  # only then, so sets without frequencies keep their fingerprints
+                row.append({"frequency": query.frequency})
             digest.update(b"query " + _canonical(row) + b"\n")
         judgments = sorted(
             (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()
