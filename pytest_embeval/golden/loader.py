@@ -62,7 +62,6 @@ from pytest_embeval.golden.data_files import (
 )
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
 from pytest_embeval.golden.folding import FoldSpec
-from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife, parse_shelf_life
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_CONFIDENCE,
@@ -82,6 +81,7 @@ from pytest_embeval.golden.schema import (
     IndexSpec,
     RerankSpec,
 )
+from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife, parse_shelf_life
 from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, describe_node, node_line
 
 __all__ = [

@@ -111,7 +111,8 @@ class Source:
 
     def replaced_by(self, grade: int, successor: Source) -> Source:
         """``successor`` with this judgment (of ``grade``) appended to its ``previous``."""
-        entry = {"grade": grade, "judge": self.judge, "kind": self.kind, "judged_on": self.judged_on}
+        # An unrecorded judgment (no sidecar line) is kept with its grade alone: who made it is not known.
+        entry = {"grade": grade, "judge": self.judge or None, "kind": self.kind, "judged_on": self.judged_on}
         if self.seed is not None:
             entry["seed"] = self.seed
         return Source(
