@@ -4,6 +4,7 @@ in), or nobody on record; a sidecar that does not match the qrels is a collectio
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -119,7 +120,7 @@ def test_the_json_report_says_what_fraction_of_its_judgments_a_model_made(
         "by_seed": 0,
         "age": {**golden_set["judgments"]["age"], **UNDATED, "undated": 48},
     }
-    assert "shelf_life" not in result.stdout.str()  # no date, no warning: the age is unknown
+    assert "past its shelf_life" not in result.stdout.str()  # no date, no warning: the age is unknown
 
 
 def test_a_sidecar_that_does_not_match_the_qrels_is_a_collection_error(
@@ -138,3 +139,60 @@ def test_a_sidecar_that_does_not_match_the_qrels_is_a_collection_error(
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_run_warns_once_when_the_median_judgment_is_past_its_shelf_life(
+    pytester: pytest.Pytester, golden: Golden, xdist: list[str]
+) -> None:
+    path = golden()
+    old = Source("ana", "person", judged_on="2020-01-15")
+    write_sidecar(path, {**dict.fromkeys(range(0, 30), old), **dict.fromkeys(range(30, 48), PERSON)})
+    result = run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:good",
+        "--embeval-json=r.json",
+        *xdist,
+    )
+    assert result.ret == pytest.ExitCode.OK
+    # 18 judgments undated: the median is unknown, so no warning.
+    assert "past its shelf_life" not in result.stdout.str()
+    (golden_set,) = json.loads((pytester.path / "r.json").read_text())["golden_sets"]
+    assert golden_set["judgments"]["age"]["undated"] == 18 and golden_set["judgments"]["age"]["stale"] is None
+
+    write_sidecar(
+        path,
+        {
+            **dict.fromkeys(range(0, 30), old),
+            **dict.fromkeys(range(30, 48), replace(old, judged_on="2026-01-01")),
+        },
+    )
+    result = run(
+        pytester,
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:good",
+        "--embeval-json=r.json",
+        *xdist,
+    )
+    warning = (
+        "embeval: WARNING: support (support.yaml): its median judgment was made on 2020-01-15, past its "
+        "shelf_life of 12 months (expired 2021-01-15): relevance drifts, re-judge a share: embeval refresh "
+        "support.yaml --fraction 0.1 --out SHEET.csv, grade the sheet, then embeval merge support.yaml "
+        "SHEET.csv --refresh"
+    )
+    assert result.stdout.str().count("past its shelf_life") == 1
+    result.stdout.fnmatch_lines([warning])
+    (golden_set,) = json.loads((pytester.path / "r.json").read_text())["golden_sets"]
+    age = golden_set["judgments"]["age"]
+    assert (age["dated"], age["undated"], age["oldest"], age["median"], age["newest"]) == (
+        48, 0, "2020-01-15", "2020-01-15", "2026-01-01",
+    )  # fmt: skip
+    assert (age["shelf_life"], age["expires"], age["stale"]) == ("12 months", "2021-01-15", True)
+    assert age["median_age_days"] == (date.fromisoformat(age["today"]) - date(2020, 1, 15)).days
+
+    path.write_text(path.read_text(encoding="utf-8") + "shelf_life: 10 years\n", encoding="utf-8")
+    result = run(
+        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:good", *xdist
+    )
+    assert result.ret == pytest.ExitCode.OK and "past its shelf_life" not in result.stdout.str()

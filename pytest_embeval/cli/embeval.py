@@ -152,13 +152,12 @@ def _pool(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     try:
         seeds = seeds_and_refresh.plan_seeds(args, golden, rankings, exclude)
-        trusted = set() if seeds is None else {seed.pair for seed, _ in seeds.trusted}
         pool = pool_from_rankings(
-            golden,
+            golden if seeds is None else seeds_and_refresh.with_trusted(golden, seeds),
             rankings,
             depth=args.depth,
             seed=args.seed,
-            exclude=exclude | trusted,
+            exclude=exclude,
             runs=runs,
             rejudge=rejudge,
             seeds=None if seeds is None else seeds.to_confirm,
@@ -188,7 +187,6 @@ def _pool(args: argparse.Namespace) -> int:
     if seeds is not None:
         _print(seeds_and_refresh.seed_lines(seeds, args.seeds, args.depth))
     _print(pool_lines(pool, per_query=args.per_query))
-    _print(written)
     if pool.rows:
         for path, sheet in sheets.items():
             queries = sum(1 for query in sheet.queries if query.rows)
@@ -201,6 +199,7 @@ def _pool(args: argparse.Namespace) -> int:
             )
     else:
         print("nothing new to judge: every pooled pair is judged or on an excluded sheet; no sheet written")
+    _print(written)
     return EXIT_OK
 
 
@@ -224,7 +223,7 @@ def _merge(args: argparse.Namespace) -> int:
             refresh=args.refresh,
         )
         sources = calibration_sources(
-            Counter(judgment.judge for judgment in result.new),
+            Counter(j.judge for j in [*result.new, *(r.new for r in result.rejudged)]),
             calibrations,
             query_ids={query.id for query in golden.queries},
             doc_ids={doc.id for doc in golden.documents},

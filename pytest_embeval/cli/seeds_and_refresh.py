@@ -50,6 +50,7 @@ __all__ = [
     "judged_on",
     "plan_seeds",
     "seed_lines",
+    "with_trusted",
     "write_merge",
     "write_trusted",
 ]
@@ -171,6 +172,14 @@ def seed_lines(plan: SeedPlan, path: str, depth: int) -> list[str]:
             "only one arm showed)"
         )
     return lines
+
+
+def with_trusted(golden: GoldenSet, plan: SeedPlan) -> GoldenSet:
+    """The golden set as it is once the trusted seeds are in its qrels: what the pool leaves out as judged."""
+    qrels = {query: dict(grades) for query, grades in golden.qrels.items()}
+    for seed, _ in plan.trusted:
+        qrels.setdefault(seed.query_id, {})[seed.doc_id] = seed.grade
+    return replace(golden, qrels=qrels)
 
 
 def write_trusted(golden: GoldenSet, plan: SeedPlan) -> list[str]:
