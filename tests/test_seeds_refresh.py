@@ -270,6 +270,8 @@ def test_trust_seeds_needs_seeds_and_a_missing_seed_file_is_one_line(
     assert embeval(*pool, "--seeds", missing) == (2, "", f"embeval pool: error: {missing}: file not found\n")
     status, _, err = embeval(*pool, "--seeds", missing, "--judged-on", "2026-13-01")
     assert status == 2 and err.endswith("--judged-on: expected a date YYYY-MM-DD, got '2026-13-01'\n")
+    status, _, err = embeval("merge", golden, tmp_path / "graded.csv", "--judged-on", "2999-01-01")
+    assert status == 2 and err.endswith("argument --judged-on: 2999-01-01 is in the future\n")
     assert not (tmp_path / "s.csv").exists()
 
 
@@ -330,7 +332,7 @@ def test_the_median_judgment_decides_the_age_and_any_undated_one_leaves_it_unkno
 # ---------------------------------------------------------------------------------------------- refresh
 
 
-def dated(golden_path: Path, days: dict[tuple[str, str], str]) -> dict[tuple[str, str], Source]:
+def dated(days: dict[tuple[str, str], str]) -> dict[tuple[str, str], Source]:
     return {pair: Source("ana", "person", judged_on=day) for pair, day in days.items()}
 
 
@@ -340,7 +342,7 @@ def test_refresh_draws_in_proportion_over_the_strata_the_oldest_first(tmp_path: 
     golden = load_golden(write_golden(tmp_path, qrels=qrels))
     days = {(q, d): f"2025-0{1 + int(q[1:]) % 6}-0{1 + int(d[1:]) // 10}" for q, d, _ in qrels}
     del days[("q4", "d14")]  # undated: taken before any dated pair of its group
-    sources = dated(tmp_path, days)
+    sources = dated(days)
     drawn = draw_refresh(golden, sources, fraction=0.25, order="oldest", seed=3)
     # 0.25 x 12 = 3 pairs: en 6 x 3/12 = 1.5, es 1.5; largest remainders, ties to the first group (en).
     assert [(g.name, g.judged, g.drawn, g.undated) for g in drawn.groups] == [

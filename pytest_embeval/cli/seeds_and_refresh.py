@@ -257,6 +257,12 @@ def write_merge(
         return lines
     fmt = golden.qrels_format or "beir"
     appended = [provenance_line(j.query_id, j.doc_id, j.grade, _source(j, sources)) for j in result.new]
+    if rejudged:
+        # Replaced first: it is the step that can refuse (a pair the file does not hold as loaded).
+        try:
+            replace_qrels(target, [r.new for r in rejudged], qrels_format=fmt)
+        except ValueError as error:
+            raise CliError(f"{error}; nothing was merged") from None
     if result.new:
         append_qrels(target, result.new, qrels_format=fmt)
         lines.append(f"appended {len(result.new)} judgments to {target}")
@@ -268,7 +274,6 @@ def write_merge(
             pair = (r.new.query_id, r.new.doc_id)
             source = earlier.get(pair, _UNRECORDED).replaced_by(r.old, _source(r.new, sources))
             replaced.append(provenance_line(*pair, r.new.grade, source))
-        replace_qrels(target, [r.new for r in rejudged], qrels_format=fmt)
         rewrite_provenance(
             sidecar, [(r.new.query_id, r.new.doc_id) for r in rejudged], [*appended, *replaced]
         )

@@ -25,13 +25,15 @@ from pytest_embeval.judging.pooling import Pool, QueryPool, pool_row
 from pytest_embeval.judging.provenance import Source
 from pytest_embeval.judging.rankings import Pair
 
-__all__ = ["ORDERS", "Refresh", "draw_refresh", "refresh_lines"]
+__all__ = ["ORDERS", "Group", "Refresh", "draw_refresh", "refresh_lines"]
 
 ORDERS = ("oldest", "random")
 
 
 @dataclass(frozen=True, slots=True)
 class Group:
+    """One group of the draw: the judged pairs whose queries share every stratum field's value."""
+
     #: the stratum fields' values, ``field=value`` joined by ", " ("all" without strata)
     name: str
     judged: int
