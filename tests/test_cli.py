@@ -14,6 +14,7 @@ import pytest
 from test_judging import QRELS, TOP_A, TOP_B, query_ids, rankings, write_golden, write_sheet_text
 
 from conftest import CliResult
+from pytest_embeval.cli.seeds_and_refresh import file_day
 from pytest_embeval.judging.agreement import agreement, agreement_lines
 from pytest_embeval.judging.merging import sheet_grades
 from pytest_embeval.judging.pooling import SHEET_COLUMNS, read_sheet
@@ -353,6 +354,7 @@ def test_merge_appends_validated_grades_to_the_qrels(
     assert out.splitlines() == [
         "1 sheet(s), judges: ann (9 rows)",
         "already in the qrels with the same grade: 0",
+        f"judged on {file_day(sheet)} (the sheets' dates)",
         f"appended 9 judgments to {qrels}",
         f"where each came from: {qrels.with_name('qrels.provenance.jsonl')}",
     ]

@@ -503,7 +503,7 @@ NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": No
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, split, strata, separate, metric, guards, report, "
     "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, interval, ties, "
-    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines"
+    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines, shelf_life"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
@@ -560,6 +560,33 @@ ERROR_CASES = [
     ),
     pytest.param(
         BASE + "metric: ndcg@10\n", None, f"{G}:7: metric: duplicate key (first on line 6)", id="dup-key"
+    ),
+    pytest.param(
+        BASE + "shelf_life: soon\n",
+        None,
+        f"{G}:7: shelf_life: must be a positive duration such as '12 months', '1 year', '26 weeks' or "
+        "'365d', got 'soon'",
+        id="shelf-life-word",
+    ),
+    pytest.param(
+        BASE + "shelf_life: 0 months\n",
+        None,
+        f"{G}:7: shelf_life: must be a positive duration such as '12 months', '1 year', '26 weeks' or "
+        "'365d', got '0 months'",
+        id="shelf-life-zero",
+    ),
+    pytest.param(
+        BASE + "shelf_life: 12\n",
+        None,
+        f"{G}:7: shelf_life: must be a positive duration such as '12 months', '1 year', '26 weeks' or "
+        "'365d', got '12'",
+        id="shelf-life-no-unit",
+    ),
+    pytest.param(
+        BASE + "shelf_life: [12, months]\n",
+        None,
+        f"{G}:7: shelf_life: must be a duration such as '12 months', got a list",
+        id="shelf-life-list",
     ),
     pytest.param(
         BASE + "schema_version: 2\n",

@@ -86,7 +86,7 @@ done
 echo "--8<-- [start:merge]"
 show embeval merge golden/support.yaml sheets/graded/pool.1-of-6.csv sheets/graded/pool.2-of-6.csv \
     sheets/graded/pool.3-of-6.csv sheets/graded/pool.4-of-6.csv sheets/graded/pool.5-of-6.csv \
-    sheets/graded/pool.6-of-6.csv
+    sheets/graded/pool.6-of-6.csv --judged-on 2026-11-30
 echo "--8<-- [end:merge]"
 
 # 6. run again, check coverage; 7. plan

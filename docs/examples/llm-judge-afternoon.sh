@@ -81,7 +81,7 @@ echo "--8<-- [end:lenient]"
 
 echo "--8<-- [start:merge]"
 show embeval merge golden/support.yaml sheets/calibration-lenient.csv --calibration sheets/calibration-lenient.json
-show embeval merge golden/support.yaml sheets/calibration-ana.csv sheets/model.csv --calibration sheets/calibration.json
+show embeval merge golden/support.yaml sheets/calibration-ana.csv sheets/model.csv --calibration sheets/calibration.json --judged-on 2026-11-30
 echo "--8<-- [end:merge]"
 
 echo "--8<-- [start:provenance]"

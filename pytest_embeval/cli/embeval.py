@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_embeval.cli import cache_commands, judge_commands
+from pytest_embeval.cli import cache_commands, judge_commands, seeds_and_refresh
 from pytest_embeval.cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
 from pytest_embeval.cli.support import add_scale as _add_scale
 from pytest_embeval.cli.support import bounded_float as _bounded_float
@@ -26,11 +26,12 @@ from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
 from pytest_embeval.cli.support import sheets as _sheets
+from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.agreement import agreement, agreement_lines
 from pytest_embeval.judging.calibration_records import calibration_sources, model_lines, read_calibration
 from pytest_embeval.judging.coverage import DEFAULT_COVERAGE_GAP, coverage, coverage_lines, coverage_warnings
-from pytest_embeval.judging.merging import append_qrels, merge_sheets, qrels_file
+from pytest_embeval.judging.merging import merge_sheets, qrels_file
 from pytest_embeval.judging.planning import DEFAULT_SD, observed_sd, plan, plan_lines
 from pytest_embeval.judging.pooling import (
     DEFAULT_DEPTH,
@@ -42,7 +43,7 @@ from pytest_embeval.judging.pooling import (
     split_pool,
     write_sheet,
 )
-from pytest_embeval.judging.provenance import append_provenance, provenance_line, provenance_path
+from pytest_embeval.judging.provenance import golden_sources
 from pytest_embeval.judging.rankings import (
     ReportError,
     find_golden_record,
@@ -50,6 +51,7 @@ from pytest_embeval.judging.rankings import (
     rankings_from_record,
     read_trec_run,
 )
+from pytest_embeval.judging.seeds import one_arm_seeds
 
 # ------------------------------------------------------------------------------------------------ helpers
 
@@ -149,8 +151,16 @@ def _pool(args: argparse.Namespace) -> int:
     except ReportError as error:
         raise CliError(str(error)) from None
     try:
+        seeds = seeds_and_refresh.plan_seeds(args, golden, rankings, exclude)
         pool = pool_from_rankings(
-            golden, rankings, depth=args.depth, seed=args.seed, exclude=exclude, runs=runs, rejudge=rejudge
+            golden if seeds is None else seeds_and_refresh.with_trusted(golden, seeds),
+            rankings,
+            depth=args.depth,
+            seed=args.seed,
+            exclude=exclude,
+            runs=runs,
+            rejudge=rejudge,
+            seeds=None if seeds is None else seeds.to_confirm,
         )
     except ValueError as error:
         raise CliError(str(error)) from None
@@ -173,6 +183,9 @@ def _pool(args: argparse.Namespace) -> int:
     if pool.rows:
         for path, sheet in sheets.items():
             write_sheet(path, sheet)
+    written = [] if seeds is None else seeds_and_refresh.write_trusted(golden, seeds)
+    if seeds is not None:
+        _print(seeds_and_refresh.seed_lines(seeds, args.seeds, args.depth))
     _print(pool_lines(pool, per_query=args.per_query))
     if pool.rows:
         for path, sheet in sheets.items():
@@ -186,21 +199,31 @@ def _pool(args: argparse.Namespace) -> int:
             )
     else:
         print("nothing new to judge: every pooled pair is judged or on an excluded sheet; no sheet written")
+    _print(written)
     return EXIT_OK
 
 
 def _merge(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     try:
-        target = qrels_file(golden)
+        qrels_file(golden)  # inline judgments have no file to merge into: refused before the sheets
         calibrations = [read_calibration(Path(path)) for path in args.calibration]
-    except ValueError as error:
+        earlier = golden_sources(golden)
+    except (ValueError, GoldenError) as error:
         raise CliError(str(error)) from None
     sheets = _sheets(args.sheets)
+    days = seeds_and_refresh.judged_on(args, [sheet.path for sheet in sheets])
     try:
-        result = merge_sheets(golden, sheets, max_grade=args.max_grade, resolve=args.resolve)
+        result = merge_sheets(
+            golden,
+            sheets,
+            max_grade=args.max_grade,
+            resolve=args.resolve,
+            judged_on=days,
+            refresh=args.refresh,
+        )
         sources = calibration_sources(
-            Counter(judgment.judge for judgment in result.new),
+            Counter(j.judge for j in [*result.new, *(r.new for r in result.rejudged)]),
             calibrations,
             query_ids={query.id for query in golden.queries},
             doc_ids={doc.id for doc in golden.documents},
@@ -221,18 +244,12 @@ def _merge(args: argparse.Namespace) -> int:
             f"a model's grades set aside (people graded the pair, or the qrels judge it): {result.set_aside}"
         )
     _print(model_lines(result.new, sources))
-    sidecar = provenance_path(target)
-    if not result.new:
-        print(f"nothing new to merge into {target}")
-    elif args.dry_run:
-        print(f"would append {len(result.new)} judgments to {target} (--dry-run: nothing written)")
-    else:
-        append_qrels(target, result.new, qrels_format=golden.qrels_format or "beir")
-        print(f"appended {len(result.new)} judgments to {target}")
-        append_provenance(
-            sidecar, [provenance_line(j.query_id, j.doc_id, j.grade, sources[j.judge]) for j in result.new]
-        )
-        print(f"where each came from: {sidecar}")
+    if result.new or result.rejudged:
+        shown = sorted(set(days))
+        given = "--judged-on" if args.judged_on else "the sheets' dates"
+        print(f"judged on {', '.join(shown)} ({given})")
+    _print(seeds_and_refresh.drift_lines(result, golden, args.max_grade))
+    _print(seeds_and_refresh.write_merge(golden, result, sources, earlier, dry_run=args.dry_run))
     return EXIT_OK
 
 
@@ -263,7 +280,11 @@ def _coverage(args: argparse.Namespace) -> int:
     rankings = _report_rankings([args.from_report], golden)
     k = args.k or golden.metric.k
     try:
-        rows = coverage(golden, rankings, k=k)
+        sources = golden_sources(golden)
+    except GoldenError as error:
+        raise CliError(str(error)) from None
+    try:
+        rows = coverage(golden, rankings, k=k, seeded={pair for pair, s in sources.items() if s.by_seed})
     except ValueError as error:
         raise CliError(f"{args.from_report}: {error}") from None
     _print(coverage_lines(rows))
@@ -272,6 +293,10 @@ def _coverage(args: argparse.Namespace) -> int:
     )
     for warning in warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
+    # A heuristic about where the seeds came from, not a measured gap: it warns, and never fails the check.
+    seeded = one_arm_seeds({pair: s.seed for pair, s in sources.items() if s.seed is not None}, rankings)
+    if seeded is not None:
+        print(f"WARNING: {seeded}", file=sys.stderr)
     return EXIT_FAILED if warnings else EXIT_OK
 
 
@@ -383,6 +408,7 @@ def _parser() -> argparse.ArgumentParser:
         help="pool only the queries where neither arm of the --from-report report finds a relevant document "
         "within the metric's cutoff, judged pairs included: a blind sheet to re-judge them.",
     )
+    seeds_and_refresh.add_seed_options(pool_parser)
     pool_parser.add_argument("--force", action="store_true", help="overwrite --out if it exists.")
     pool_parser.add_argument("--per-query", action="store_true", help="print the pool size of every query.")
     pool_parser.set_defaults(run=_pool)
@@ -422,6 +448,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="merge a model's grades without a passed calibration; recorded with each such judgment.",
     )
+    merge_parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="the sheets re-judge pairs the qrels hold (embeval refresh): report the agreement of the new "
+        "grades with the old, then replace them, the old grade kept in the provenance.",
+    )
+    seeds_and_refresh.add_judged_on(merge_parser, "the sheets' grades")
     merge_parser.add_argument("--dry-run", action="store_true", help="validate and report, write nothing.")
     merge_parser.set_defaults(run=_merge)
 
@@ -497,6 +530,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan_parser.set_defaults(run=_plan)
     judge_commands.add_parsers(commands)
+    seeds_and_refresh.add_parsers(commands)
     cache_commands.add_commands(commands)
     return parser
 

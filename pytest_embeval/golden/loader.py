@@ -33,6 +33,9 @@ Decisions the schema leaves open, taken here:
 * ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
   file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
   the fingerprint: the judgments are, and the guidelines change no score.
+* ``shelf_life: 12 months`` (the default; syntax in `shelf_life`) is how long a judgment stays usable: a
+  run warns when the golden set's median judgment is older. It is not part of the plan or the fingerprint:
+  it changes no score.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ from pytest_embeval.golden.schema import (
     IndexSpec,
     RerankSpec,
 )
+from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife, parse_shelf_life
 from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, describe_node, node_line
 
 __all__ = [
@@ -121,6 +125,7 @@ KNOWN_KEYS = (
     "fold",
     "rerank",
     "guidelines",
+    "shelf_life",
 )
 
 
@@ -215,6 +220,7 @@ class _GoldenLoader(DataReader):
             "corpus_sample", lambda node: self.corpus_sample(node, seed), None
         )
         guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
+        shelf_life = setting("shelf_life", self.shelf_life, DEFAULT_SHELF_LIFE)
         return GoldenSet(
             path=self.path,
             name=name,
@@ -239,6 +245,7 @@ class _GoldenLoader(DataReader):
             production=production,
             corpus_sample=corpus_sample,
             guidelines=guidelines,
+            shelf_life=shelf_life,
             textless=tuple(doc.id for doc in data.documents if not doc.has_text),
             split=data.split,
             qrels_path=data.qrels_path,
@@ -407,6 +414,16 @@ class _GoldenLoader(DataReader):
         if "seed" in entries:
             seed = self.integer(entries["seed"][1], "corpus_sample.seed", 0)
         return CorpusSample(sizes=tuple(sorted(sizes)), seed=seed)
+
+    def shelf_life(self, node: yaml.Node) -> ShelfLife:
+        if not isinstance(node, yaml.ScalarNode) or node.tag == NULL_TAG:
+            raise self.error(
+                node, "shelf_life", f"must be a duration such as '12 months', got {describe_node(node)}"
+            )
+        try:
+            return parse_shelf_life(str(node.value))
+        except ValueError as error:
+            raise self.error(node, "shelf_life", str(error)) from None
 
     def guidelines(self, node: yaml.Node) -> Guidelines:
         path = self.require(node, "guidelines", self.location(node, "guidelines"))

@@ -24,6 +24,7 @@ from pytest_embeval.golden.data_files import (
     Query,
 )
 from pytest_embeval.golden.folding import FoldSpec
+from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",
@@ -185,6 +186,8 @@ class GoldenSet:
     corpus_sample: CorpusSample | None = None
     #: the written relevance definition (``guidelines``), for people and the LLM judge; None: not declared
     guidelines: Guidelines | None = None
+    #: how long a judgment stays usable (``shelf_life``): a run warns when the median judgment is older
+    shelf_life: ShelfLife = DEFAULT_SHELF_LIFE
     #: ids of the corpus's documents without text, in corpus order: never embedded nor retrievable, but
     #: known to the judgments (a judged one counts in recall's and nDCG's denominators)
     textless: tuple[str, ...] = ()

@@ -1,10 +1,11 @@
 """Coverage of the judgments: each arm's judged@k per stratum, and a warning when one arm is much less judged
-than another (its results were not pooled, so its scores are biased down)."""
+than another (its results were not pooled, so its scores are biased down); of it, the share that is a
+trusted seed's claim rather than a grade (seeded@k, see `seeds`)."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from pytest_embeval.core.metrics import NoRelevantDocumentsWarning, per_query
 from pytest_embeval.core.text_table import table
 from pytest_embeval.golden.schema import GoldenSet
-from pytest_embeval.judging.rankings import Rankings, check_rankings
+from pytest_embeval.judging.rankings import Pair, Rankings, check_rankings
 
 __all__ = [
     "DEFAULT_COVERAGE_GAP",
@@ -43,10 +44,15 @@ class CoverageRow:
     n: int
     #: mean judged@k: the share of the arm's top k that carries a judgment (any grade)
     judged: float
+    #: of it, the share of the top k whose judgment is a trusted seed, nobody's grade (seeded@k)
+    seeded: float = 0.0
 
 
-def coverage(golden: GoldenSet, rankings: Rankings, *, k: int) -> tuple[CoverageRow, ...]:
-    """Each arm's mean judged@k per stratum (strata in golden order, arms in the given order).
+def coverage(
+    golden: GoldenSet, rankings: Rankings, *, k: int, seeded: Collection[Pair] = ()
+) -> tuple[CoverageRow, ...]:
+    """Each arm's mean judged@k per stratum (strata in golden order, arms in the given order), and of it
+    the share of the ``seeded`` pairs (judgments that are trusted seeds: `provenance.Source.by_seed`).
 
     Every query of the stratum counts, those without a relevant judgment too: they are the ones a missing
     pool hurts most. Raises ``ValueError`` as `pool_from_rankings` does for bad rankings.
@@ -64,26 +70,48 @@ def coverage(golden: GoldenSet, rankings: Rankings, *, k: int) -> tuple[Coverage
             judged[arm] = per_query(
                 f"judged@{k}", rankings[arm], golden.qrels, query_ids, relevance_level=golden.relevance_level
             )
+    seeds = set(seeded)
+    seeded_share = {
+        arm: np.array([sum((qid, doc) in seeds for doc in rankings[arm][qid][:k]) / k for qid in query_ids])
+        for arm in rankings
+    }
     rows = []
     for stratum in golden.strata():
         index = [position[qid] for qid in stratum.query_ids]
         for arm, values in judged.items():
-            rows.append(CoverageRow(stratum.name, arm, k, len(index), float(np.mean(values[index]))))
+            rows.append(
+                CoverageRow(
+                    stratum.name,
+                    arm,
+                    k,
+                    len(index),
+                    float(np.mean(values[index])),
+                    float(np.mean(seeded_share[arm][index])),
+                )
+            )
     return tuple(rows)
 
 
 def coverage_lines(rows: Sequence[CoverageRow]) -> list[str]:
-    """A table: one row per stratum, one judged@k column per arm."""
+    """A table: one row per stratum, one judged@k column per arm, and when some judgment in a top k is a
+    trusted seed one seeded@k column per arm (the part of judged@k that is a seed's claim, not a grade)."""
     arms = list(dict.fromkeys(row.arm for row in rows))
     strata: dict[str, dict[str, CoverageRow]] = {}
     for row in rows:
         strata.setdefault(row.stratum, {})[row.arm] = row
     k = rows[0].k
+    seeded = any(row.seeded for row in rows)
     cells = [
-        [name, str(next(iter(by_arm.values())).n), *(_percent(by_arm[arm].judged) for arm in arms)]
+        [
+            name,
+            str(next(iter(by_arm.values())).n),
+            *(_percent(by_arm[arm].judged) for arm in arms),
+            *(_percent(by_arm[arm].seeded) for arm in arms if seeded),
+        ]
         for name, by_arm in strata.items()
     ]
-    return table(["stratum", "n", *(f"{arm} judged@{k}" for arm in arms)], cells)
+    header = [f"{arm} judged@{k}" for arm in arms] + [f"{arm} seeded@{k}" for arm in arms if seeded]
+    return table(["stratum", "n", *header], cells)
 
 
 def pool_command(golden_path: str, report_path: str | None) -> str:

@@ -2,6 +2,10 @@
 
 Grades are integers on the scale ``0..max_grade`` (default 2: 0 not relevant, 1 partly, 2 fully relevant).
 
+With ``refresh`` (``embeval merge --refresh``, after ``embeval refresh`` drew the pairs to re-judge), a
+graded pair the qrels already hold is a re-judgment (`Rejudgment`) that replaces the old grade
+(`replace_qrels`) instead of an error.
+
 People's grades come before a model's (a judge cell that is a judge spec, see `llm_judge.is_model_judge`): on
 a pair people graded, or the qrels already judge, a model's grade is set aside, not a disagreement. So the
 model's sheet of a whole pool merges together with the people's calibration sheet of part of it.
@@ -26,12 +30,14 @@ __all__ = [
     "DEFAULT_MAX_GRADE",
     "Judgment",
     "MergeResult",
+    "Rejudgment",
     "Resolve",
     "append_qrels",
     "check_max_grade",
     "merge_sheets",
     "pair_problems",
     "qrels_file",
+    "replace_qrels",
     "sheet_grades",
 ]
 
@@ -105,6 +111,18 @@ class Judgment:
     grade: int
     #: who made it: the sheet's judge cell (or its file name); a judge spec for a model
     judge: str = ""
+    #: the day it was made (``YYYY-MM-DD``: its sheet's), None when not known
+    judged_on: str | None = None
+    #: the seed source the sheet marked the pair with (a judge confirmed the seed), None if not a seed
+    seed: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejudgment:
+    """A pair the qrels hold, graded again (``refresh``): the new judgment and the grade it replaces."""
+
+    new: Judgment
+    old: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +137,8 @@ class MergeResult:
     resolved: int
     #: a model's grades set aside because people graded the pair, or the qrels already judge it
     set_aside: int = 0
+    #: with ``refresh``: the judged pairs graded again, in golden query order, then document id order
+    rejudged: tuple[Rejudgment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +147,7 @@ class _Graded:
     row: int
     judge: str
     grade: int
+    seed: str
 
 
 def _check_ids(golden: GoldenSet, query_ids: Set[str], doc_ids: Set[str], row: SheetRow) -> None:
@@ -163,6 +184,8 @@ def merge_sheets(
     *,
     max_grade: int = DEFAULT_MAX_GRADE,
     resolve: Resolve | None = None,
+    judged_on: Sequence[str | None] = (),
+    refresh: bool = False,
 ) -> MergeResult:
     """Validate graded sheets against ``golden`` and return the judgments to add to its qrels.
 
@@ -176,6 +199,10 @@ def merge_sheets(
     on purpose); with the same grade it is counted as unchanged. A model's grade of a pair that people
     graded too, or that the qrels already judge, is set aside (counted in ``set_aside``). Raises `SheetError`
     listing every problem, one line each, in sheet and row order.
+
+    ``judged_on`` gives each sheet's date (the judgments' ``judged_on``); a row's ``seed`` cell becomes its
+    judgment's ``seed``. With ``refresh``, a graded pair the qrels hold is re-judged (`MergeResult.rejudged`,
+    a model's grade included), whatever its grade: the new judgment replaces the old one and its date.
     """
     check_max_grade(max_grade)
     if resolve not in (None, "max", "min", "first"):
@@ -203,7 +230,7 @@ def merge_sheets(
                 continue
             judge = row.judge or sheet.name
             judges[judge] = judges.get(judge, 0) + 1
-            graded = _Graded(index, row.row, judge, grade)
+            graded = _Graded(index, row.row, judge, grade, row.seed)
             earlier = by_pair.setdefault(pair, [])
             same_judge = next((g for g in earlier if g.judge == judge), None)
             if same_judge is None:
@@ -219,11 +246,12 @@ def merge_sheets(
                 )
 
     new: list[Judgment] = []
+    rejudged: list[Rejudgment] = []
     unchanged = resolved = set_aside = 0
     for pair, graded_by in by_pair.items():
         grades = [g for g in graded_by if not is_model_judge(g.judge)] or graded_by
         judged = pair[1] in golden.qrels.get(pair[0], {})
-        if judged and not [g for g in graded_by if not is_model_judge(g.judge)]:
+        if judged and not refresh and not [g for g in graded_by if not is_model_judge(g.judge)]:
             set_aside += len(grades)  # a model's grades of a pair the qrels already judge
             continue
         set_aside += len(graded_by) - len(grades)
@@ -247,8 +275,12 @@ def merge_sheets(
             elif resolve == "min":
                 chosen = min(grades, key=lambda g: g.grade)
         existing = golden.qrels.get(pair[0], {}).get(pair[1])
+        day = judged_on[chosen.sheet] if chosen.sheet < len(judged_on) else None
+        judgment = Judgment(pair[0], pair[1], chosen.grade, chosen.judge, day, chosen.seed or None)
         if existing is None:
-            new.append(Judgment(pair[0], pair[1], chosen.grade, chosen.judge))
+            new.append(judgment)
+        elif refresh:
+            rejudged.append(Rejudgment(judgment, existing))
         elif existing == chosen.grade:
             unchanged += 1
         else:
@@ -264,7 +296,8 @@ def merge_sheets(
         raise SheetError([f"{sheets[i].name}: row {row}: {text}" for i, row, text in sorted(problems)])
     position = {query.id: i for i, query in enumerate(golden.queries)}
     new.sort(key=lambda j: (position[j.query_id], j.doc_id))
-    return MergeResult(tuple(new), unchanged, judges, resolved, set_aside)
+    rejudged.sort(key=lambda r: (position[r.new.query_id], r.new.doc_id))
+    return MergeResult(tuple(new), unchanged, judges, resolved, set_aside, tuple(rejudged))
 
 
 def qrels_file(golden: GoldenSet) -> Path:
@@ -296,3 +329,31 @@ def append_qrels(path: str | PathLike[str], judgments: Sequence[Judgment], *, qr
     else:
         text += "".join(f"{j.query_id}\t{j.doc_id}\t{j.grade}{newline}" for j in judgments)
     write_atomic(location, text)
+
+
+def replace_qrels(path: str | PathLike[str], judgments: Sequence[Judgment], *, qrels_format: str) -> None:
+    """Rewrite the grade of each judged pair of ``judgments`` in place in a qrels file of ``qrels_format``
+    (a refresh), every other byte kept; atomic. Raises ``ValueError`` for a pair the file does not hold."""
+    location = Path(path)
+    with location.open(encoding="utf-8", newline="") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    grades = {(j.query_id, j.doc_id): j.grade for j in judgments}
+    found = set()
+    for number, line in enumerate(lines):
+        body = line.rstrip("\r\n")
+        fields = body.split("\t") if qrels_format != "trec" else body.split()
+        if len(fields) < 3:
+            continue
+        pair = (fields[0], fields[2]) if qrels_format == "trec" else (fields[0], fields[1])
+        if pair not in grades:
+            continue
+        found.add(pair)
+        ending = line[len(body) :]
+        if qrels_format == "trec":
+            lines[number] = f"{pair[0]} {fields[1]} {pair[1]} {grades[pair]}{ending}"
+        else:
+            lines[number] = f"{pair[0]}\t{pair[1]}\t{grades[pair]}{ending}"
+    missing = [pair for pair in grades if pair not in found]
+    if missing:
+        raise ValueError(f"{location}: {_describe_pair(missing[0])} are not judged in this file")
+    write_atomic(location, "".join(lines))

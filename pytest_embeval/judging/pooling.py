@@ -18,7 +18,7 @@ import hashlib
 import io
 import json
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from os import PathLike
 from pathlib import Path
@@ -35,6 +35,7 @@ from pytest_embeval.judging.rankings import Pair, Rankings, check_rankings
 __all__ = [
     "DEFAULT_DEPTH",
     "REQUIRED_COLUMNS",
+    "SEED_COLUMN",
     "SHEET_COLUMNS",
     "Pool",
     "PoolRow",
@@ -67,6 +68,8 @@ SHEET_COLUMNS = (
     "judge",
     "notes",
 )
+#: The column that marks a seed's pairs (its source), written only on a sheet that holds seeds.
+SEED_COLUMN = "seed"
 #: Columns a sheet must have to be read back; the rest are for the judge's eyes and may be dropped.
 REQUIRED_COLUMNS = ("query_id", "doc_id", "grade")
 DEFAULT_DEPTH = 20
@@ -96,6 +99,8 @@ class PoolRow:
     doc_id: str
     doc_title: str
     doc_text: str
+    #: the source a seed file gave the pair (``ticket``, ``click``...), for the judge to confirm; "" if none
+    seed: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +134,7 @@ class Pool:
         return tuple(row for query in self.queries for row in query.rows)
 
 
-def pool_row(golden_name: str, query: Query, document: Document) -> PoolRow:
+def pool_row(golden_name: str, query: Query, document: Document, seed: str = "") -> PoolRow:
     """The sheet row of a pair, with the texts the golden set holds."""
     return PoolRow(
         pair_id=pair_id(golden_name, query.id, document.id),
@@ -138,6 +143,7 @@ def pool_row(golden_name: str, query: Query, document: Document) -> PoolRow:
         doc_id=document.id,
         doc_title=document.title,
         doc_text=document.text,
+        seed=seed,
     )
 
 
@@ -150,11 +156,16 @@ def pool_from_rankings(
     exclude: Collection[Pair] = (),
     runs: Rankings | None = None,
     rejudge: Collection[str] | None = None,
+    seeds: Mapping[Pair, str] | None = None,
 ) -> Pool:
     """Pool every arm's top ``depth`` documents per query into the pairs still to judge.
 
     ``rejudge`` names queries to pool again for a second look (consensus failures: neither arm finds a
     relevant document, so the labels may be wrong): only those queries, their judged pairs included.
+
+    ``seeds`` (pair -> source, from `seeds.read_seeds`) are pairs a ticket or a click claims relevant: they
+    join their query's union whether or not an arm ranked them, marked with their source on the sheet so
+    that a judge confirms them (unless judged or excluded, like any pair).
 
     ``runs`` are further rankings (from `read_trec_run`) that may skip queries and rank fewer than ``depth``
     documents: a model arm must cover everything, so a truncated report is caught, but a hand-made list of
@@ -174,6 +185,10 @@ def pool_from_rankings(
         raise ValueError(f"depth must be a positive integer, got {depth!r}")
     check_rankings(golden, rankings, depth)
     extra = runs or {}
+    seeded = seeds or {}
+    seed_docs: dict[str, set[str]] = {}
+    for query_id, doc_id in seeded:
+        seed_docs.setdefault(query_id, set()).add(doc_id)
     base_seed = golden.seed if seed is None else seed
     documents = golden.judged_documents()
     excluded = set(exclude)
@@ -184,6 +199,7 @@ def pool_from_rankings(
         union = sorted(
             {doc for ranked in rankings.values() for doc in ranked[query.id][:depth]}
             | {doc for ranked in extra.values() for doc in ranked.get(query.id, ())[:depth]}
+            | seed_docs.get(query.id, set())
         )
         judged = golden.qrels.get(query.id, {})
         skipped = {} if rejudge is not None else judged  # a second look shows the judged pairs again
@@ -194,7 +210,10 @@ def pool_from_rankings(
             .permutation(len(fresh))
             .tolist()
         )
-        rows = tuple(pool_row(golden.name, query, documents[fresh[i]]) for i in order)
+        rows = tuple(
+            pool_row(golden.name, query, documents[fresh[i]], seeded.get((query.id, fresh[i]), ""))
+            for i in order
+        )
         best = _best_ranks(
             [*(r[query.id] for r in rankings.values()), *(r.get(query.id, ()) for r in extra.values())], depth
         )
@@ -205,7 +224,8 @@ def pool_from_rankings(
                 judged=sum(1 for doc in union if doc in judged),
                 pending=len(pending),
                 rows=rows,
-                best_ranks=tuple(best[fresh[i]] for i in order),
+                # A seed no arm ranked within depth is past every ranking's depth.
+                best_ranks=tuple(best.get(fresh[i], depth + 1) for i in order),
             )
         )
     return Pool(golden.name, depth, base_seed, tuple(sorted([*rankings, *extra])), tuple(queries))
@@ -286,12 +306,16 @@ def split_pool(pool: Pool, parts: int) -> tuple[Pool, ...]:
 
 
 def sheet_text(pool: Pool) -> str:
-    """The pool as a judging sheet: CSV with the `SHEET_COLUMNS` header and empty grade/judge/notes cells."""
+    """The pool as a judging sheet: CSV with the `SHEET_COLUMNS` header and empty grade/judge/notes cells,
+    and a last column `SEED_COLUMN` when some pair is a seed (its source: for the judge to confirm)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(SHEET_COLUMNS)
-    for row in pool.rows:
-        writer.writerow(sheet_cells(row))  # grade, judge, notes empty: for the judge to fill in
+    rows = pool.rows
+    seeded = any(row.seed for row in rows)
+    writer.writerow([*SHEET_COLUMNS, SEED_COLUMN] if seeded else SHEET_COLUMNS)
+    for row in rows:
+        # grade, judge, notes empty: for the judge to fill in
+        writer.writerow([*sheet_cells(row), row.seed] if seeded else sheet_cells(row))
     return buffer.getvalue()
 
 
@@ -330,6 +354,13 @@ def pool_lines(pool: Pool, *, per_query: bool = False) -> list[str]:
         f"to judge: {sum(to_judge)} pairs ({sum(1 for n in to_judge if n)} queries; "
         f"mean {np.mean(to_judge):.1f}, max {max(to_judge)} per query)",
     ]
+    seeds = Counter(row.seed for row in pool.rows if row.seed)
+    if seeds:
+        lines.append(
+            f"seeds on the sheet, marked for the judges to confirm: {sum(seeds.values())} ("
+            + ", ".join(f"{source} {count}" for source, count in sorted(seeds.items()))
+            + ")"
+        )
     if pool.sampled_from is not None:
         ranks = Counter(rank for query in pool.queries for rank in query.best_ranks)
         lines.append(
@@ -355,6 +386,8 @@ class SheetRow:
     grade: str
     judge: str
     pair_id: str
+    #: the seed column (the seed's source), "" when the sheet has none or the pair is not a seed
+    seed: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +440,8 @@ def read_sheet(path: str | PathLike[str]) -> Sheet:
             problems.append(f"{where}: row {number}: {len(record)} cells, but the header has {len(header)}")
             continue
         cells = [
-            _cell(record, column.get(name)) for name in ("query_id", "doc_id", "grade", "judge", "pair_id")
+            _cell(record, column.get(name))
+            for name in ("query_id", "doc_id", "grade", "judge", "pair_id", SEED_COLUMN)
         ]
         rows.append(SheetRow(number, *cells))
     if problems:

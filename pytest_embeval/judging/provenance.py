@@ -17,13 +17,25 @@ A person's line has ``"kind": "person"`` and no calibration. Judgments merged be
 recorded (or written into the qrels by hand) have no line: they are counted as *unrecorded*, never as a
 model's. A line must describe a judgment the qrels hold, with its grade: a qrels line revised by hand makes
 its provenance line an error until that line is revised too.
+
+Further keys, each only when it applies:
+
+* ``"judged_on": "2026-11-30"``: the day the judgment was made (`embeval merge` writes it on every line it
+  appends: the sheets' date or ``--judged-on``). Lines written before dates were recorded have none: their
+  age is unknown, and a golden set with any undated judgment has no known median age (`judgments_age`).
+* ``"seed": "ticket"``: the pair came from a seed file (`seeds`) with that source. With ``"kind": "seed"``
+  the seed itself is the judgment (``embeval pool --trust-seeds``), nobody graded it; with ``person`` or
+  ``model`` a judge confirmed the seed on a sheet.
+* ``"previous": [{"grade": 1, "judge": "ana", "kind": "person", "judged_on": "2025-01-10"}, ...]``: the
+  judgments of the pair that a refresh (``embeval merge --refresh``) replaced, oldest first.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +44,7 @@ from pytest_embeval.files.atomic import write_atomic
 # Loaded in every run (the report's judgments record): the judge's and the merge's modules are not.
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife
 from pytest_embeval.judging.rankings import Pair
 
 __all__ = [
@@ -39,14 +52,30 @@ __all__ = [
     "Source",
     "append_provenance",
     "golden_judgments",
+    "golden_sources",
+    "judgments_age",
     "judgments_record",
+    "parse_day",
     "provenance_line",
     "provenance_path",
     "read_provenance",
+    "rewrite_provenance",
 ]
 
 PROVENANCE_SUFFIX = ".provenance.jsonl"
-_KINDS = ("person", "model")
+_KINDS = ("person", "model", "seed")
+#: what a ``previous`` entry keeps of a replaced judgment
+_PREVIOUS_KEYS = ("grade", "judge", "kind", "judged_on", "seed")
+
+
+def parse_day(text: str) -> date:
+    """``YYYY-MM-DD`` -> date; ``ValueError`` (one line, quoting ``text``) otherwise."""
+    try:
+        if len(text) != 10:
+            raise ValueError
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"expected a date YYYY-MM-DD, got {text!r}") from None
 
 
 def provenance_path(qrels: Path) -> Path:
@@ -56,17 +85,45 @@ def provenance_path(qrels: Path) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Who made one judgment: a person or a model (its judge cell), and for a model what let it in."""
+    """Who made one judgment: a person, a model (its judge cell) or a trusted seed, for a model what let it
+    in, and when it was made."""
 
     judge: str
+    #: ``person``, ``model`` or ``seed`` (a seed taken as the judgment, never graded)
     kind: str
     #: the calibration record's file and verdict (models only; None: merged with --accept-uncalibrated)
     calibration: Mapping[str, Any] | None = None
     accepted_uncalibrated: bool = False
+    #: the day the judgment was made, ``YYYY-MM-DD``; None: not recorded
+    judged_on: str | None = None
+    #: the source a seed file gave the pair (``ticket``, ``click``...); None: not a seed
+    seed: str | None = None
+    #: the judgments of the pair a refresh replaced, oldest first (`_PREVIOUS_KEYS` of each)
+    previous: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def by_model(self) -> bool:
         return self.kind == "model"
+
+    @property
+    def by_seed(self) -> bool:
+        return self.kind == "seed"
+
+    def replaced_by(self, grade: int, successor: Source) -> Source:
+        """``successor`` with this judgment (of ``grade``) appended to its ``previous``."""
+        # An unrecorded judgment (no sidecar line) is kept with its grade alone: who made it is not known.
+        entry = {"grade": grade, "judge": self.judge or None, "kind": self.kind, "judged_on": self.judged_on}
+        if self.seed is not None:
+            entry["seed"] = self.seed
+        return Source(
+            successor.judge,
+            successor.kind,
+            successor.calibration,
+            successor.accepted_uncalibrated,
+            successor.judged_on,
+            successor.seed if successor.seed is not None else self.seed,
+            (*self.previous, entry),
+        )
 
 
 # --------------------------------------------------------------------------------------------- sidecar
@@ -96,7 +153,31 @@ def provenance_line(query_id: str, doc_id: str, grade: int, source: Source) -> d
     if source.by_model:
         line["calibration"] = None if source.calibration is None else dict(source.calibration)
         line["accepted_uncalibrated"] = source.accepted_uncalibrated
+    if source.judged_on is not None:
+        line["judged_on"] = source.judged_on
+    if source.seed is not None:
+        line["seed"] = source.seed
+    if source.previous:
+        line["previous"] = [dict(entry) for entry in source.previous]
     return line
+
+
+def rewrite_provenance(path: Path, replaced: Collection[Pair], lines: Sequence[Mapping[str, Any]]) -> None:
+    """The sidecar without its lines of the ``replaced`` pairs, then ``lines``, atomically: a refresh
+    replaces judgments (their old grades live on in each new line's ``previous``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    gone = set(replaced)
+    kept = []
+    for line in text.splitlines():
+        if line.strip():
+            record = json.loads(line)  # checked by `read_provenance` when the golden set was loaded
+            if (record["query_id"], record["doc_id"]) not in gone:
+                kept.append(line + "\n")
+    kept += [json.dumps(line, ensure_ascii=False) + "\n" for line in lines]
+    write_atomic(path, "".join(kept))
 
 
 def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[Pair, Source]:
@@ -128,8 +209,20 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
                 )
         if record.get("kind") not in _KINDS:
             raise GoldenError(
-                path, "kind", number, f"must be 'person' or 'model', got {record.get('kind')!r}"
+                path, "kind", number, f"must be 'person', 'model' or 'seed', got {record.get('kind')!r}"
             )
+        judged_on = record.get("judged_on")
+        if judged_on is not None:
+            try:
+                parse_day(judged_on if isinstance(judged_on, str) else repr(judged_on))
+            except ValueError as error:
+                raise GoldenError(path, "judged_on", number, str(error)) from None
+        seed = record.get("seed")
+        if seed is not None and (not isinstance(seed, str) or not seed):
+            raise GoldenError(path, "seed", number, f"must be the seed's source, got {seed!r}")
+        previous = record.get("previous", [])
+        if not isinstance(previous, list) or not all(isinstance(entry, dict) for entry in previous):
+            raise GoldenError(path, "previous", number, "must be a list of the judgments a refresh replaced")
         pair = (record["query_id"], record["doc_id"])
         held = qrels.get(pair[0], {}).get(pair[1])
         if held is None:
@@ -147,6 +240,11 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
             kind=record["kind"],
             calibration=calibration if isinstance(calibration, dict) else None,
             accepted_uncalibrated=record.get("accepted_uncalibrated") is True,
+            judged_on=judged_on,
+            seed=seed,
+            previous=tuple(
+                {key: entry.get(key) for key in _PREVIOUS_KEYS if key in entry} for entry in previous
+            ),
         )
     return sources
 
@@ -154,12 +252,43 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
 # ------------------------------------------------------------------------------------------ in a run
 
 
+def judgments_age(days: Sequence[str | None], *, today: date, shelf_life: ShelfLife) -> dict[str, Any]:
+    """How old the judgments are, from the day each was made (None: not recorded), for the report.
+
+    The median is the middle judgment's day (the earlier of the two middle ones for an even count), known
+    only when every judgment is dated: an undated judgment could be of any age, so with one the median age,
+    the day it expires and ``stale`` are None (unknown, never guessed). ``stale``: the median judgment is
+    past ``shelf_life`` on ``today`` (the day of the run).
+    """
+    dated = sorted(day for day in days if day is not None)
+    undated = len(days) - len(dated)
+    median = dated[(len(dated) - 1) // 2] if dated and not undated else None
+    expires = None if median is None else shelf_life.expires(parse_day(median))
+    return {
+        "today": today.isoformat(),
+        "dated": len(dated),
+        "undated": undated,
+        "oldest": dated[0] if dated else None,
+        "median": median,
+        "newest": dated[-1] if dated else None,
+        "median_age_days": None if median is None else (today - parse_day(median)).days,
+        "shelf_life": str(shelf_life),
+        "expires": None if expires is None else expires.isoformat(),
+        "stale": None if expires is None else today >= expires,
+    }
+
+
 def judgments_record(
-    sources: Mapping[Pair, Source], qrels: Mapping[str, Mapping[str, int]]
+    sources: Mapping[Pair, Source],
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    today: date,
+    shelf_life: ShelfLife = DEFAULT_SHELF_LIFE,
 ) -> dict[str, Any]:
     """Where the judgments a run used came from, for its JSON report: how many ``qrels`` holds, how many a
-    person, a model or nobody on record (merged before provenance was recorded, or typed in) made,
-    ``model_fraction`` (None without judgments), and per model judge its count and what let it in."""
+    person, a model, a trusted seed or nobody on record (merged before provenance was recorded, or typed in)
+    made, ``model_fraction`` (None without judgments), per model judge its count and what let it in, and
+    their ``age`` (`judgments_age`)."""
     used = [sources.get((query, doc)) for query, grades in qrels.items() for doc in grades]
     models: dict[str, dict[str, Any]] = {}
     for source in used:
@@ -174,20 +303,32 @@ def judgments_record(
             )
             entry["judgments"] += 1
     by_model = sum(entry["judgments"] for entry in models.values())
-    by_person = sum(1 for source in used if source is not None and not source.by_model)
+    by_seed = sum(1 for source in used if source is not None and source.by_seed)
+    by_person = sum(1 for source in used if source is not None and source.kind == "person")
     return {
         "total": len(used),
         "by_person": by_person,
         "by_model": by_model,
-        "unrecorded": len(used) - by_person - by_model,
+        "unrecorded": len(used) - by_person - by_model - by_seed,
         "model_fraction": by_model / len(used) if used else None,
         "models": models,
+        "by_seed": by_seed,
+        "age": judgments_age(
+            [None if source is None else source.judged_on for source in used],
+            today=today,
+            shelf_life=shelf_life,
+        ),
     }
 
 
-def golden_judgments(golden: GoldenSet) -> dict[str, Any]:
-    """`judgments_record` of a loaded golden set, from the sidecar beside its qrels file (inline judgments
-    have neither: all unrecorded); `GoldenError` for a sidecar that does not match the qrels."""
+def golden_sources(golden: GoldenSet) -> dict[Pair, Source]:
+    """The sources the sidecar beside a loaded golden set's qrels file records (inline judgments have none);
+    `GoldenError` for a sidecar that does not match the qrels."""
     if golden.qrels_path is None:  # inline judgments (`merging.qrels_file`)
-        return judgments_record({}, golden.qrels)
-    return judgments_record(read_provenance(provenance_path(golden.qrels_path), golden.qrels), golden.qrels)
+        return {}
+    return read_provenance(provenance_path(golden.qrels_path), golden.qrels)
+
+
+def golden_judgments(golden: GoldenSet, *, today: date) -> dict[str, Any]:
+    """`judgments_record` of a loaded golden set on ``today``, against its ``shelf_life``."""
+    return judgments_record(golden_sources(golden), golden.qrels, today=today, shelf_life=golden.shelf_life)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,8 @@ class GoldenFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
             golden = load_golden(self.path)
-            judgments = golden_judgments(golden)
+            # The day of the run, in UTC so that every xdist worker of a session ages them alike.
+            judgments = golden_judgments(golden, today=datetime.now(timezone.utc).date())
         except GoldenError as error:
             # Name the file as the user typed it, relative to where pytest was started.
             shown = os.path.relpath(error.path, self.config.invocation_params.dir)

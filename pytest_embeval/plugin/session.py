@@ -44,6 +44,7 @@ from pytest_embeval.reports.terminal import (
     cache_lines,
     coverage_warning_lines,
     golden_table,
+    shelf_life_warning_lines,
     textless_warning_lines,
 )
 from pytest_embeval.reports.trec_runs import file_stem, rerank_run, run_file_name, trec_run
@@ -219,6 +220,7 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         for line in [
             *textless_warning_lines(record, TEXTLESS_SHOWN),
             *coverage_warning_lines(record, report_path),
+            *shelf_life_warning_lines(record),
         ]:
             reporter.write_line(line, yellow=True)
         if settings.pool_dir is not None:

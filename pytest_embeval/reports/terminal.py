@@ -158,6 +158,21 @@ def coverage_warning_lines(golden: Mapping[str, Any], report_path: str | None) -
     return [f"embeval: WARNING: {note.text}" for note in coverage_notes(golden, report_path)]
 
 
+def shelf_life_warning_lines(golden: Mapping[str, Any]) -> list[str]:
+    """A warning when the golden set's median judgment is past its ``shelf_life`` (the report's
+    ``judgments.age``); nothing when it is not, or when its age is unknown (some judgment has no date)."""
+    age = (golden.get("judgments") or {}).get("age") or {}
+    if age.get("stale") is not True:
+        return []
+    path = golden["path"]
+    return [
+        f"embeval: WARNING: {golden['name']} ({path}): its median judgment was made on {age['median']}, "
+        f"past its shelf_life of {age['shelf_life']} (expired {age['expires']}): relevance drifts, re-judge "
+        f"a share: embeval refresh {path} --fraction 0.1 --out SHEET.csv, grade the sheet, then embeval "
+        f"merge {path} SHEET.csv --refresh"
+    ]
+
+
 def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None, where: str) -> list[str]:
     """One line on what the embedding cache in ``where`` served and took over the session, and one each for
     corrupt entries and for a cache that could not be written; nothing when the cache was not used."""
