@@ -33,11 +33,14 @@ Decisions the schema leaves open, taken here:
 * ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
   file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
   the fingerprint: the judgments are, and the guidelines change no score.
+* ``decision: {owner?, proceed?, route?, otherwise?}`` (`decision_spec`) is read after the data, since its
+  conditions and routes name strata; it is part of the plan, and enters its fingerprint only when given.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
@@ -58,6 +61,7 @@ from pytest_embeval.golden.data_files import (
     read_text,
 )
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
+from pytest_embeval.golden.decision_spec import read_decision
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
@@ -121,6 +125,7 @@ KNOWN_KEYS = (
     "fold",
     "rerank",
     "guidelines",
+    "decision",
 )
 
 
@@ -215,7 +220,7 @@ class _GoldenLoader(DataReader):
             "corpus_sample", lambda node: self.corpus_sample(node, seed), None
         )
         guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
-        return GoldenSet(
+        golden = GoldenSet(
             path=self.path,
             name=name,
             documents=tuple(doc for doc in data.documents if doc.has_text),
@@ -246,6 +251,12 @@ class _GoldenLoader(DataReader):
             fold=fold,
             rerank=rerank,
         )
+        if "decision" not in top:
+            return golden
+        # Read last: its conditions name the strata, which the data and ``separate`` make.
+        names = [stratum.name for stratum in golden.strata()]
+        decision = read_decision(self, *top["decision"], names, strata)
+        return dataclasses.replace(golden, decision=decision)
 
     def check_structure(self, top: Mapping[str, Entry]) -> None:
         """Version, required keys and the BEIR-or-files choice, before any value is read."""
