@@ -46,7 +46,8 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
     shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
-    lines = [title, *table(shown.header, shown.rows)]
+    # No rows when only the decision item ran (``-k decision``): its line follows the title.
+    lines = [title, *(table(shown.header, shown.rows) if shown.rows else [])]
     lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
