@@ -180,7 +180,8 @@ def test_routing_the_losing_stratum_to_the_incumbent_proceeds_and_passes_as_rout
     }
     result.stdout.fnmatch_lines(
         [
-            "routed system (language=en to the incumbent, 50% of traffic by query count) against the incumbent:",
+            "routed system (language=en to the incumbent, 50% of traffic by query count) against the "
+            "incumbent:",
             "stratum *verdict",
             "overall*TIE",
             "decision (owner search-platform): PROCEED WITH ROUTING — overall WORSE, language=en WORSE → "
@@ -190,7 +191,9 @@ def test_routing_the_losing_stratum_to_the_incumbent_proceeds_and_passes_as_rout
         ]
     )
     decision = report_of(result, path)["golden_sets"][0]["decision"]
-    assert {k: decision[k] for k in ("outcome", "owner", "routed", "traffic_share", "traffic_basis", "to")} == {
+    assert {
+        k: decision[k] for k in ("outcome", "owner", "routed", "traffic_share", "traffic_basis", "to")
+    } == {
         "outcome": "proceed-with-routing",
         "owner": "search-platform",
         "routed": ["language=en"],
@@ -213,11 +216,13 @@ def test_a_routed_system_still_worse_overall_changes_the_target(
     result = run(pytester, "bad", f"--embeval-json={path}", "-v")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     line = (
-        "decision: CHANGE THE TARGET — overall WORSE, language=en WORSE, language=es WORSE; route language=en "
-        "(50% of traffic by query count) to the incumbent would not do: the routed system: overall WORSE, "
-        "language=es WORSE"
+        "decision: CHANGE THE TARGET — overall WORSE, language=en WORSE, language=es WORSE; route "
+        "language=en (50% of traffic by query count) to the incumbent would not do: the routed system: "
+        "overall WORSE, language=es WORSE"
     )
-    result.stdout.fnmatch_lines(["*support.yaml::decision CHANGE THE TARGET*", "*_ support::decision _*", line])
+    result.stdout.fnmatch_lines(
+        ["*support.yaml::decision CHANGE THE TARGET*", "*_ support::decision _*", line]
+    )
     decision = report_of(result, path)["golden_sets"][0]["decision"]
     assert decision["outcome"] == "change-target"
     routed = {row["stratum"]: row for row in decision["routed_system"]}
@@ -233,7 +238,10 @@ def test_routing_more_traffic_than_declared_changes_the_target_and_frequencies_s
     result = run(pytester, "bad_english")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*50% of traffic by query count) to the incumbent would not do: 50% of traffic is more than max_traffic 30%"]
+        [
+            "*50% of traffic by query count) to the incumbent would not do: 50% of traffic is more than "
+            "max_traffic 30%"
+        ]
     )
     # English queries a quarter of the traffic by frequency: within the cap.
     with_frequencies(golden(decision=route), lambda row: 1 if row["language"] == "en" else 3)
@@ -251,8 +259,8 @@ def test_a_decision_forbidding_any_worse_fails_its_own_item_which_k_selects(
     result.assert_outcomes(failed=1, deselected=3)
     result.stdout.fnmatch_lines(
         [
-            "decision (owner search-platform): CHANGE THE TARGET — overall WORSE, language=en WORSE: no route "
-            "is declared",
+            "decision (owner search-platform): CHANGE THE TARGET — overall WORSE, language=en WORSE: no "
+            "route is declared",
             "CHANGE THE TARGET support.yaml::decision - decision (owner search-platform): *",
         ]
     )
@@ -277,7 +285,9 @@ def test_a_condition_can_ask_more_than_no_worse(pytester: pytest.Pytester, golde
     result.stdout.fnmatch_lines(["decision: PROCEED — overall BETTER, no stratum WORSE", "*= 4 passed in *"])
 
 
-def test_routing_to_bm25_is_measured_not_assumed(pytester: pytest.Pytester, golden: Golden, tmp_path: Path) -> None:
+def test_routing_to_bm25_is_measured_not_assumed(
+    pytester: pytest.Pytester, golden: Golden, tmp_path: Path
+) -> None:
     pytest.importorskip("bm25s")
     golden(decision={"route": {"strata": ["language=en"], "max_traffic": 0.5, "to": "bm25"}})
     path = tmp_path / "report.json"
@@ -316,11 +326,15 @@ def test_an_unresolvable_route_target_is_an_error_of_the_golden_set(
     result.stdout.fnmatch_lines(["*decision.route.to: model spec 'rrf:bm25': rrf fuses at least two arms*"])
 
 
-def test_without_a_decision_nothing_changes(pytester: pytest.Pytester, golden: Golden, tmp_path: Path) -> None:
+def test_without_a_decision_nothing_changes(
+    pytester: pytest.Pytester, golden: Golden, tmp_path: Path
+) -> None:
     golden()
     path = tmp_path / "report.json"
     result = run(pytester, "bad_english", f"--embeval-json={path}", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["support.yaml::overall", "support.yaml::language=en", "support.yaml::language=es"])
+    result.stdout.fnmatch_lines(
+        ["support.yaml::overall", "support.yaml::language=en", "support.yaml::language=es"]
+    )
     assert "decision" not in result.stdout.str()
     result = run(pytester, "bad_english", f"--embeval-json={path}")
     result.assert_outcomes(failed=2)
@@ -418,8 +432,11 @@ def test_workflow_commands_escape_as_github_specifies() -> None:
     golden = {
         "name": "g",
         "path": "dir,with:odd.yaml",
-        "strata": [{"stratum": "kind=a,b", "verdict": "WORSE", "reason": "two\nlines", "covered_by_routing": True}],
+        "strata": [
+            {"stratum": "kind=a,b", "verdict": "WORSE", "reason": "two\nlines", "covered_by_routing": True}
+        ],
     }
     assert workflow_commands(golden, {"strata.kind": 7}) == [
-        "::warning file=dir%2Cwith%3Aodd.yaml,line=7,title=embeval g%3A kind=a%2Cb WORSE::kind=a,b: WORSE — two%0Alines"
+        "::warning file=dir%2Cwith%3Aodd.yaml,line=7,title=embeval g%3A kind=a%2Cb WORSE::"
+        "kind=a,b: WORSE — two%0Alines"
     ]

@@ -6,10 +6,10 @@ The rule, tried in order:
 * **proceed** when no stratum is WORSE and every ``proceed`` condition holds (the stratum's verdict is one
   of those listed);
 * **proceed with routing** when the strata that block proceeding include some that ``route`` may send
-  elsewhere: those are routed (their queries answered by the route's system, the incumbent by default, the
-  rest by the candidate), at most ``max_traffic`` of the traffic moves, and the routed system, compared
-  with the incumbent on every stratum exactly as the candidate was (`evaluate_golden`, same seeds), is not
-  WORSE anywhere and meets every ``proceed`` condition;
+  elsewhere: those are routed (every query of their ``field=value`` answered by the route's system, the
+  incumbent by default, the rest by the candidate), at most ``max_traffic`` of the traffic moves, and the
+  routed system, compared with the incumbent on every stratum exactly as the candidate was
+  (`evaluate_golden`, same seeds), is not WORSE anywhere and meets every ``proceed`` condition;
 * otherwise **change the target**.
 
 The traffic share is that of ``overall``'s queries (queries kept ``separate`` are not traffic): weighted by
@@ -232,11 +232,14 @@ def decide_run(
     if route is None or not routable:
         why = "no route is declared" if route is None else "none of them may be routed"
         return DecisionOutcome(spec, CHANGE_TARGET, (), None, basis, to, (f"{blocked}: {why}",))
-    by_name = {stratum.name: stratum for stratum in golden.strata()}
-    routed_ids = list(dict.fromkeys(qid for name in routable for qid in by_name[name].query_ids))
-    share, basis = traffic_share(golden, routed_ids)
-    position = {query.id: i for i, query in enumerate(golden.queries)}
-    rows = np.array(sorted(position[qid] for qid in routed_ids), dtype=np.intp)
+    # A router sends every query of the field's value, those kept ``separate`` too (they are not traffic,
+    # so they move no share, but the separate stratum is served by the routed system as well).
+    fields = [name.split("=", 1) for name in routable]
+    rows = np.array(
+        [i for i, query in enumerate(golden.queries) if any(query.fields[f] == v for f, v in fields)],
+        dtype=np.intp,
+    )
+    share, basis = traffic_share(golden, [golden.queries[i].id for i in rows.tolist()])
     served = run.incumbent if target is None else target
     system = dataclasses.replace(run, candidate=routed_arm(run.candidate, served, rows), slices=())
     routed_strata = evaluate(system)
