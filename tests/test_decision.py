@@ -440,3 +440,14 @@ def test_workflow_commands_escape_as_github_specifies() -> None:
         "::warning file=dir%2Cwith%3Aodd.yaml,line=7,title=embeval g%3A kind=a%2Cb WORSE::"
         "kind=a,b: WORSE — two%0Alines"
     ]
+
+
+def test_every_junit_property_an_item_records_is_a_declared_one(
+    pytester: pytest.Pytester, golden: Golden, tmp_path: Path
+) -> None:
+    from pytest_embeval.reports.decision_report import JUNIT_PROPERTIES
+
+    golden(decision=ROUTE_EN)
+    run(pytester, "bad_english", f"--junitxml={tmp_path / 'junit.xml'}")
+    recorded = {name for case in junit_cases(tmp_path / "junit.xml").values() for name in case["properties"]}
+    assert recorded == set(JUNIT_PROPERTIES)

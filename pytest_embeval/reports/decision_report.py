@@ -16,7 +16,12 @@ from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.reports.json_report import Record, stratum_record
 from pytest_embeval.run.decision import OUTCOME_WORDS, DecisionOutcome
 
-__all__ = ["decision_properties", "decision_record", "stratum_properties"]
+__all__ = ["JUNIT_PROPERTIES", "decision_properties", "decision_record", "stratum_properties"]
+
+_STRATUM = ("verdict", "metric", "delta", "ci_low", "ci_high", "n", "margin", "reason", "covered_by_routing")
+_DECISION = ("decision", "owner", "routed", "traffic_share", "traffic_basis", "routed_to", "reason")
+#: Every JUnit property a stratum item or the decision item can record.
+JUNIT_PROPERTIES = tuple(dict.fromkeys(f"embeval_{name}" for name in (*_STRATUM, *_DECISION)))
 
 
 def decision_record(golden: GoldenSet, path: str, decision: DecisionOutcome) -> Record:
