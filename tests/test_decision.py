@@ -4,6 +4,7 @@ with the deterministic fake encoders of fake_models.py (the shipped golden set: 
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -158,11 +159,20 @@ def test_the_traffic_share_is_by_frequency_when_given_else_by_query_count(golden
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_routing_the_losing_stratum_to_the_incumbent_proceeds_and_passes_as_routed(
-    pytester: pytest.Pytester, golden: Golden, tmp_path: Path, xdist: list[str]
+    pytester: pytest.Pytester,
+    golden: Golden,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    xdist: list[str],
 ) -> None:
     golden(decision={"owner": "search-platform", "proceed": {"overall": ["BETTER", "TIE"]}, **ROUTE_EN})
     path = tmp_path / "report.json"
-    result = run(pytester, "bad_english", f"--embeval-json={path}", "-v", *xdist)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    readable = [f"--embeval-md={tmp_path / 'report.md'}", f"--embeval-html={tmp_path / 'report.html'}"]
+    result = run(
+        pytester, "bad_english", f"--embeval-json={path}", "-v", "--embeval-step-summary", *readable, *xdist
+    )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     # -v writes "NODEID WORD" serially, "[gw0] [ 25%] WORD NODEID" with xdist.
     statuses = {
@@ -201,6 +211,16 @@ def test_routing_the_losing_stratum_to_the_incumbent_proceeds_and_passes_as_rout
         "traffic_basis": "query count",
         "to": "incumbent",
     }
+    # The Markdown report (and the step summary, the same text) and the HTML page carry the line and the
+    # routed system's table.
+    markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert summary.read_text(encoding="utf-8") == markdown
+    assert f"**{decision['line']}**" in markdown
+    assert (
+        "Routed system (language=en to the incumbent, 50% of traffic by query count) against the" in markdown
+    )
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert html.escape(decision["line"]) in page and "<h3>Decision</h3>" in page
     routed = {row["stratum"]: row for row in decision["routed_system"]}
     # The routed system answers the English queries as the incumbent does and the Spanish ones as the
     # candidate, which gets them right: identical to the incumbent everywhere.
