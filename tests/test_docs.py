@@ -21,6 +21,7 @@ from pytest_embeval.cli.embeval import _parser
 from pytest_embeval.golden.loader import KNOWN_KEYS
 from pytest_embeval.plugin.options import add_options
 from pytest_embeval.plugin.state import CACHE_PROPERTIES
+from pytest_embeval.reports.decision_report import JUNIT_PROPERTIES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -81,7 +82,7 @@ def test_every_option_and_ini_key_named_is_real_and_every_real_one_documented() 
     assert real.options - set(re.findall(r"--embeval(?:-[a-z]+)*", text_of(PAGES))) == set(), "undocumented"
     # ini keys, and the JUnit properties an item reports (the same prefix); not the `.embeval_cache/` folder
     ini_word = r"(?<![\w./-])embeval_[a-z_]+\b"
-    properties = set(CACHE_PROPERTIES.values())
+    properties = set(CACHE_PROPERTIES.values()) | set(JUNIT_PROPERTIES)
     assert set(re.findall(ini_word, written)) - real.ini - properties == set(), "unknown ini keys"
     assert real.ini - set(re.findall(ini_word, text_of(PAGES))) == set(), "undocumented ini keys"
 

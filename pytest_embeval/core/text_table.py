@@ -12,7 +12,7 @@ def table(
 ) -> list[str]:
     """Columns padded to width: the first ``names`` left-aligned (ids), the others right-aligned (numbers),
     and with ``text_last`` a free-text last column left-aligned too. Trailing spaces are dropped."""
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
+    widths = [max([len(header[i]), *(len(row[i]) for row in rows)]) for i in range(len(header))]
     left = set(range(names)) | ({len(header) - 1} if text_last else set())
 
     def line(cells: Sequence[str]) -> str:

@@ -36,11 +36,14 @@ Decisions the schema leaves open, taken here:
 * ``shelf_life: 12 months`` (the default; syntax in `shelf_life`) is how long a judgment stays usable: a
   run warns when the golden set's median judgment is older. It is not part of the plan or the fingerprint:
   it changes no score.
+* ``decision: {owner?, proceed?, route?, otherwise?}`` (`decision_spec`) is read after the data, since its
+  conditions and routes name strata; it is part of the plan, and enters its fingerprint only when given.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
@@ -61,6 +64,7 @@ from pytest_embeval.golden.data_files import (
     read_text,
 )
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
+from pytest_embeval.golden.decision_spec import read_decision
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
@@ -126,6 +130,7 @@ KNOWN_KEYS = (
     "rerank",
     "guidelines",
     "shelf_life",
+    "decision",
 )
 
 
@@ -221,7 +226,7 @@ class _GoldenLoader(DataReader):
         )
         guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
         shelf_life = setting("shelf_life", self.shelf_life, DEFAULT_SHELF_LIFE)
-        return GoldenSet(
+        golden = GoldenSet(
             path=self.path,
             name=name,
             documents=tuple(doc for doc in data.documents if doc.has_text),
@@ -253,6 +258,12 @@ class _GoldenLoader(DataReader):
             fold=fold,
             rerank=rerank,
         )
+        if "decision" not in top:
+            return golden
+        # Read last: its conditions name the strata, which the data and ``separate`` make.
+        names = [stratum.name for stratum in golden.strata()]
+        decision = read_decision(self, *top["decision"], names, strata)
+        return dataclasses.replace(golden, decision=decision)
 
     def check_structure(self, top: Mapping[str, Entry]) -> None:
         """Version, required keys and the BEIR-or-files choice, before any value is read."""

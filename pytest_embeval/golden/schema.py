@@ -23,6 +23,7 @@ from pytest_embeval.golden.data_files import (
     Document,
     Query,
 )
+from pytest_embeval.golden.decision_spec import DecisionSpec
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife
 
@@ -200,6 +201,8 @@ class GoldenSet:
     fold: FoldSpec | None = None
     #: a reranker reorders each arm's top documents; its comparison is reported beside the first stage's
     rerank: RerankSpec | None = None
+    #: the declared decision (`decision_spec`): outcomes, owner and routing; None: the verdicts alone gate
+    decision: DecisionSpec | None = None
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -257,6 +260,7 @@ class GoldenSet:
             **({"corpus_sample": self.corpus_sample.as_dict()} if self.corpus_sample is not None else {}),
             **({"fold": self.fold.as_dict()} if self.fold is not None else {}),
             **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
+            **({"decision": self.decision.as_dict()} if self.decision is not None else {}),
         }
 
     def judged_ids(self) -> frozenset[str]:

@@ -193,3 +193,23 @@ class NodeReader:
 
 #: The keys of the mapping form of a data file (``corpus: {path: docs.tsv, format: tsv}``).
 _FILE_KEYS = ("path", "format")
+
+
+def declared_lines(path: str | Path) -> dict[str, int]:
+    """The line of each top-level key of a golden file, and ``strata.FIELD`` for each stratum field it
+    declares; {} when the file cannot be read as a mapping (it was read once already: nothing is reported)."""
+    try:
+        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    lines: dict[str, int] = {}
+    for key_node, value_node in root.value:
+        name = str(key_node.value)
+        lines.setdefault(name, node_line(key_node))
+        if name == "strata" and isinstance(value_node, yaml.SequenceNode):
+            for item in value_node.value:
+                if isinstance(item, yaml.ScalarNode):
+                    lines.setdefault(f"strata.{item.value}", node_line(item))
+    return lines

@@ -1,8 +1,13 @@
-"""The pytest side of a golden set: one `GoldenFile` collector per YAML file, one `StratumItem` per stratum.
+"""The pytest side of a golden set: one `GoldenFile` collector per YAML file, one `StratumItem` per stratum,
+and with a declared ``decision:`` one `DecisionItem` (``GOLDEN::decision``).
 
-All strata of a file share one `GoldenRun` per process (each arm embeds the corpus once); the item turns
+All items of a file share one `GoldenRun` per process (each arm embeds the corpus once); the item turns
 its stratum's verdict into a pytest outcome: BETTER passes, WORSE fails with a table a person can act on,
-TIE passes and is reported under its own status by `session.SessionHooks.pytest_report_teststatus`.
+TIE passes and is reported under its own status by `session.SessionHooks.pytest_report_teststatus`. With a
+decision, the decision item fails when it is to change the target and passes under the status ``routed``
+when it proceeds with routing; then a WORSE stratum passes as ``routed`` too, the routed system being what
+ships. Each stratum item records its verdict as JUnit XML properties (``embeval_*``), the decision item its
+decision.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
 from pytest_embeval.cache.store import CacheStats
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.decision_spec import CHANGE_TARGET, ROUTED
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import GoldenSet, Stratum
 from pytest_embeval.judging.provenance import golden_judgments
@@ -35,12 +41,14 @@ from pytest_embeval.plugin.state import (
     GoldenSetError,
     ItemRecords,
 )
+from pytest_embeval.reports.decision_report import decision_properties, decision_record, stratum_properties
 from pytest_embeval.reports.json_report import Record, error_record, golden_record, stratum_record
 from pytest_embeval.reports.progress import PROGRESS_MIN_TEXTS, ProgressLine
-from pytest_embeval.reports.terminal import stratum_failure
+from pytest_embeval.reports.terminal import decision_failure, stratum_failure
 from pytest_embeval.run.control import ControlMismatch
+from pytest_embeval.run.decision import DecisionOutcome, decide_run, route_target
 from pytest_embeval.run.pipeline import ArmFault, GoldenRun, Role, run_golden
-from pytest_embeval.run.stratum_evaluation import evaluate_golden
+from pytest_embeval.run.stratum_evaluation import StratumOutcome, evaluate_golden
 
 MISSING_MODEL = (
     "no {role} model: pass --embeval-{role} SPEC, set embeval_{role} in the ini file, "
@@ -48,8 +56,12 @@ MISSING_MODEL = (
 )
 
 
+#: The decision item's name: its node id is ``GOLDEN::decision``.
+DECISION_ITEM = "decision"
+
+
 class EmbevalFailure(Exception):
-    """A WORSE stratum; its text is the whole failure report."""
+    """A WORSE stratum, or a decision to change the target; its text is the whole failure report."""
 
 
 def golden_node_path(path: Path, rootpath: Path) -> str:
@@ -81,40 +93,46 @@ class GoldenFile(pytest.File):
             # Name the file as the user typed it, relative to where pytest was started.
             shown = os.path.relpath(error.path, self.config.invocation_params.dir)
             raise self.CollectError(str(GoldenError(shown, error.key, error.line, error.problem))) from None
-        for order, stratum in enumerate(golden.strata()):
+        strata = golden.strata()
+        for order, stratum in enumerate(strata):
             yield StratumItem.from_parent(
                 self,
                 name=stratum.name,
-                callobj=_check_stratum,
+                callobj=_check_item,
                 golden=golden,
                 stratum=stratum,
                 order=order,
                 judgments=judgments,
             )
+        if golden.decision is not None:
+            yield DecisionItem.from_parent(
+                self,
+                name=DECISION_ITEM,
+                callobj=_check_item,
+                golden=golden,
+                order=len(strata),
+                judgments=judgments,
+            )
 
 
-def _check_stratum(request: pytest.FixtureRequest) -> None:
+def _check_item(request: pytest.FixtureRequest) -> None:
     """Run by pytest as the item's test function; `request` gives the item access to the model fixtures."""
     item = request.node
-    assert isinstance(item, StratumItem)
+    assert isinstance(item, GoldenItem)
     item.check()
 
 
-class StratumItem(pytest.Function):
-    """One stratum of one golden set: passes (BETTER), fails (WORSE) or ties; an error when the golden set
-    could not be run.
+class GoldenItem(pytest.Function):
+    """An item of one golden set; an error when the golden set could not be run.
 
     The golden set is run once per process, in the setup of the first of its items that runs there, so that
     a broken model is an error (pytest's ``E``), reported in full by that item and in one line by the others;
-    the call then only pairs the arms over the item's stratum.
+    the call then only pairs the arms over the item's stratum, or reaches the decision.
     """
 
-    def __init__(
-        self, *, golden: GoldenSet, stratum: Stratum, order: int, judgments: Record, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, golden: GoldenSet, order: int, judgments: Record, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._golden: GoldenSet | None = golden
-        self.stratum = stratum
         self.order = order
         #: where the judgments came from (`provenance.judgments_record`), for the report
         self.judgments = judgments
@@ -167,22 +185,30 @@ class StratumItem(pytest.Function):
                 self._note_cache_use(state.cache.stats() - before)
 
     def check(self) -> None:
+        raise NotImplementedError
+
+    def _golden_once(self) -> Record | None:
+        """The golden set's record if no item of this process has sent it yet."""
         assert self.run is not None  # set by setup
         state = self.config.stash[STATE]
-        golden = None
-        if self.golden_path not in state.sent_golden:
-            state.sent_golden.add(self.golden_path)
-            golden = {**golden_record(self.run, self.golden_path), "judgments": self.judgments}
+        if self.golden_path in state.sent_golden:
+            return None
+        state.sent_golden.add(self.golden_path)
+        return {**golden_record(self.run, self.golden_path), "judgments": self.judgments}
+
+    def _evaluated(self) -> tuple[dict[str, StratumOutcome], DecisionOutcome | None]:
+        """Every stratum's outcome and the declared decision, reached once per process."""
+        assert self.run is not None  # set by setup
+        state = self.config.stash[STATE]
         outcomes = state.outcomes.get(self.golden_key)
         if outcomes is None:
             # The strata of a file are decided as one family, so all of them are evaluated at once.
             outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run)}
             state.outcomes[self.golden_key] = outcomes
-        outcome = outcomes[self.stratum.name]
-        record = stratum_record(self.golden, self.golden_path, self.order, outcome)
-        self.stash[ITEM_RECORDS] = ItemRecords(stratum=record, golden=golden)
-        if outcome.decision.verdict is Verdict.WORSE:
-            raise EmbevalFailure(stratum_failure(record))
+            if self.golden.decision is not None:
+                target = state.route_targets.get(self.golden_key)
+                state.decisions[self.golden_key] = decide_run(self.run, list(outcomes.values()), target)
+        return outcomes, state.decisions.get(self.golden_key)
 
     def _run_golden(self, state: EmbevalState) -> GoldenRun:
         request = self.funcargs["request"]
@@ -190,14 +216,15 @@ class StratumItem(pytest.Function):
         incumbent = _arm(request, state, "incumbent")
         candidate = _arm(request, state, "candidate")
         embedder: Embedder = state.cache.embed if state.cache is not None else embed
-        return run_golden(
-            self.golden,
-            incumbent,
-            candidate,
-            embedder=embedder,
-            progress=self._progress(state),
-            cache=state.cache,
+        progress = self._progress(state)
+        run = run_golden(
+            self.golden, incumbent, candidate, embedder=embedder, progress=progress, cache=state.cache
         )
+        # The route's own arm (``decision.route.to``) runs here too, so that its faults are the items' errors.
+        target = route_target(run, incumbent, candidate, embedder=embedder, progress=progress)
+        if target is not None:
+            state.route_targets[self.golden_key] = target
+        return run
 
     def _note_cache_use(self, used: CacheStats) -> None:
         # User properties travel with the item's reports, to the xdist controller too: see cache_totals.
@@ -221,7 +248,51 @@ class StratumItem(pytest.Function):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.golden.name}::{self.stratum.name}"
+        return self.path, None, f"{self.golden.name}::{self.name}"
+
+
+class StratumItem(GoldenItem):
+    """One stratum of one golden set: passes (BETTER), fails (WORSE) or ties; with a decision to proceed
+    with routing, a WORSE stratum passes as routed."""
+
+    def __init__(self, *, stratum: Stratum, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.stratum = stratum
+
+    def check(self) -> None:
+        golden = self._golden_once()
+        outcomes, decision = self._evaluated()
+        outcome = outcomes[self.stratum.name]
+        record = stratum_record(self.golden, self.golden_path, self.order, outcome)
+        worse = outcome.decision.verdict is Verdict.WORSE
+        if worse and decision is not None and decision.outcome == ROUTED:
+            record["covered_by_routing"] = True  # only then: a report without a decision keeps its shape
+        self.user_properties.extend(stratum_properties(record))
+        if outcome.decision.verdict is Verdict.TIE:
+            # In the test case's system-out of a JUnit file (with junit_logging = system-out or all).
+            self.add_report_section("call", "stdout", f"{self.stratum.name}: TIE — {record['reason']}\n")
+        self.stash[ITEM_RECORDS] = ItemRecords(stratum=record, golden=golden)
+        if worse and not record.get("covered_by_routing"):
+            raise EmbevalFailure(stratum_failure(record))
+
+
+class DecisionItem(GoldenItem):
+    """The golden set's declared decision: passes to proceed, passes as routed to proceed with routing,
+    fails to change the target."""
+
+    def check(self) -> None:
+        golden = self._golden_once()
+        _, decision = self._evaluated()
+        assert decision is not None  # the item exists only with a declared decision
+        record = decision_record(self.golden, self.golden_path, decision)
+        self.user_properties.extend(decision_properties(record))
+        self.stash[ITEM_RECORDS] = ItemRecords(decision=record, golden=golden)
+        if decision.outcome == CHANGE_TARGET:
+            settings = {
+                "confidence": self.golden.confidence,
+                "multiple_comparisons": self.golden.multiple_comparisons,
+            }
+            raise EmbevalFailure(decision_failure(record, settings))
 
 
 def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Retriever:
@@ -252,6 +323,8 @@ def release_golden_sets(items: Iterable[pytest.Item], state: EmbevalState) -> No
     more, after the summary) would otherwise walk every document: 0.4 s at 200,000 documents."""
     state.runs.clear()
     state.outcomes.clear()
+    state.decisions.clear()
+    state.route_targets.clear()
     for item in items:
-        if isinstance(item, StratumItem):
+        if isinstance(item, GoldenItem):
             item.release()

@@ -28,7 +28,12 @@ class PytestHtmlSection:
     def pytest_html_results_summary(
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
-        report = build_report(self.state.golden_records.values(), self.state.stratum_records.values())
+        state = self.state
+        report = build_report(
+            state.golden_records.values(),
+            state.stratum_records.values(),
+            decision_records=state.decision_records.values(),
+        )
         if not report["golden_sets"]:
             return
         sections = "\n".join(

@@ -27,8 +27,10 @@ from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.files.atomic import append_text, write_atomic
 from pytest_embeval.files.digests import remember_in
+from pytest_embeval.golden.decision_spec import PROCEED, ROUTED
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import TEXTLESS_SHOWN, GoldenSet
+from pytest_embeval.golden.yaml_nodes import declared_lines
 from pytest_embeval.judging.rankings import rankings_from_record
 from pytest_embeval.plugin.options import Settings
 from pytest_embeval.plugin.state import (
@@ -39,6 +41,7 @@ from pytest_embeval.plugin.state import (
     EmbevalState,
     GoldenSetError,
 )
+from pytest_embeval.reports.annotations import GITHUB_ACTIONS, workflow_commands
 from pytest_embeval.reports.json_report import ROLES, Record, build_report, report_json
 from pytest_embeval.reports.terminal import (
     cache_lines,
@@ -124,6 +127,7 @@ class SessionHooks:
         if call.when == "call" and records is not None:
             report.embeval_record = records.stratum
             report.embeval_golden = records.golden
+            report.embeval_decision = records.decision
             del item.stash[ITEM_RECORDS]  # the report carries them from here (see `forget_records`)
         failed = call.excinfo.value if call.excinfo is not None else None
         if call.when == "setup" and isinstance(failed, GoldenSetError):
@@ -147,14 +151,21 @@ class SessionHooks:
     def pytest_report_teststatus(
         self, report: pytest.TestReport
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        if report.when != "call":
+            return None
+        decision = getattr(report, "embeval_decision", None)
+        if decision is not None:
+            return decision_status(decision)
         record = getattr(report, "embeval_record", None)
-        if report.when != "call" or record is None:
+        if record is None:
             return None
         verdict = record["verdict"]
         if verdict == "TIE":
             return "tie", "t", ("TIE", {"yellow": True})
         if verdict == "BETTER":
             return "passed", ".", ("BETTER", {"green": True})
+        if record.get("covered_by_routing"):
+            return "routed", "r", ("ROUTED", {"yellow": True})
         return "failed", "F", ("WORSE", {"red": True})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -168,6 +179,9 @@ class SessionHooks:
         error = getattr(report, "embeval_error", None)
         if error is not None:
             self.state.error_records.setdefault(error["path"], error)
+        decision = getattr(report, "embeval_decision", None)
+        if decision is not None:
+            self.state.decision_records[decision["golden"]] = decision
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if hasattr(self.config, "workerinput"):  # only the controller prints and writes
@@ -176,7 +190,18 @@ class SessionHooks:
 
 
 #: What a report carries for the session's outputs (see `SessionHooks.pytest_runtest_makereport`).
-REPORT_RECORDS = ("embeval_record", "embeval_golden", "embeval_error")
+REPORT_RECORDS = ("embeval_record", "embeval_golden", "embeval_error", "embeval_decision")
+
+
+def decision_status(record: Record) -> tuple[str, str, tuple[str, dict[str, bool]]]:
+    """The decision item's status: passed to proceed, ``routed`` (its own word, as ``tie`` has) to proceed
+    with routing, failed to change the target."""
+    word = record["word"]
+    if record["outcome"] == PROCEED:
+        return "passed", ".", (word, {"green": True})
+    if record["outcome"] == ROUTED:
+        return "routed", "r", (word, {"yellow": True})
+    return "failed", "F", (word, {"red": True})
 
 
 def forget_records(state: EmbevalState, reports: Iterable[Iterable[object]]) -> None:
@@ -186,6 +211,7 @@ def forget_records(state: EmbevalState, reports: Iterable[Iterable[object]]) -> 
     state.golden_records.clear()
     state.stratum_records.clear()
     state.error_records.clear()
+    state.decision_records.clear()
     for report in itertools.chain.from_iterable(reports):
         for name in REPORT_RECORDS:
             with contextlib.suppress(AttributeError):
@@ -206,7 +232,10 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         )
     )
     report = build_report(
-        state.golden_records.values(), state.stratum_records.values(), state.error_records.values()
+        state.golden_records.values(),
+        state.stratum_records.values(),
+        state.error_records.values(),
+        state.decision_records.values(),
     )
     if not (report["golden_sets"] or report["errors"] or cache):
         return
@@ -232,6 +261,12 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         reporter.write_line(
             f"embeval: {error['name']} ({error['path']}) not run: {error['message']}", red=True
         )
+    if os.environ.get(GITHUB_ACTIONS) == "true":
+        # Workflow commands: GitHub turns them into annotations on the pull request's diff.
+        for record in report["golden_sets"]:
+            declared = declared_lines(os.path.normpath(config.rootpath / record["path"]))
+            for line in workflow_commands(record, declared):
+                reporter.write_line(line)
     if not (report["golden_sets"] or report["errors"]):
         return
     if settings.json_path is not None:

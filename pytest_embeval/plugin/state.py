@@ -17,7 +17,8 @@ from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.cache.store import EmbeddingCache
 from pytest_embeval.plugin.options import Settings
 from pytest_embeval.reports.json_report import Record
-from pytest_embeval.run.pipeline import GoldenRun
+from pytest_embeval.run.decision import DecisionOutcome
+from pytest_embeval.run.pipeline import ArmResult, GoldenRun
 from pytest_embeval.run.stratum_evaluation import StratumOutcome
 
 __all__ = [
@@ -44,11 +45,12 @@ CACHE_PROPERTIES = {
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ItemRecords:
-    """What a stratum item leaves for its report: its stratum's record, and its golden set's record when it
-    is the first item of the set this process ran."""
+    """What an item leaves for its report: its stratum's record (or the decision item's decision record),
+    and its golden set's record when it is the first item of the set this process ran."""
 
-    stratum: Record
+    stratum: Record | None = None
     golden: Record | None = None
+    decision: Record | None = None
 
 
 #: A stratum item's records, in its stash once it has been checked.
@@ -88,11 +90,16 @@ class EmbevalState:
     runs: dict[str, GoldenRun | FailedRun] = dataclasses.field(default_factory=dict)
     #: resolved path -> stratum name -> its outcome, all strata of a file decided together
     outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
+    #: resolved path -> the declared decision, reached with the outcomes
+    decisions: dict[str, DecisionOutcome] = dataclasses.field(default_factory=dict)
+    #: resolved path -> the result of the arm its decision routes to (``decision.route.to``)
+    route_targets: dict[str, ArmResult] = dataclasses.field(default_factory=dict)
     #: golden paths whose golden record this process has already attached to a report
     sent_golden: set[str] = dataclasses.field(default_factory=set)
     #: what the controller received, from its own items or from xdist workers
     golden_records: dict[str, Record] = dataclasses.field(default_factory=dict)
     stratum_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    decision_records: dict[str, Record] = dataclasses.field(default_factory=dict)
     error_records: dict[str, Record] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -453,3 +453,16 @@ def fingerprints_table(golden: Mapping[str, Any]) -> Table:
     rows += [(f"held constant: {name}", str(digest)) for name, digest in control["components"].items()]
     rows += [(f"{role} model", str(golden[role]["fingerprint"])) for role in ROLES]
     return Table(header=("fingerprint", "value"), kinds=("text", "id"), rows=tuple(rows))
+
+
+def routed_caption(decision: Mapping[str, Any]) -> str | None:
+    """What the routed system's table shows, e.g. ``routed system (language=de to the incumbent, 11% of
+    traffic by query count) against the incumbent``; None when no routing was tried."""
+    if not decision["routed_system"]:
+        return None
+    to = "the incumbent" if decision["to"] == "incumbent" else decision["to"]
+    share = decision["traffic_share"]
+    return (
+        f"routed system ({', '.join(decision['routed'])} to {to}, {share:.0%} of traffic by "
+        f"{decision['traffic_basis']}) against the incumbent"
+    )

@@ -33,6 +33,7 @@ from pytest_embeval.reports.contents import (
     interval_words,
     moved_most,
     moved_table,
+    routed_caption,
     settings_table,
     strata_notes,
     strata_table,
@@ -147,6 +148,21 @@ def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     return parts
 
 
+def _decision(golden: Mapping[str, Any]) -> list[str]:
+    """The declared decision's line, and the routed system it measured."""
+    decision = golden.get("decision")
+    if decision is None:
+        return []
+    parts = ["<h3>Decision</h3>", f'<p class="decision"><strong>{_e(decision["line"])}</strong></p>']
+    caption = routed_caption(decision)
+    if caption is not None:
+        parts += [
+            f"<p>{_e(caption[0].upper() + caption[1:])}:</p>",
+            html_table(strata_table(golden, decision["routed_system"])),
+        ]
+    return parts
+
+
 def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
     """One golden set's section (element id ``anchor``), styled by `STYLE` under an ``.embeval`` element."""
     arms = (
@@ -171,6 +187,7 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
         parts.append(
             f'<p class="warning">Warning: {_e(note.text)}</p>' if note.warning else f"<p>{_e(note.text)}</p>"
         )
+    parts += _decision(golden)
     guards = guards_table(golden)
     if guards is not None:
         parts += ["<h3>Guards</h3>", html_table(guards)]

@@ -518,24 +518,36 @@ def error_record(golden: GoldenSet, path: str, error: Exception) -> Record:
 
 
 def build_report(
-    golden_records: Iterable[Record], stratum_records: Iterable[Record], error_records: Iterable[Record] = ()
+    golden_records: Iterable[Record],
+    stratum_records: Iterable[Record],
+    error_records: Iterable[Record] = (),
+    decision_records: Iterable[Record] = (),
 ) -> Record:
-    """Merge golden-set, stratum and error records (from any number of workers) into the JSON report.
+    """Merge golden-set, stratum, error and decision records (from any number of workers) into the JSON
+    report.
 
     Order is by golden-set path and the golden file's stratum order, never by arrival, so a run with
     pytest-xdist writes the same report as a serial one. In each golden set, the strata come after the
-    queries and the coverage of the judgments comes last.
+    queries, the declared decision (when there is one: `decision_report.decision_record`) after them, and
+    the coverage of the judgments comes last.
     """
     by_path: dict[str, list[Record]] = {}
     for record in stratum_records:
         by_path.setdefault(record["golden"], []).append(record)
+    decisions = {record["golden"]: record for record in decision_records}
     golden_sets = []
     for golden in sorted(golden_records, key=lambda r: r["path"]):
         strata = sorted(by_path.get(golden["path"], []), key=lambda r: r["order"])
+        decision = decisions.get(golden["path"])
         golden_sets.append(
             {
                 **{key: value for key, value in golden.items() if key != "coverage"},
                 "strata": [{k: v for k, v in s.items() if k not in ("golden", "order")} for s in strata],
+                **(
+                    {}
+                    if decision is None
+                    else {"decision": {k: v for k, v in decision.items() if k != "golden"}}
+                ),
                 "coverage": golden["coverage"],
             }
         )

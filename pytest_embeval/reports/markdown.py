@@ -31,6 +31,7 @@ from pytest_embeval.reports.contents import (
     interval_words,
     moved_most,
     moved_table,
+    routed_caption,
     settings_table,
     strata_notes,
     strata_table,
@@ -122,6 +123,23 @@ def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _decision(golden: Mapping[str, Any]) -> list[str]:
+    """The declared decision's line, and the routed system it measured."""
+    decision = golden.get("decision")
+    if decision is None:
+        return []
+    lines = [f"**{md_text(decision['line'])}**", ""]
+    caption = routed_caption(decision)
+    if caption is not None:
+        lines += [
+            f"{md_text(caption[0].upper() + caption[1:])}:",
+            "",
+            *md_table(strata_table(golden, decision["routed_system"])),
+            "",
+        ]
+    return lines
+
+
 def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
     """One golden set's section."""
 
@@ -140,6 +158,7 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
     ]
     for note in [*strata_notes(golden, golden["strata"]), *coverage_notes(golden)]:
         lines += [f"> **Warning:** {md_text(note.text)}" if note.warning else md_text(note.text), ""]
+    lines += _decision(golden)
     guards = guards_table(golden)
     if guards is not None:
         lines += ["Guards:", "", *md_table(guards), ""]

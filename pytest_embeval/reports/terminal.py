@@ -23,6 +23,7 @@ from pytest_embeval.reports.contents import (
     fmt_number,
     fmt_sign,
     interval_words,
+    routed_caption,
     strata_notes,
     strata_table,
 )
@@ -45,7 +46,8 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
     shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
-    lines = [title, *table(shown.header, shown.rows)]
+    # No rows when only the decision item ran (``-k decision``): its line follows the title.
+    lines = [title, *(table(shown.header, shown.rows) if shown.rows else [])]
     lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
@@ -62,7 +64,30 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     rerank = rerank_block(golden, strata)
     if rerank is not None:
         lines += _block_lines(rerank)
-    return [*lines, *slice_lines(golden, strata), *capacity_lines(golden)]
+    return [*lines, *slice_lines(golden, strata), *capacity_lines(golden), *decision_lines(golden)]
+
+
+def decision_lines(golden: Mapping[str, Any]) -> list[str]:
+    """With a declared decision: the routed system's table (when routing was tried), then the decision's
+    one line."""
+    decision = golden.get("decision")
+    if decision is None:
+        return []
+    return [*_routed_table(golden, decision), decision["line"]]
+
+
+def _routed_table(golden: Mapping[str, Any], decision: Mapping[str, Any]) -> list[str]:
+    caption = routed_caption(decision)
+    if caption is None:
+        return []
+    shown = strata_table(golden, decision["routed_system"], columns=TERMINAL_COLUMNS, reading_order=False)
+    return [f"{caption}:", *table(shown.header, shown.rows)]
+
+
+def decision_failure(record: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    """What a decision to change the target prints: its line, and the routed system it measured;
+    ``settings``: the golden set's ``confidence`` and ``multiple_comparisons`` (the interval's heading)."""
+    return "\n".join([record["line"], *_routed_table(settings, record)])
 
 
 def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:

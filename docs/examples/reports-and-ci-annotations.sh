@@ -1,0 +1,5 @@
+# The workflow commands the plugin prints under GitHub Actions (GITHUB_ACTIONS=true), on the shipped golden
+# set with a decision that forbids any WORSE stratum.
+demo_project --cached
+printf 'decision: {owner: search-platform}\n' >> golden/support.yaml
+shown_any_status "GITHUB_ACTIONS=true pytest --embeval golden/support.yaml -p no:cacheprovider -q | grep '^::'"
