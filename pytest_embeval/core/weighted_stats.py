@@ -9,9 +9,9 @@ is in the interval.
 
 Its variance, for the studentized interval, is the linearisation (Taylor, or delta-method) variance of a
 ratio of sums (Cochran 1977, *Sampling Techniques*, 3rd ed., ch. 6, the approximate variance of the ratio
-estimate; Särndal, Swensson & Wretman 1992, *Model Assisted Survey Sampling*, §5.6): with ``e_i = d_i - Δ_w``, the ratio's first-order expansion
-around the population ratio is the mean of the *linearised values* ``z_i = (w_i / w̄) e_i`` (w̄ the mean
-weight), so
+estimate; Särndal, Swensson & Wretman 1992, *Model Assisted Survey Sampling*, §5.6): with
+``e_i = d_i - Δ_w``, the ratio's first-order expansion around the population ratio is the mean of the
+*linearised values* ``z_i = (w_i / w̄) e_i`` (w̄ the mean weight), so
 
     V(Δ_w) ≈ s_z² / n = n / (n - 1) · Σ w_i² e_i² / (Σ w_i)²,
 
@@ -94,7 +94,9 @@ def resampled_t(
     n = d.size
     delta, scale, w, e = _centred(d, weights)
     w2 = w * w
-    sums = bootstrap_column_sums(np.column_stack([w, w * e, w2, w2 * e, w2 * e * e]), n_resamples, rng, workers)
+    sums = bootstrap_column_sums(
+        np.column_stack([w, w * e, w2, w2 * e, w2 * e * e]), n_resamples, rng, workers
+    )
     a, b, c, dd, ee = sums.T
     ratio = b / a
     spread = ee - 2.0 * ratio * dd + ratio * ratio * c

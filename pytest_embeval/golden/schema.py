@@ -42,6 +42,7 @@ __all__ = [
     "OVERALL",
     "SCHEMA_VERSION",
     "TEXTLESS_SHOWN",
+    "WEIGHTS",
     "CorpusSample",
     "GoldenSet",
     "Guidelines",
@@ -97,6 +98,10 @@ HNSW_RECALL_TARGET = "recall_target"
 
 #: Ids of documents without text shown in a message or a warning; the report lists them all.
 TEXTLESS_SHOWN = 5
+
+
+#: What a golden file's ``weights`` may name: each query weighted by its ``frequency`` in the traffic.
+WEIGHTS = ("frequency",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +202,18 @@ class GoldenSet:
     fold: FoldSpec | None = None
     #: a reranker reorders each arm's top documents; its comparison is reported beside the first stage's
     rerank: RerankSpec | None = None
+    #: ``frequency``: the verdicts rest on the traffic-weighted means (the unweighted shown beside); None:
+    #: every query counts once
+    weights: str | None = None
+
+    def query_weights(self) -> tuple[float, ...] | None:
+        """Each query's weight, in query order, under ``weights``; None without it."""
+        if self.weights is None:
+            return None
+        missing = next((query.id for query in self.queries if query.frequency is None), None)
+        if missing is not None:
+            raise ValueError(f"weights: {self.weights} but query {missing!r} has no frequency")
+        return tuple(float(query.frequency or 0.0) for query in self.queries)
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -254,6 +271,7 @@ class GoldenSet:
             **({"corpus_sample": self.corpus_sample.as_dict()} if self.corpus_sample is not None else {}),
             **({"fold": self.fold.as_dict()} if self.fold is not None else {}),
             **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
+            **({"weights": self.weights} if self.weights is not None else {}),
         }
 
     def judged_ids(self) -> frozenset[str]:

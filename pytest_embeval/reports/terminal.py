@@ -25,6 +25,7 @@ from pytest_embeval.reports.contents import (
     interval_words,
     strata_notes,
     strata_table,
+    unweighted_row,
 )
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
@@ -45,7 +46,12 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
     shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
-    lines = [title, *table(shown.header, shown.rows)]
+    rows: list[tuple[str, ...]] = []
+    for row, stratum in zip(shown.rows, strata, strict=True):
+        # Under weights, each stratum's second line: the same numbers with every query counted once.
+        second = unweighted_row(stratum, TERMINAL_COLUMNS)
+        rows += [row] if second is None else [row, second]
+    lines = [title, *table(shown.header, rows)]
     lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
