@@ -503,7 +503,7 @@ NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": No
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, split, strata, separate, metric, guards, report, "
     "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, interval, ties, "
-    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines"
+    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines, weights"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
@@ -1238,8 +1238,8 @@ ERROR_CASES = [
     pytest.param(
         BASE + "weights: frequency\n",
         None,
-        f"{G}:7: weights: 'frequency' weighs each query by its frequency in the traffic, but the queries have "
-        "none (give every query a frequency: a JSONL key, a TSV column or an inline key)",
+        f"{G}:7: weights: 'frequency' weighs each query by its frequency in the traffic, but the queries "
+        "have none (give every query a frequency: a JSONL key, a TSV column or an inline key)",
         id="weights-without-frequencies",
     ),
     pytest.param(

@@ -51,6 +51,13 @@ def test_the_verdict_rests_on_the_weighted_mean_and_the_unweighted_is_shown_besi
     result.stdout.fnmatch_lines(["*1 failed, 2 tie*"])
     result.stdout.fnmatch_lines(
         [
+            "*language=en: WORSE — worse:*(n=24, Kish 24.0)*",
+            "margin 0.05, confidence 0.95",
+            "traffic-weighted by frequency (n=24, Kish 24.0); unweighted: Δ -0.750 [-0.931, -0.569], WORSE",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
             "*traffic-weighted by frequency; incumbent*",
             f"overall*48 (Kish {KISH_OVERALL:.1f})*-0.007*TIE",
             "  unweighted*-0.375*(WORSE)",

@@ -132,7 +132,7 @@ def zipf_frequencies(size: int, exponent: float, seed: int | str = 0) -> npt.NDA
     query at a random position (so the frequencies are independent of the differences); exponent 0 gives
     equal frequencies."""
     ranks = np.random.default_rng(stable_seed("zipf", str(seed), size)).permutation(size) + 1.0
-    frequencies: npt.NDArray[np.float64] = ranks**-exponent
+    frequencies: npt.NDArray[np.float64] = np.power(ranks, -float(exponent), dtype=np.float64)
     return frequencies
 
 

@@ -137,6 +137,13 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
         f"{record['stratum']}: {record['verdict']} — {record['reason']}",
         f"margin {record['tie_margin']}, confidence {record['confidence']}",
     ]
+    plain = record.get("unweighted")
+    if plain is not None:
+        lines.append(
+            f"traffic-weighted by {record['weights']} (n={record['n']}, Kish {record['kish_n']:.1f}); "
+            f"unweighted: Δ {fmt_number(plain['delta'], True)} {fmt_interval(plain['ci'])}, "
+            f"{plain['verdict']}"
+        )
     if record.get("decided_by") == "rerank":
         first = record["rerank"]["first_stage"]
         lines.append(
