@@ -131,7 +131,10 @@ class _Resampler:
         self.values, self.words, self.rows = values, words, rows
         size = rows * values.shape[0]
         self.index = np.empty(size, dtype=np.intp)
-        self.gathered = np.empty((size, *values.shape[1:]), dtype=np.float64)
+        # Columns are summed from each resample's counts of every row (one bincount, one BLAS product)
+        # rather than gathered: gathering k columns and reducing across the strided axis cost 5x more.
+        self.gathered = np.empty(size if values.ndim == 1 else 0, dtype=np.float64)
+        self.offsets = (np.arange(rows, dtype=np.intp) * values.shape[0])[:, None]
         small = size if words is not None else 0
         self.index16 = np.empty(small, dtype=np.uint16)
         self.rejected = np.empty(small, dtype=np.bool_)
@@ -154,8 +157,14 @@ class _Resampler:
                 np.copyto(index, np.floor_divide(words, np.uint16(q), out=self.index16[:k]))
             else:
                 index[:] = generator.integers(0, n, size=k, dtype=np.intp)
-            np.take(self.values, index, axis=0, out=gathered, mode="clip")  # 'raise' would copy the output
-            rows = gathered.reshape(count, n, *self.values.shape[1:])
+            if self.values.ndim == 2:
+                # Row r of resample j counts at j * n + r: the counts of every resample of the chunk at once.
+                flat = (index.reshape(count, n) + self.offsets[:count]).ravel()
+                counts = np.bincount(flat, minlength=k).reshape(count, n).astype(np.float64)
+                np.matmul(counts, self.values, out=sums[start : start + count])
+                continue
+            np.take(self.values, index, out=gathered, mode="clip")  # 'raise' would copy the output
+            rows = gathered.reshape(count, n)
             np.add.reduce(rows, axis=1, out=sums[start : start + count])
             if squares is not None:
                 # One dot product per row (BLAS): a third faster than einsum or square-then-sum, and no
