@@ -199,6 +199,8 @@ def weighted_main(args: argparse.Namespace) -> int:
     rows = []
     started = time.perf_counter()
     for name, kind, null in WEIGHTED_POPULATIONS:
+        if args.populations and name not in args.populations:
+            continue
         d = metric_population(kind)
         for skew in args.skews:
             f = zipf_frequencies(d.size, skew, seed=kind)
@@ -257,6 +259,9 @@ def main() -> int:
     parser.add_argument("--weights", action="store_true", help="the traffic-weighted interval's table")
     parser.add_argument("--skews", type=float, nargs="+", default=[0.0, 0.5, 0.65, 0.8])
     parser.add_argument("--floor", type=float, default=20.0, help="min_queries, held against Kish's n")
+    parser.add_argument(
+        "--populations", nargs="+", help="--weights: only these (null, 'slightly better', better)"
+    )
     args = parser.parse_args()
     weighted = args.weights
     args.sizes = args.sizes or ([40, 120, 360] if weighted else [20, 60, 150, 300])
