@@ -113,7 +113,13 @@ def test_the_unweighted_numbers_are_those_of_the_file_without_the_key(
 def test_weighted_json_report_is_identical_with_and_without_xdist(
     pytester: pytest.Pytester, golden: Golden
 ) -> None:
-    _weighted(golden, pytester.path, multiple_comparisons="holm", strata=["language", "shape"])
+    _weighted(
+        golden,
+        pytester.path,
+        multiple_comparisons="holm",
+        strata=["language", "shape"],
+        guards={"mrr@10": 0.05},
+    )
     reports = []
     for name, args in (("serial.json", ()), ("parallel.json", ("-n", "2"))):
         path = pytester.path / name
@@ -122,6 +128,16 @@ def test_weighted_json_report_is_identical_with_and_without_xdist(
     assert reports[0] == reports[1]
     strata = reports[0]["golden_sets"][0]["strata"]
     assert all(s["family"]["method"] == "holm" and "unweighted" in s for s in strata)
+    # Guards are weighted like the primary metric, and shown unweighted beside it.
+    overall = strata[0]
+    (guard,) = overall["guards"]
+    assert guard["metric"] == "mrr@10" and guard["kish_n"] == pytest.approx(KISH_OVERALL)
+    assert guard["delta"] == pytest.approx(overall["metrics"]["mrr@10"]["delta"])
+    (plain_guard,) = overall["unweighted"]["guards"]
+    assert (
+        "kish_n" not in plain_guard
+        and plain_guard["delta"] == overall["unweighted"]["metrics"]["mrr@10"]["delta"]
+    )
 
 
 def test_weights_on_queries_without_frequencies_is_a_collection_error(
