@@ -152,3 +152,31 @@ def test_weights_on_queries_without_frequencies_is_a_collection_error(
             "the queries have none (give every query a frequency: a JSONL key, a TSV column or an inline key)"
         ]
     )
+
+
+def test_every_tie_order_is_decided_on_the_weighted_comparison(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    # The candidate ties every Spanish query's documents; Spanish is 1 % of the traffic here (each Spanish
+    # query 1 search, each English one 100). Unweighted, the tie order decides overall (WORSE under docid,
+    # TIE under docid-ascending); weighted, Δ is at most 24/2424 under any order: a TIE under every order.
+    _weighted(golden, pytester.path)
+    queries = pytester.path / "support" / "queries.jsonl"
+    rows = [json.loads(line) for line in queries.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        row["frequency"] = 100 if row["language"] == "en" else 1
+    queries.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    path = pytester.path / "r.json"
+    pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:tied_spanish",
+        f"--embeval-json={path}",
+    )
+    overall = json.loads(path.read_text(encoding="utf-8"))["golden_sets"][0]["strata"][0]
+    assert overall["delta"] == pytest.approx(-24 / 2424)
+    assert overall["verdict"] == "TIE" and overall["unweighted"]["verdict"] == "WORSE"
+    assert overall["tied"]["verdicts"] == {"docid": "TIE", "docid-ascending": "TIE", "expected": "TIE"}
+    assert overall["tied"]["could_change"] is False
