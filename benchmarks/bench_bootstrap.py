@@ -69,7 +69,10 @@ def main() -> int:
     d = candidate - incumbent
     print(f"paired bootstrap, n={N_QUERIES} differences x {N_RESAMPLES} resamples, best of {args.repeat}")
 
-    def bootstrap(workers: int | None, interval: str) -> Callable[[], object]:
+    # Traffic weights (weights: frequency): heavy-tailed, as query frequencies are.
+    weights = data.pareto(1.2, N_QUERIES) + 1.0
+
+    def bootstrap(workers: int | None, interval: str, weighted: bool = False) -> Callable[[], object]:
         return lambda: paired_bootstrap_ci(
             d,
             confidence=0.95,
@@ -77,6 +80,7 @@ def main() -> int:
             rng=np.random.default_rng(0),
             workers=workers,
             interval=interval,
+            weights=weights if weighted else None,
         )
 
     rows: list[tuple[str, float, float]] = []
@@ -88,6 +92,8 @@ def main() -> int:
         for workers in (1, 2):
             wall, cpu = best_of(bootstrap(workers, interval), args.repeat)
             rows.append((f"paired_bootstrap_ci, {interval}, workers={workers}", wall, cpu))
+        wall, cpu = best_of(bootstrap(1, interval, weighted=True), args.repeat)
+        rows.append((f"paired_bootstrap_ci, {interval}, weighted, workers=1", wall, cpu))
     ci_wall = walls[DEFAULT_INTERVAL]
     wall, cpu = best_of(
         lambda: compare_paired(

@@ -503,7 +503,7 @@ NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": No
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, split, strata, separate, metric, guards, report, "
     "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, interval, ties, "
-    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines, shelf_life, decision"
+    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines, shelf_life, decision, weights"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
@@ -1263,6 +1263,19 @@ ERROR_CASES = [
         id="strata-frequency-reserved",
     ),
     pytest.param(
+        BASE + "weights: frequency\n",
+        None,
+        f"{G}:7: weights: 'frequency' weighs each query by its frequency in the traffic, but the queries "
+        "have none (give every query a frequency: a JSONL key, a TSV column or an inline key)",
+        id="weights-without-frequencies",
+    ),
+    pytest.param(
+        BASE + "weights: traffic\n",
+        None,
+        f"{G}:7: weights: must be 'frequency', got traffic",
+        id="weights-unknown",
+    ),
+    pytest.param(
         INLINE_HEAD + "  - {id: q1, text: a, shape: s}\n",
         NO_DATA,
         f"{G}: qrels: missing required key (no inline query carries 'relevant' judgments)",
@@ -1317,6 +1330,19 @@ def test_frequencies_are_part_of_the_fingerprint_only_when_given(tmp_path: Path)
     second = load(tmp_path / "two", BASE, {"queries.jsonl": with_two})
     assert len({without.fingerprint(), first.fingerprint(), second.fingerprint()}) == 3
     assert without.plan_fingerprint() == first.plan_fingerprint() == second.plan_fingerprint()
+
+
+def test_weights_are_read_and_part_of_the_plan_only_when_given(tmp_path: Path) -> None:
+    frequencies = QUERIES.replace('"language": "en"}', '"language": "en", "frequency": 3}')
+    frequencies = frequencies.replace('"language": "es"}', '"language": "es", "frequency": 0.5}')
+    plain = load(tmp_path / "plain", BASE, {"queries.jsonl": frequencies})
+    weighted = load(tmp_path / "weighted", BASE + "weights: frequency\n", {"queries.jsonl": frequencies})
+    assert plain.weights is None and plain.query_weights() is None and "weights" not in plain.plan()
+    assert weighted.weights == "frequency" and weighted.plan()["weights"] == "frequency"
+    assert weighted.query_weights() == (3.0, 0.5, 0.5, 3.0)
+    # Declared before the run: the key changes the plan fingerprint, and a file without it keeps its own.
+    assert plain.plan_fingerprint() != weighted.plan_fingerprint()
+    assert plain.plan_fingerprint() == load(tmp_path / "none").plan_fingerprint()
 
 
 def test_unjudged_queries_are_kept(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from pytest_embeval.core import resampling
-from pytest_embeval.core.resampling import bootstrap_sums
+from pytest_embeval.core.resampling import bootstrap_column_sums, bootstrap_sums
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -111,3 +111,19 @@ def test_large_n_uses_numpy_integers_and_sums_squares_too() -> None:
     two = bootstrap_sums(d, 20, rng(18), None, squares=True)
     assert (one[0] == two[0]).all() and (one[1] == two[1]).all()  # type: ignore[union-attr]
     assert one[1] == pytest.approx(np.full(20, d.size * np.mean(d * d)), rel=0.05)
+
+
+def test_column_sums_draw_the_rows_one_array_draws() -> None:
+    # Integer values: sums are exact whatever their order, so equal sums mean equal draws.
+    d = rng(40).integers(-5, 6, 37).astype(np.float64)
+    w = rng(41).integers(1, 9, 37).astype(np.float64)
+    plain, _ = bootstrap_sums(d, 2500, rng(42), None)
+    columns = bootstrap_column_sums(np.column_stack([np.ones(37), d, w, w * d]), 2500, rng(42), None)
+    assert columns.shape == (2500, 4)
+    assert np.array_equal(columns[:, 0], np.full(2500, 37.0))
+    assert np.array_equal(columns[:, 1], plain)
+    weights_alone, _ = bootstrap_sums(w, 2500, rng(42), None)
+    assert np.array_equal(columns[:, 2], weights_alone)
+    for workers in (1, 2, 3):
+        again = bootstrap_column_sums(np.column_stack([np.ones(37), d, w, w * d]), 2500, rng(42), workers)
+        assert np.array_equal(again, columns)

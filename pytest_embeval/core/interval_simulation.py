@@ -14,8 +14,12 @@ Under a *null* population (true Δ = 0) those one-sided misses are false verdict
 * :func:`centred` -- ``d - mean(d)``: it keeps the shape, skewness included, but moves the zeros off 0. A
   skewed null is the harder case for one-sided rates at small n; no interval fixes it fully.
 
-Used by ``benchmarks/validity.py`` (real collections), ``benchmarks/interval_candidates.py`` and the slow
-tests (synthetic populations, `metric_population`).
+A *weighted* population gives each query a frequency too (:func:`zipf_frequencies`); its true Δ is the
+traffic-weighted mean ``Σ f d / Σ f``, and :func:`simulate_weighted` computes each drawn golden set's
+weighted interval, as a stratum under ``weights: frequency`` does.
+
+Used by ``benchmarks/validity.py`` (real collections; ``--weights``: weighted populations),
+``benchmarks/interval_candidates.py`` and the slow tests (synthetic populations, `metric_population`).
 """
 
 from __future__ import annotations
@@ -29,8 +33,18 @@ import numpy.typing as npt
 
 from pytest_embeval.core.metrics import evaluate
 from pytest_embeval.core.stats import paired_bootstrap_ci, stable_seed
+from pytest_embeval.core.weighted_stats import kish_n
 
-__all__ = ["Rates", "centred", "flipped", "metric_population", "simulate"]
+__all__ = [
+    "Rates",
+    "WeightedRates",
+    "centred",
+    "flipped",
+    "metric_population",
+    "simulate",
+    "simulate_weighted",
+    "zipf_frequencies",
+]
 
 #: metric_population's kinds: how strongly each arm (incumbent, candidate) separates relevant documents.
 _SIGNAL = {"better": (1.0, 1.25), "slightly better": (1.0, 1.1), "worse": (1.0, 0.8), "close": (1.0, 1.0)}
@@ -100,6 +114,80 @@ def simulate(
         above += low > target
         covered += low <= target <= high
     return Rates(simulations, covered / simulations, below / simulations, above / simulations)
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedRates:
+    """Weighted intervals' rates over every drawn golden set, and over those the floor admits (Kish's
+    effective number of queries at least ``floor``: the strata that can pass or fail)."""
+
+    every: Rates
+    admitted: Rates | None  # None when no draw reached the floor
+    floor: float
+    kish_median: float  # the median Kish effective number of the drawn golden sets
+
+
+def zipf_frequencies(size: int, exponent: float, seed: int | str = 0) -> npt.NDArray[np.float64]:
+    """Frequencies ``rank ** -exponent`` over a seeded shuffle of ranks ``1..size``: Zipf's law, the head
+    query at a random position (so the frequencies are independent of the differences); exponent 0 gives
+    equal frequencies."""
+    ranks = np.random.default_rng(stable_seed("zipf", str(seed), size)).permutation(size) + 1.0
+    frequencies: npt.NDArray[np.float64] = np.power(ranks, -float(exponent), dtype=np.float64)
+    return frequencies
+
+
+def simulate_weighted(
+    population: npt.ArrayLike,
+    frequencies: npt.ArrayLike,
+    n: int,
+    *,
+    simulations: int,
+    interval: str,
+    floor: float = 20.0,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int | str = 0,
+) -> WeightedRates:
+    """Draw ``simulations`` golden sets of ``n`` queries from ``population`` (with replacement, each with
+    its frequency) and compute each one's weighted ``interval`` (``stats.paired_bootstrap_ci`` with
+    ``weights``), against the population's traffic-weighted mean ``Σ f d / Σ f``; a draw whose differences
+    are all equal counts as its own point interval. Seeded as `simulate` is."""
+    values = np.asarray(population, dtype=np.float64)
+    weights = np.asarray(frequencies, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0 or weights.shape != values.shape:
+        raise ValueError(
+            f"population and frequencies must be non-empty 1-D arrays of one shape, got {values.shape} "
+            f"and {weights.shape}"
+        )
+    target = float(np.dot(weights, values) / weights.sum())
+    draws = np.random.default_rng(stable_seed("weighted calibration", str(seed), n))
+    resamples = np.random.default_rng(stable_seed("weighted calibration", str(seed), n, interval))
+    low, high, kish = np.empty(simulations), np.empty(simulations), np.empty(simulations)
+    for i in range(simulations):
+        rows = draws.integers(0, values.size, n)
+        d, w = values[rows], weights[rows]
+        kish[i] = kish_n(w)
+        if d.min() == d.max():
+            low[i] = high[i] = float(d[0])
+        else:
+            low[i], high[i] = paired_bootstrap_ci(
+                d, confidence=confidence, n_resamples=n_resamples, rng=resamples, interval=interval, weights=w
+            )
+
+    def rates(keep: npt.NDArray[np.bool_]) -> Rates:
+        count = int(keep.sum())
+        lo, hi = low[keep], high[keep]
+        covered = np.count_nonzero((lo <= target) & (target <= hi))
+        below, above = int(np.count_nonzero(hi < target)), int(np.count_nonzero(lo > target))
+        return Rates(count, int(covered) / count, below / count, above / count)
+
+    admitted = kish >= floor
+    return WeightedRates(
+        every=rates(np.ones(simulations, dtype=bool)),
+        admitted=rates(admitted) if admitted.any() else None,
+        floor=floor,
+        kish_median=float(np.median(kish)),
+    )
 
 
 @cache

@@ -21,10 +21,17 @@ Two intervals for the mean difference Δ, both from pairs resampled as units:
 
 Each comes with a bootstrap p-value for Δ = 0 that inverts it: ``p < 1 - c`` exactly when the interval at
 confidence ``c`` (from the same resamples) excludes 0.
+
+With ``weights`` (a query's traffic frequency), Δ is the weighted mean ``Σ w d / Σ w``, both arms' means
+are weighted, and both intervals resample queries with their weights and recompute the ratio; the
+studentized one divides by each resample's linearised standard error, and the reported sd is the sd of the
+linearised values, which the minimum detectable effect uses as the unweighted one uses the sd
+(:mod:`pytest_embeval.core.weighted_stats`). The sign test counts queries, not traffic.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -37,6 +44,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pytest_embeval.core import weighted_stats
 from pytest_embeval.core.resampling import bootstrap_sums
 
 __all__ = [
@@ -93,17 +101,25 @@ class PairedComparison:
     confidence: float
     interval: str  # which interval ran: one of INTERVALS (percentile where a studentized one is unbounded)
     p_value: float  # bootstrap p of delta = 0 that inverts the interval: p < 1 - c iff CI_c excludes 0
-    sd: float  # sample sd of the paired differences (ddof=1)
+    sd: float  # sample sd of the paired differences (ddof=1); with weights, of their linearised values
     wins: int  # queries where candidate > incumbent
     losses: int  # queries where candidate < incumbent
     sign_p: float  # exact two-sided binomial p of wins vs losses (ties dropped); 1.0 if none
     mde: float  # minimum detectable effect at alpha = 1 - confidence, power 0.8
     note: str | None  # why the comparison is degenerate, else None
+    #: with weights: Kish's effective number of queries, (Σw)² / Σw², of the n pairs; None unweighted
+    kish_n: float | None = None
 
     @property
     def effective_n(self) -> int:
         """Queries whose scores differ between the arms: all the interval can learn from."""
         return self.wins + self.losses
+
+    @property
+    def floor_n(self) -> float:
+        """What ``min_queries`` is held against: n, or with weights Kish's effective number of queries (a
+        weighted mean that rests on a few heavy queries is as uncertain as a mean of a few queries)."""
+        return float(self.n) if self.kish_n is None else self.kish_n
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -165,6 +181,19 @@ def _check_nonnegative(value: float, name: str) -> float:
     return float(value)
 
 
+def _check_weights(weights: ArrayLike | None, size: int) -> FloatArray | None:
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (size,):
+        raise ValueError(f"weights must be 1-D with one weight per pair ({size}), got shape {w.shape}")
+    bad = np.flatnonzero(~(np.isfinite(w) & (w > 0)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"weights[{i}] is {float(w[i])!r}; weights must be finite numbers above 0")
+    return w
+
+
 def _check_differences(differences: ArrayLike) -> FloatArray:
     d = _as_scores(differences, "differences")
     missing = np.flatnonzero(np.isnan(d))
@@ -194,8 +223,10 @@ def paired_bootstrap_ci(
     rng: np.random.Generator,
     workers: int | None = None,
     interval: str = DEFAULT_INTERVAL,
+    weights: ArrayLike | None = None,
 ) -> tuple[float, float]:
-    """Bootstrap interval for the mean of paired differences (``interval``: see the module docstring).
+    """Bootstrap interval for the mean of paired differences (``interval``: see the module docstring), or
+    with ``weights`` (one per difference, finite, above 0) for their weighted mean.
 
     Pairs are resampled as units: resampling the differences ``candidate - incumbent`` by one shared
     index is the paired bootstrap. The same generator state gives the same interval whatever ``workers``
@@ -213,8 +244,9 @@ def paired_bootstrap_ci(
     confidence = _check_probability(confidence, "confidence")
     n_resamples = _check_n_resamples(n_resamples)
     rng, workers = _check_rng(rng), _check_workers(workers)
+    w = _check_weights(weights, d.size)
     return (
-        _bootstrap(_check_interval(interval), d, n_resamples, rng, workers)
+        _bootstrap(_check_interval(interval), d, n_resamples, rng, workers, w)
         .at(confidence)
         .interval(confidence)
     )
@@ -266,10 +298,14 @@ def compare_paired(
     rng: np.random.Generator,
     workers: int | None = None,
     interval: str = DEFAULT_INTERVAL,
+    weights: ArrayLike | None = None,
 ) -> PairedComparison:
     """Compare two arms' per-query scores (same queries, same order) with the named ``interval``.
 
-    A query whose score is NaN in either arm is dropped from *both* arms and counted in ``excluded``.
+    With ``weights`` (one per query, finite, above 0: its traffic frequency) the means, Δ, the interval,
+    the sd and the MDE are the weighted ones (module docstring) and ``kish_n`` is set; the sign test still
+    counts queries. A query whose score is NaN in either arm is dropped from *both* arms (and its weight
+    with it) and counted in ``excluded``.
     Degenerate input gives a result with ``note`` set and a ``DegenerateComparisonWarning``:
 
     - fewer than two pairs: ``"n=1: too few paired queries for an interval"``; the interval, ``sd`` and
@@ -293,6 +329,7 @@ def compare_paired(
         rng=_check_rng(rng),
         workers=_check_workers(workers),
         interval=_check_interval(interval),
+        weights=_check_weights(weights, a.size),
     )
 
 
@@ -379,17 +416,21 @@ def _compare(
     rng: np.random.Generator,
     workers: int | None,
     interval: str,
+    weights: FloatArray | None = None,
 ) -> PairedComparison:
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
+    w = None if weights is None else weights[keep]
     n, excluded = int(a.size), int(keep.size - a.size)
     d = b - a
     wins, losses = int(np.count_nonzero(d > 0)), int(np.count_nonzero(d < 0))
+    kish = None if w is None or n == 0 else weighted_stats.kish_n(w)
     if n < 2:
-        return _too_few_pairs(a, b, excluded=excluded, confidence=confidence, interval=interval)
+        too_few = _too_few_pairs(a, b, excluded=excluded, confidence=confidence, interval=interval)
+        return too_few if kish is None else dataclasses.replace(too_few, kish_n=kish)
     note: str | None = None
     resampled: _Percentile | _Studentized | None = None
-    delta = float(np.mean(d))
+    delta = float(np.mean(d)) if w is None else weighted_stats.weighted_mean(d, w)
     if wins == 0 and losses == 0:
         note = _ALL_ZERO
         warnings.warn(note, DegenerateComparisonWarning, stacklevel=3)
@@ -400,17 +441,17 @@ def _compare(
         delta = float(d[0])
         ci, sd, p_value = (delta, delta), 0.0, 0.0
     else:
-        resampled = _bootstrap(interval, d, n_resamples, rng, workers).at(confidence)
+        resampled = _bootstrap(interval, d, n_resamples, rng, workers, w).at(confidence)
         ci, p_value = resampled.interval(confidence), resampled.p_value()
-        sd = _sd(d)
+        sd = _sd(d) if w is None else weighted_stats.linearised_sd(d, w)
         if resampled.name != interval:
             note = _UNBOUNDED
             warnings.warn(note, DegenerateComparisonWarning, stacklevel=3)
     return PairedComparison(
         n=n,
         excluded=excluded,
-        incumbent_mean=float(np.mean(a)),
-        candidate_mean=float(np.mean(b)),
+        incumbent_mean=float(np.mean(a)) if w is None else weighted_stats.weighted_mean(a, w),
+        candidate_mean=float(np.mean(b)) if w is None else weighted_stats.weighted_mean(b, w),
         delta=delta,
         ci_low=ci[0],
         ci_high=ci[1],
@@ -423,6 +464,7 @@ def _compare(
         sign_p=binomial_sign_p(wins, losses),
         mde=_z_sum(1.0 - confidence, 0.8) * sd / math.sqrt(n),
         note=note,
+        kish_n=kish,
     )
 
 
@@ -460,11 +502,20 @@ def _too_few_pairs(
 
 
 def _bootstrap(
-    interval: str, d: FloatArray, n_resamples: int, rng: np.random.Generator, workers: int | None
+    interval: str,
+    d: FloatArray,
+    n_resamples: int,
+    rng: np.random.Generator,
+    workers: int | None,
+    weights: FloatArray | None = None,
 ) -> _Percentile | _Studentized:
     if interval == "percentile":
+        if weights is not None:
+            return _Percentile(np.sort(weighted_stats.resampled_means(d, weights, n_resamples, rng, workers)))
         sums, _ = bootstrap_sums(d, n_resamples, rng, workers)
         return _Percentile(np.sort(sums / d.size))
+    if weights is not None:
+        return _Studentized.weighted(d, weights, n_resamples, rng, workers)
     return _Studentized(d, n_resamples, rng, workers)
 
 
@@ -522,13 +573,26 @@ class _Studentized:
             t = np.abs(sums) / np.sqrt(spread * (n / (n - 1)))
         t[flat] = np.where(sums[flat] == 0.0, 0.0, math.inf)
         self.t = np.sort(t)
-        self.sums, self.scale, self.n = sums, scale, n
+        self.means = self.delta + scale * sums / n  # each resample's mean, for the percentile fallback
+
+    @classmethod
+    def weighted(
+        cls, d: FloatArray, w: FloatArray, n_resamples: int, rng: np.random.Generator, workers: int | None
+    ) -> _Studentized:
+        """The same interval for the weighted mean: ``Δ_w -+ w* se``, se the linearised standard error and
+        t* studentized by each resample's own (`weighted_stats.resampled_t`)."""
+        self = cls.__new__(cls)
+        self.delta = weighted_stats.weighted_mean(d, w)
+        self.se = weighted_stats.linearised_sd(d, w) / math.sqrt(d.size)
+        t, self.means = weighted_stats.resampled_t(d, w, n_resamples, rng, workers)
+        self.t = np.sort(t)
+        return self
 
     def at(self, confidence: float) -> _Percentile | _Studentized:
         """This interval, or the percentile one of the same resamples where this one is unbounded."""
         position = confidence * (self.t.size - 1)
         if math.isinf(self.t[min(math.ceil(position), self.t.size - 1)]):
-            return _Percentile(np.sort(self.delta + self.scale * self.sums / self.n))
+            return _Percentile(np.sort(self.means))
         return self
 
     def interval(self, confidence: float) -> tuple[float, float]:

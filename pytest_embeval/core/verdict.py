@@ -7,7 +7,8 @@ BETTER    CI lower > 0 and Δ ≥ m
 WORSE     CI upper < 0 and Δ ≤ -m
 TIE       everything else, with exactly one reason, checked in this order (the first that applies wins):
 
-          1. **below floor**: n < ``min_queries``. Checked first: a stratum under the floor never passes
+          1. **below floor**: n < ``min_queries`` (for a weighted comparison, Kish's effective number of
+             queries, `PairedComparison.floor_n`). Checked first: a stratum under the floor never passes
              or fails, whatever its numbers say (and none of its guards fails it either).
           2. **equivalent**: the CI lies strictly inside (-m, +m). The strongest statement a tie can make:
              any difference is smaller than the margin, at the stated confidence.
@@ -245,25 +246,28 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
     note = f"; {c.note}" if c.note else ""
     if 0 < c.effective_n < ROUGH_BELOW:
         note += f"; only {c.effective_n} of {n} queries differ: the interval rests on few queries"
-    if n < floor:
+    if c.floor_n < floor:
+        counted = f"n={n}" if c.kish_n is None else f"traffic-weighted n={n} counts as {c.kish_n:.1f} (Kish)"
         return MetricDecision(
             Verdict.TIE,
             TieReason.BELOW_FLOOR,
-            f"n={n} < min_queries={floor}; a stratum under the floor never passes or fails{note}",
+            f"{counted} < min_queries={floor}; a stratum under the floor never passes or fails{note}",
             None,
         )
+    # Weighted: the Kish effective number beside n wherever n is named.
+    sized = f"n={n}" if c.kish_n is None else f"n={n}, Kish {c.kish_n:.1f}"
     if not (math.isfinite(delta) and math.isfinite(low) and math.isfinite(high)):
         return MetricDecision(
             Verdict.TIE, TieReason.UNRESOLVED, c.note or f"no finite interval ({ci}, Δ {delta})", None
         )
     if low > 0 and delta >= m:
-        detail = f"Δ {signed(delta)} ≥ {plain(m)} and {ci} excludes 0 (n={n}{note})"
+        detail = f"Δ {signed(delta)} ≥ {plain(m)} and {ci} excludes 0 ({sized}{note})"
         return MetricDecision(Verdict.BETTER, None, detail, None)
     if high < 0 and delta <= -m:
-        detail = f"Δ {signed(delta)} ≤ {plain(-m)} and {ci} excludes 0 (n={n}{note})"
+        detail = f"Δ {signed(delta)} ≤ {plain(-m)} and {ci} excludes 0 ({sized}{note})"
         return MetricDecision(Verdict.WORSE, None, detail, None)
     if -m < low and high < m:
-        detail = f"{ci} lies inside ±{plain(m)} (n={n}{note})"
+        detail = f"{ci} lies inside ±{plain(m)} ({sized}{note})"
         return MetricDecision(Verdict.TIE, TieReason.EQUIVALENT, detail, None)
 
     needed = None
@@ -272,7 +276,7 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
         if needed <= n:
             # n already detects a margin-sized difference with 80 % power: more queries are not the remedy.
             needed = None
-    resolution = f"MDE {c.mde:.3f} at n={n}"
+    resolution = f"MDE {c.mde:.3f} at {sized}"
     if needed is not None:
         resolution += f"; ~{needed} queries needed to resolve a {plain(m)} margin"
     resolution += note

@@ -30,6 +30,9 @@ Decisions the schema leaves open, taken here:
   ``sizes`` are fractions in (0, 1], kept sorted.
 * ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
   least 2 (hnswlib cannot build a graph with M = 1).
+* ``weights: frequency`` makes every verdict rest on the traffic-weighted means, each query weighted by its
+  ``frequency`` (which every query must then have); it is part of the plan, in its fingerprint only when
+  given.
 * ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
   file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
   the fingerprint: the judgments are, and the guidelines change no score.
@@ -79,6 +82,7 @@ from pytest_embeval.golden.schema import (
     HNSW_RECALL_TARGET,
     MIN_BOOTSTRAP,
     SCHEMA_VERSION,
+    WEIGHTS,
     CorpusSample,
     GoldenSet,
     Guidelines,
@@ -131,6 +135,7 @@ KNOWN_KEYS = (
     "guidelines",
     "shelf_life",
     "decision",
+    "weights",
 )
 
 
@@ -226,6 +231,7 @@ class _GoldenLoader(DataReader):
         )
         guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
         shelf_life = setting("shelf_life", self.shelf_life, DEFAULT_SHELF_LIFE)
+        weights: str | None = setting("weights", lambda node: self.weights(node, data.queries), None)
         golden = GoldenSet(
             path=self.path,
             name=name,
@@ -257,6 +263,7 @@ class _GoldenLoader(DataReader):
             qrels_format=data.qrels_format,
             fold=fold,
             rerank=rerank,
+            weights=weights,
         )
         if "decision" not in top:
             return golden
@@ -435,6 +442,17 @@ class _GoldenLoader(DataReader):
             return parse_shelf_life(str(node.value))
         except ValueError as error:
             raise self.error(node, "shelf_life", str(error)) from None
+
+    def weights(self, node: yaml.Node, queries: list[Query]) -> str:
+        """``frequency``, on queries that have one (the data reader made sure all or none do)."""
+        weights = self.choice(node, "weights", WEIGHTS)
+        if queries and queries[0].frequency is None:
+            problem = (
+                "'frequency' weighs each query by its frequency in the traffic, but the queries have none "
+                "(give every query a frequency: a JSONL key, a TSV column or an inline key)"
+            )
+            raise self.error(node, "weights", problem)
+        return weights
 
     def guidelines(self, node: yaml.Node) -> Guidelines:
         path = self.require(node, "guidelines", self.location(node, "guidelines"))

@@ -44,6 +44,7 @@ __all__ = [
     "OVERALL",
     "SCHEMA_VERSION",
     "TEXTLESS_SHOWN",
+    "WEIGHTS",
     "CorpusSample",
     "GoldenSet",
     "Guidelines",
@@ -99,6 +100,10 @@ HNSW_RECALL_TARGET = "recall_target"
 
 #: Ids of documents without text shown in a message or a warning; the report lists them all.
 TEXTLESS_SHOWN = 5
+
+
+#: What a golden file's ``weights`` may name: each query weighted by its ``frequency`` in the traffic.
+WEIGHTS = ("frequency",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +208,18 @@ class GoldenSet:
     rerank: RerankSpec | None = None
     #: the declared decision (`decision_spec`): outcomes, owner and routing; None: the verdicts alone gate
     decision: DecisionSpec | None = None
+    #: ``frequency``: the verdicts rest on the traffic-weighted means (the unweighted shown beside); None:
+    #: every query counts once
+    weights: str | None = None
+
+    def query_weights(self) -> tuple[float, ...] | None:
+        """Each query's weight, in query order, under ``weights``; None without it."""
+        if self.weights is None:
+            return None
+        missing = next((query.id for query in self.queries if query.frequency is None), None)
+        if missing is not None:
+            raise ValueError(f"weights: {self.weights} but query {missing!r} has no frequency")
+        return tuple(float(query.frequency or 0.0) for query in self.queries)
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -261,6 +278,7 @@ class GoldenSet:
             **({"fold": self.fold.as_dict()} if self.fold is not None else {}),
             **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
             **({"decision": self.decision.as_dict()} if self.decision is not None else {}),
+            **({"weights": self.weights} if self.weights is not None else {}),
         }
 
     def judged_ids(self) -> frozenset[str]:

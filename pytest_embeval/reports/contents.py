@@ -71,12 +71,14 @@ STRATUM_COLUMNS = {
     "W/L sign": "number",
     "MDE": "number",
     "verdict": "verdict",
+    "unweighted": "number",
     "reason": "text",
 }
 #: Both arms' means, Δ, its interval and the sign test: the numbers of every comparison, in this order.
 COMPARISON = ("incumbent", "candidate", "Δ", "CI", "W/L sign")
-#: The columns a reader's report shows (the terminal has its own, with MDE and without the reason).
-READER_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "verdict", "reason")
+#: The columns a reader's report shows (the terminal has its own, with MDE and without the reason); the
+#: unweighted column only under ``weights``.
+READER_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "verdict", "unweighted", "reason")
 
 
 def ci_heading(golden: Mapping[str, Any]) -> str:
@@ -92,7 +94,8 @@ def interval_words(golden: Mapping[str, Any]) -> str:
     interval, ties = golden.get("interval", "percentile"), golden.get("ties", "docid")
     adjusted = golden.get("multiple_comparisons", "none")
     level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
-    return f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}"
+    weighted = f", traffic-weighted by {golden['weights']}" if "weights" in golden else ""
+    return f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}{weighted}"
 
 
 def _rough(differ: int | None) -> bool:
@@ -105,10 +108,24 @@ def _differ(stratum: Mapping[str, Any]) -> str:
     return "—" if differ is None else str(differ) + ("†" if _rough(differ) else "")
 
 
+def _n(stratum: Mapping[str, Any]) -> str:
+    """``118``, ``118 (+2 excl.)``; a weighted one adds Kish's effective number: ``118 (Kish 23.4)``."""
+    kish = f" (Kish {stratum['kish_n']:.1f})" if stratum.get("kish_n") is not None else ""
+    return str(stratum["n"]) + (f" (+{stratum['excluded']} excl.)" if stratum["excluded"] else "") + kish
+
+
+def _unweighted(stratum: Mapping[str, Any]) -> str:
+    """A weighted stratum's unweighted Δ, interval and verdict: ``-0.012 [-0.041, +0.017] TIE``."""
+    plain = stratum.get("unweighted")
+    if plain is None:
+        return "—"
+    return f"{fmt_number(plain['delta'], True)} {fmt_interval(plain['ci'])} {_verdict(plain)}"
+
+
 #: How each strata-table column is written from a stratum record.
 _CELLS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "stratum": lambda s: str(s["stratum"]),
-    "n": lambda s: str(s["n"]) + (f" (+{s['excluded']} excl.)" if s["excluded"] else ""),
+    "n": _n,
     "differ": _differ,
     "incumbent": lambda s: fmt_number(s["incumbent"]),
     "candidate": lambda s: fmt_number(s["candidate"]),
@@ -117,6 +134,7 @@ _CELLS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "W/L sign": fmt_sign,
     "MDE": lambda s: fmt_number(s["mde"]),
     "verdict": _verdict,
+    "unweighted": _unweighted,
     "reason": lambda s: str(s["reason"]),
 }
 
@@ -140,12 +158,23 @@ def strata_table(
     rows = failing_first(chosen) if reading_order else list(chosen)
     if columns is None:  # the queries that differ: in reports since the effective n was recorded
         differ = any("effective_n" in s for s in chosen)
-        columns = [c for c in READER_COLUMNS if differ or c != "differ"]
+        weighted = any("unweighted" in s for s in chosen)
+        columns = [c for c in READER_COLUMNS if (differ or c != "differ") and (weighted or c != "unweighted")]
     return Table(
         header=tuple(ci_heading(golden) if c == "CI" else c for c in columns),
         kinds=tuple(STRATUM_COLUMNS[c] for c in columns),
         rows=tuple(tuple(_CELLS[c](s) for c in columns) for s in rows),
     )
+
+
+def unweighted_row(stratum: Mapping[str, Any], columns: Sequence[str]) -> tuple[str, ...] | None:
+    """A weighted stratum's second row, its ``columns`` filled from the stratum unweighted (the verdict in
+    parentheses: not the one that counts); None for an unweighted stratum."""
+    plain = stratum.get("unweighted")
+    if plain is None:
+        return None
+    cells = {"stratum": "  unweighted", "n": "", "verdict": f"({_verdict(plain)})", "reason": plain["reason"]}
+    return tuple(cells[c] if c in cells else _CELLS[c](plain) for c in columns)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -169,7 +198,34 @@ def strata_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
                 "queries."
             )
         )
-    return [*notes, *_family_notes(golden, strata), *_tie_notes(strata), *_consensus_notes(golden, strata)]
+    return [
+        *notes,
+        *_weights_notes(golden, strata),
+        *_family_notes(golden, strata),
+        *_tie_notes(strata),
+        *_consensus_notes(golden, strata),
+    ]
+
+
+def _weights_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[Note]:
+    """Under ``weights``: what the numbers are, and the strata whose verdict the weights change."""
+    if "weights" not in golden:
+        return []
+    notes = [
+        Note(
+            f"traffic-weighted by {golden['weights']}: means, Δ, CI, MDE and verdicts weigh each query by "
+            "its frequency; Kish: the effective number of queries (min_queries applies to it); "
+            "unweighted: every query once, as without the key; W/L counts queries."
+        )
+    ]
+    changed = [
+        f"{s['stratum']} ({s['verdict']} weighted, {s['unweighted']['verdict']} unweighted)"
+        for s in strata
+        if "unweighted" in s and s["unweighted"]["verdict"] != s["verdict"]
+    ]
+    if changed:
+        notes.append(Note(f"the traffic weights change the verdict of {join_words(changed)}."))
+    return notes
 
 
 def coverage_notes(golden: Mapping[str, Any], report_path: str | None = None) -> list[Note]:
@@ -433,6 +489,11 @@ def settings_table(golden: Mapping[str, Any]) -> Table:
         ("min queries", str(golden["min_queries"])),
         ("bootstrap resamples", f"{golden['bootstrap']:,}"),
         ("interval", interval_words(golden)),
+        *(
+            [("weights", f"{golden['weights']}: the verdicts rest on the traffic-weighted means")]
+            if "weights" in golden
+            else []
+        ),
         ("seed", str(golden["seed"])),
         ("relevance level", str(golden["relevance_level"])),
         ("documents searched", f"{golden['documents']:,}"),

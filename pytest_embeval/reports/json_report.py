@@ -52,6 +52,9 @@ def _number(value: float) -> float | None:
 
 
 def comparison_record(comparison: PairedComparison) -> Record:
+    """One comparison's numbers; a weighted one's (``weights``) are the weighted means, Δ, interval, sd and
+    MDE, with Kish's effective number of queries under ``kish_n`` (absent for an unweighted one)."""
+    weighted: Record = {} if comparison.kish_n is None else {"kish_n": comparison.kish_n}
     return {
         "n": comparison.n,
         "effective_n": comparison.effective_n,
@@ -69,6 +72,7 @@ def comparison_record(comparison: PairedComparison) -> Record:
         "sign_p": _number(comparison.sign_p),
         "mde": _number(comparison.mde),
         "note": comparison.note,
+        **weighted,
     }
 
 
@@ -117,6 +121,31 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
         "consensus_failures": list(outcome.consensus_failures),
         **_slices_record(outcome),
         **({} if outcome.rerank is None else _rerank_stratum(outcome.rerank)),
+        **_unweighted_record(golden, outcome),
+    }
+
+
+def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
+    """Under ``weights``: which weights the stratum's numbers are (``weights``), and beside them the stratum
+    unweighted (``unweighted``: the primary comparison, the verdict and reason, each guard's verdict), what
+    the file without the key decides; nothing without weights."""
+    unweighted = outcome.unweighted
+    if golden.weights is None or unweighted is None:
+        return {}
+    primary, decision = str(golden.metric), unweighted.decision
+    return {
+        "weights": golden.weights,
+        "unweighted": {
+            **comparison_record(unweighted.comparisons[primary]),
+            "verdict": decision.verdict.value,
+            "reason": decision.reason,
+            "sign_disagrees": decision.sign_disagrees,
+            "guards": [
+                {"metric": g.metric, **comparison_record(g.comparison), "verdict": g.verdict.value}
+                for g in decision.guards
+            ],
+            "metrics": {name: comparison_record(c) for name, c in unweighted.comparisons.items()},
+        },
     }
 
 
@@ -292,6 +321,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             "id": query.id,
             "text": query.text,
             "strata": dict(query.fields),
+            **({} if golden.weights is None else {"frequency": query.frequency}),
             "scores": {
                 role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
                 for role, arm in arms.items()
@@ -324,6 +354,8 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "interval": golden.interval,
         "ties": golden.ties,
         "multiple_comparisons": golden.multiple_comparisons,
+        # Only when declared, so that a report without weights keeps its shape.
+        **({"weights": golden.weights} if golden.weights is not None else {}),
         "index": _index_record(golden),
         "depth": ranked_depth(golden),
         "split": golden.split,

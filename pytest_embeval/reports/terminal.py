@@ -26,6 +26,7 @@ from pytest_embeval.reports.contents import (
     routed_caption,
     strata_notes,
     strata_table,
+    unweighted_row,
 )
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
@@ -46,8 +47,13 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
     shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
+    rows: list[tuple[str, ...]] = []
+    for row, stratum in zip(shown.rows, strata, strict=True):
+        # Under weights, each stratum's second line: the same numbers with every query counted once.
+        second = unweighted_row(stratum, TERMINAL_COLUMNS)
+        rows += [row] if second is None else [row, second]
     # No rows when only the decision item ran (``-k decision``): its line follows the title.
-    lines = [title, *(table(shown.header, shown.rows) if shown.rows else [])]
+    lines = [title, *(table(shown.header, rows) if rows else [])]
     lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
@@ -156,6 +162,13 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
         f"{record['stratum']}: {record['verdict']} — {record['reason']}",
         f"margin {record['tie_margin']}, confidence {record['confidence']}",
     ]
+    plain = record.get("unweighted")
+    if plain is not None:
+        lines.append(
+            f"traffic-weighted by {record['weights']} (n={record['n']}, Kish {record['kish_n']:.1f}); "
+            f"unweighted: Δ {fmt_number(plain['delta'], True)} {fmt_interval(plain['ci'])}, "
+            f"{plain['verdict']}"
+        )
     if record.get("decided_by") == "rerank":
         first = record["rerank"]["first_stage"]
         lines.append(

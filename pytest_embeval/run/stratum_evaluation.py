@@ -9,6 +9,12 @@ queries neither arm finds a relevant document for and, with ``corpus_sample``, t
 With a reranker, each stratum is also compared on the queries reranked for it, before and after the
 reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the family's p-values) rest on
 the after-rerank comparison, and the ties and slices stay the first stage's.
+
+With ``weights: frequency`` every comparison is traffic-weighted (each query by its frequency), the verdicts,
+the family and the ties rest on the weighted comparisons, the floor applies to Kish's effective number of
+queries, and the queries driving a disputed mean are ranked by their weighted contribution; each stratum
+also carries the outcome of the same run unweighted (`StratumOutcome.unweighted`), exactly what the file
+without the key decides.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pytest_embeval.core.stats import (
     stable_seed,
 )
 from pytest_embeval.core.verdict import Decision, Verdict, decide, family_levels
+from pytest_embeval.core.weighted_stats import kish_n
 from pytest_embeval.golden.schema import GoldenSet, Stratum
 from pytest_embeval.run.corpus_slices import SliceOutcome, gap_still_moving
 from pytest_embeval.run.pipeline import GoldenRun
@@ -92,6 +99,16 @@ class StratumOutcome:
     slices: tuple[SliceOutcome, ...] = ()
     #: Δ moved by more than half the margin between the two largest slices (`corpus_slices.gap_still_moving`)
     gap_moving: bool = False
+    #: with ``weights``: the stratum decided unweighted (every query once), shown beside; None without
+    unweighted: Unweighted | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unweighted:
+    """A weighted stratum's comparisons and verdict with every query counted once."""
+
+    comparisons: Mapping[str, PairedComparison]
+    decision: Decision
 
 
 def _movers(
@@ -109,6 +126,22 @@ def _stratum_rows(golden: GoldenSet, stratum: Stratum) -> np.ndarray:
     return np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
 
 
+def _weights(golden: GoldenSet, rows: np.ndarray) -> np.ndarray | None:
+    """The queries' weights on ``rows`` under ``weights``; None without it."""
+    weights = golden.query_weights()
+    return None if weights is None else np.asarray(weights, dtype=np.float64)[rows]
+
+
+def _below_floor(golden: GoldenSet, rows: np.ndarray, incumbent: np.ndarray, candidate: np.ndarray) -> bool:
+    """Fewer than 2 pairs, or fewer than ``min_queries``: pairs, or with weights Kish's effective number."""
+    paired = np.isfinite(incumbent) & np.isfinite(candidate)
+    weights = _weights(golden, rows)
+    if int(np.count_nonzero(paired)) < 2:
+        return True
+    size = float(np.count_nonzero(paired)) if weights is None else kish_n(weights[paired])
+    return size < golden.min_queries
+
+
 def _compare(
     golden: GoldenSet,
     stratum: Stratum,
@@ -117,10 +150,11 @@ def _compare(
     candidate: np.ndarray,
     confidence: float,
     stage: str = "",
+    weights: np.ndarray | None = None,
 ) -> PairedComparison:
     """One metric on one stratum. The seed names the stratum and metric only (and the ``stage`` of a
     comparison around the reranker), so the same pairs give the same resamples at any confidence (the
-    family's first pass and its decision share them)."""
+    family's first pass and its decision share them), weighted or not (the same queries are drawn)."""
     seed = (golden.seed, stratum.name, name, stage) if stage else (golden.seed, stratum.name, name)
     with warnings.catch_warnings():
         # A degenerate comparison (an A/A run, a tiny stratum) is stated in its note and the verdict's
@@ -133,6 +167,7 @@ def _compare(
             n_resamples=golden.bootstrap,
             rng=np.random.default_rng(stable_seed(*seed)),
             interval=golden.interval,
+            weights=weights,
         )
 
 
@@ -148,26 +183,35 @@ def evaluate_golden(run: GoldenRun) -> tuple[StratumOutcome, ...]:
     golden = run.golden
     strata = golden.strata()
     primary = str(golden.metric)
-    floor = max(golden.min_queries, 2)
     p_values: list[float | None] = []
     for stratum in strata:
         scores, rows, stage = _deciding(run, stratum)
         incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
-        if int(np.count_nonzero(np.isfinite(incumbent) & np.isfinite(candidate))) < floor:
+        if _below_floor(golden, rows, incumbent, candidate):
             p_values.append(None)
         elif golden.multiple_comparisons == "holm":
-            p_values.append(
-                _compare(golden, stratum, primary, incumbent, candidate, golden.confidence, stage).p_value
+            weights = _weights(golden, rows)
+            compared = _compare(
+                golden, stratum, primary, incumbent, candidate, golden.confidence, stage, weights
             )
+            p_values.append(compared.p_value)
         else:
             p_values.append(0.0)  # a member; its p-value is not needed
     # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
     alpha = round(1.0 - golden.confidence, 12)
     levels = family_levels(p_values, alpha=alpha, method=golden.multiple_comparisons)
     size = sum(level is not None for level in levels)
-    return tuple(
+    outcomes = tuple(
         evaluate_stratum(run, stratum, family=Family(golden.multiple_comparisons, size, level))
         for stratum, level in zip(strata, levels, strict=True)
+    )
+    if golden.weights is None:
+        return outcomes
+    # The same run without the key, decided as its own family: what the file without it would say.
+    plain = dataclasses.replace(run, golden=dataclasses.replace(golden, weights=None), slices=())
+    return tuple(
+        dataclasses.replace(outcome, unweighted=Unweighted(one.comparisons, one.decision))
+        for outcome, one in zip(outcomes, evaluate_golden(plain), strict=True)
     )
 
 
@@ -190,9 +234,17 @@ def _decided(
 ) -> tuple[dict[str, PairedComparison], Decision]:
     """Every metric of the golden set compared on ``rows`` of both arms' ``scores``, and the verdict rule
     applied to them (primary and guards)."""
+    weights = _weights(golden, rows)
     comparisons = {
         str(m): _compare(
-            golden, stratum, str(m), scores[0][str(m)][rows], scores[1][str(m)][rows], confidence, stage
+            golden,
+            stratum,
+            str(m),
+            scores[0][str(m)][rows],
+            scores[1][str(m)][rows],
+            confidence,
+            stage,
+            weights,
         )
         for m in golden.all_metrics()
     }
@@ -237,12 +289,15 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     at the family's level for this stratum (`evaluate_golden`) or, without a family, at ``confidence``."""
     golden = run.golden
     rows = _stratum_rows(golden, stratum)
+    weights = _weights(golden, rows)
     level = None if family is None or family.method == "none" else family.level
     confidence = golden.confidence if level is None else 1.0 - level
 
     def decide_with(incumbent: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> Decision:
         def compared(name: str) -> PairedComparison:
-            return _compare(golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence)
+            return _compare(
+                golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence, "", weights
+            )
 
         return decide(
             compared(primary),
@@ -273,7 +328,10 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     # Stable sorts keep golden-file order among equal differences, so the listing is reproducible.
     by_size = np.argsort(-np.abs(difference), kind="stable")
     direction = -1.0 if comparisons[primary].delta < 0 else 1.0
-    by_contribution = np.argsort(-direction * difference, kind="stable")
+    # A query's part in the mean: its difference, or with weights its difference times its weight.
+    deciding_weights = _weights(golden, rows)
+    contribution = difference if deciding_weights is None else difference * deciding_weights
+    by_contribution = np.argsort(-direction * contribution, kind="stable")
     outcome = StratumOutcome(
         stratum=stratum,
         comparisons=comparisons,
