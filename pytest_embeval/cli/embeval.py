@@ -1,5 +1,6 @@
 """``embeval``: the judging afternoon before ``pytest --embeval`` (pool, merge, agreement, coverage, plan),
-and filling the embedding cache at scale (embed, import: `cache_commands`).
+filling the embedding cache at scale (embed, import: `cache_commands`), and drawing a golden set's queries
+and corpus from production (sample, corpus-sample: `sample_commands`).
 
 Every command prints its result to stdout and one-line errors to stderr; the exit status is 0 on success,
 1 when a check fails its threshold (agreement below ``--min-kappa``, an arm under-judged in coverage) and 2
@@ -17,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_embeval.cli import cache_commands, judge_commands
+from pytest_embeval.cli import cache_commands, judge_commands, sample_commands
 from pytest_embeval.cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
 from pytest_embeval.cli.support import add_scale as _add_scale
 from pytest_embeval.cli.support import bounded_float as _bounded_float
@@ -498,6 +499,7 @@ def _parser() -> argparse.ArgumentParser:
     plan_parser.set_defaults(run=_plan)
     judge_commands.add_parsers(commands)
     cache_commands.add_commands(commands)
+    sample_commands.add_commands(commands)
     return parser
 
 

@@ -197,6 +197,9 @@ class GoldenSet:
     fold: FoldSpec | None = None
     #: a reranker reorders each arm's top documents; its comparison is reported beside the first stage's
     rerank: RerankSpec | None = None
+    #: how the corpus and queries files were drawn from production, by data key, as their draw sidecars
+    #: say (`draws.read_draw`); not fingerprinted, since the digests of the data hold their content
+    draws: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
