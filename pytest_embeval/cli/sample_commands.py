@@ -14,9 +14,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from pytest_embeval.cli.support import EXIT_OK, CliError
+from pytest_embeval.cli.support import EXIT_OK, EXIT_USAGE, CliError
 from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
@@ -250,6 +250,16 @@ def _corpus_sample(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------- parsers
 
 
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """argparse prints its usage (three lines here) before a bad option's error; these commands print the
+    error alone, as every other bad input of theirs: one line, exit 2 (``-h`` shows the usage)."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(EXIT_USAGE, f"{parser.prog}: error: {message}\n")
+
+    parser.error = error  # type: ignore[method-assign]
+
+
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sample_parser = commands.add_parser(
         "sample",
@@ -311,6 +321,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     sample_parser.add_argument("--force", action="store_true", help="overwrite --out and its sidecar.")
     sample_parser.set_defaults(run=_sample)
+    _one_line_errors(sample_parser)
 
     corpus_parser = commands.add_parser(
         "corpus-sample",
@@ -339,3 +350,4 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     corpus_parser.add_argument("--force", action="store_true", help="overwrite --out and its sidecar.")
     corpus_parser.set_defaults(run=_corpus_sample)
+    _one_line_errors(corpus_parser)

@@ -69,4 +69,4 @@ def read_draw(path: Path) -> dict[str, Any] | None:
             "as embeval sample and corpus-sample write)"
         )
         raise GoldenError(sidecar, None, None, problem)
-    return {**record, "unchanged": file_sha256(path) == output["sha256"]}
+    return {**record, "unchanged": f"sha256:{file_sha256(path)}" == output["sha256"]}
