@@ -45,6 +45,8 @@ def normalise_query(text: str) -> str:
     """The form two spellings of one query share: Unicode NFKC with case folding (NFKC, ``casefold``, NFKC
     again, as Unicode's NFKC_Casefold), every run of whitespace one space, none at either end: ``"Track
     my\\tParcel "``, ``"track  my parcel"`` and the same in full-width letters are one query."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefold is lower (a log is mostly ASCII)
+        return " ".join(text.lower().split())
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     return " ".join(folded.split())
 

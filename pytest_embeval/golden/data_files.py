@@ -49,6 +49,7 @@ __all__ = [
     "frequency_value",
     "id_problem",
     "is_tsv_header",
+    "json_object",
     "judged_document_ids_in",
     "read_documents",
     "read_qrels",
@@ -303,9 +304,14 @@ def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
     return record
 
 
+def json_object(path: Path, number: int, line: str) -> dict[str, Any]:
+    """One JSONL line as the readers parse it (fast for a line that is one object), `GoldenError` for one
+    that is not a JSON object: for passes over files too large to read whole (a query log, a corpus)."""
+    return _json_record(path, number, line)
+
+
 def record_id(path: Path, number: int, line: str) -> str:
-    """The ``_id`` of one JSONL line of documents or queries, checked as the readers check it: for a pass
-    over a corpus too large to read whole (``embeval corpus-sample``)."""
+    """The ``_id`` of one JSONL line of documents or queries, checked as the readers check it."""
     return _json_id(path, number, _json_record(path, number, line))
 
 

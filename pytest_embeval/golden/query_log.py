@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from pytest_embeval.core.sampling import apportion, band_names, frequency_bands, normalise_query
-from pytest_embeval.files.lines import HashedLines
-from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.files.lines import HashedLines, NotUtf8
+from pytest_embeval.golden.data_files import GoldenError, json_object
 
 __all__ = [
     "BAND",
@@ -81,17 +81,15 @@ class QueryLog:
 def decoded_lines(path: Path, stream: HashedLines) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a UTF-8 file with their numbers (a byte order mark and CRs dropped);
     `GoldenError` at the first line that is not UTF-8."""
-    for number, raw in enumerate(stream, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problem = f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
-            raise GoldenError(path, None, number, problem) from None
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        line = line.removesuffix("\r")
-        if line and not line.isspace():
-            yield number, line
+    try:
+        for number, line in enumerate(stream, start=1):
+            if line and not line.isspace():
+                if number == 1:
+                    line = line.removeprefix("\ufeff")
+                yield number, line.removesuffix("\r")
+    except NotUtf8 as error:
+        problem = f"not valid UTF-8 (byte 0x{error.byte:02x} at column {error.column})"
+        raise GoldenError(path, None, error.line, problem) from None
 
 
 def opened(path: Path) -> HashedLines:
@@ -115,25 +113,24 @@ def _json_rows(
 ) -> Iterator[tuple[int, list[str]]]:
     """Each JSONL row's values of ``names`` (the text first), as strings."""
     for number, line in lines:
+        record = json_object(path, number, line)
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        if type(record) is not dict:
-            raise GoldenError(path, None, number, "expected a JSON object")
-        values = []
-        for i, name in enumerate(names):
-            if name not in record:
-                raise _missing(path, number, name, list(record), "the row")
-            value = record[name]
+            values = [record[name] for name in names]
+        except KeyError:
+            missing = next(name for name in names if name not in record)
+            raise _missing(path, number, missing, list(record), "the row") from None
+        if all(type(value) is str for value in values):
+            yield number, values
+            continue
+        for i, (name, value) in enumerate(zip(names, values, strict=True)):
             if isinstance(value, str):
-                values.append(value)
-            elif i and isinstance(value, (int, float)) and not isinstance(value, bool):
-                values.append(json.dumps(value))
-            else:
-                kind = "a string" if i == 0 else "a string or number"
-                shown = "null" if value is None else type(value).__name__
-                raise GoldenError(path, name, number, f"must be {kind}, got {shown}")
+                continue
+            if i and isinstance(value, (int, float)) and not isinstance(value, bool):
+                values[i] = json.dumps(value)
+                continue
+            kind = "a string" if i == 0 else "a string or number"
+            shown = "null" if value is None else type(value).__name__
+            raise GoldenError(path, name, number, f"must be {kind}, got {shown}")
         yield number, values
 
 
