@@ -163,11 +163,11 @@ def _sample(args: argparse.Namespace) -> int:
         "empty_rows": log.empty,
         "distinct": len(log.distinct),
         "band_traffic": {
-            band: {"distinct": distinct, "traffic_share": rows / log.rows}
+            band: {"distinct": distinct, "traffic_share": round(rows / log.rows, 6)}
             for band, (distinct, rows) in draw.bands.items()
         },
         "strata": [stratum.record() for stratum in draw.strata],
-        "traffic_covered": draw.traffic_covered,
+        "traffic_covered": round(draw.traffic_covered, 6),
         "output": {"sha256": f"sha256:{_sha256(queries)}", "rows": len(draw.queries)},
     }
     write_atomic(out, queries)

@@ -238,7 +238,7 @@ class StratumDraw:
         return {
             "stratum": self.name,
             "rows": self.rows,
-            "traffic_share": self.traffic_share,
+            "traffic_share": round(self.traffic_share, 6),
             "distinct": self.distinct,
             "floor": self.floor,
             "sampled": self.sampled,
