@@ -232,6 +232,12 @@ SAMPLE_BAD = [
         "--text 'query' is also in --by: the query's text cannot be a stratum field",
         id="text-in-by",
     ),
+    pytest.param(
+        ["--by", "language,frequency"],
+        None,
+        "--by 'frequency': a key of the queries file written, not a stratum field",
+        id="reserved-by",
+    ),
 ]
 
 

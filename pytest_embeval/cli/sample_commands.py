@@ -25,6 +25,7 @@ from pytest_embeval.core.text_table import table
 from pytest_embeval.files.atomic import write_atomic
 from pytest_embeval.golden.corpus_draw import draw_corpus
 from pytest_embeval.golden.data_files import GoldenError, judged_document_ids_in
+from pytest_embeval.golden.data_sections import RESERVED_FIELDS
 from pytest_embeval.golden.draws import draw_path, draw_text
 from pytest_embeval.golden.query_log import DEFAULT_TEXT_FIELD, QueryDraw, draw_queries, read_query_log
 
@@ -130,6 +131,9 @@ def _sample(args: argparse.Namespace) -> int:
         raise CliError(f"--floor {args.floor} is larger than --size {args.size}")
     if args.text in args.by:
         raise CliError(f"--text {args.text!r} is also in --by: the query's text cannot be a stratum field")
+    reserved = next((name for name in args.by if name in RESERVED_FIELDS), None)
+    if reserved is not None:
+        raise CliError(f"--by {reserved!r}: a key of the queries file written, not a stratum field")
     out = Path(args.out)
     sidecar = _outputs(out, args.force)
     log_path = Path(args.log)

@@ -11,6 +11,7 @@ length. The sample keeps the corpus's order (and a TSV file's header row), each 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,17 +74,12 @@ def draw_corpus(path: Path, *, size: int, judged: Set[str], seed: int) -> Corpus
         problem = "unsupported format: expected JSONL (one object per line) or TSV (id<TAB>text ...)"
         raise GoldenError(path, "format", first[0], problem)
 
-    def again() -> Iterator[tuple[int, str]]:
-        if first is not None:
-            yield first
-        yield from lines
-
     rng = np.random.default_rng(seed)
     reservoir: Reservoir[tuple[int, str]] = Reservoir.of(size, rng)
     kept: list[tuple[int, str]] = []
     found: dict[str, int] = {}
     documents = 0
-    for number, line, doc_id in _ids(path, again(), kind):
+    for number, line, doc_id in _ids(path, itertools.chain([] if first is None else [first], lines), kind):
         documents += 1
         if doc_id in judged:
             if doc_id in found:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -174,14 +175,10 @@ def read_query_log(path: Path, text_field: str, by: Sequence[str]) -> QueryLog:
         problem = "unsupported format: expected JSONL (one object per line) or TSV with a header row"
         raise GoldenError(path, "format", first[0], problem)
 
-    def again() -> Iterator[tuple[int, str]]:
-        yield first
-        yield from lines
-
     counts: dict[tuple[str, ...], list[Any]] = {}
     rows = empty = 0
     names = (text_field, *fields)
-    for _, values in reader(path, again(), names):
+    for _, values in reader(path, itertools.chain([first], lines), names):
         key = normalise_query(values[0])
         if not key:
             empty += 1
