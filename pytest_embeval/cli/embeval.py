@@ -300,7 +300,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="embeval",
         description="Judge a golden set fairly before `pytest --embeval`: pool both models' results into a "
         "blind sheet, check that judges agree, merge the grades, check coverage, plan the size. Fill the "
-        "embedding cache at scale: embed in shards, import vectors computed elsewhere.",
+        "embedding cache at scale: embed in shards, import vectors computed elsewhere. Draw a golden set's "
+        "queries and corpus from production: sample a query log, and a corpus keeping its judged documents.",
         epilog="Exit status: 0 success, 1 a check below its threshold (or a model that failed while "
         "embedding), 2 bad input.",
     )
