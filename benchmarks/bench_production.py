@@ -15,8 +15,9 @@ the distinct share of the sample against a uniform sample of as many rows.
 
 corpus: a corpus of --documents JSONL lines and a qrels file judging 20,000 of them (plus 100 ids not in
 the corpus), sampled to 200,000 documents by `draw_corpus` in a child process whose peak resident memory
-is read from the kernel (``VmHWM`` in ``/proc/self/status``; Linux only), against a child that only imports the same modules and reads the
-qrels, and against a child drawing from a corpus of a ninth of the size (bounded memory: the same peak).
+is read from the kernel (``VmHWM`` in ``/proc/self/status``; Linux only), against a child that only
+imports the same modules and reads the qrels, and against a child drawing from a corpus of a ninth of the
+size (bounded memory: the same peak).
 Its time is set against reading the file once.
 """
 
