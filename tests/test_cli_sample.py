@@ -479,3 +479,33 @@ def test_the_corpus_draw_is_in_the_reports_control(
     draw = controls[0]["draws"]["corpus"]
     assert draw["command"] == "corpus-sample" and draw["size"] == 100 and draw["unchanged"] is True
     assert draw["source"]["rows"] == 260 and draw["judged"]["found"] == 48
+
+
+@pytest.mark.parametrize(("boost", "head"), [("1", 6), ("1.5", 8), ("2", 9)])
+def test_the_head_boost_equals_the_hand_computation(
+    tmp_path: Path, embeval: Embeval, boost: str, head: int
+) -> None:
+    # 300 searches: ten queries 10 times each, then 200 once each. With head=0.3 the head is the first
+    # nine (they start at 0, 10, ..., 80 < 90); the tenth starts at 90 and is tail. Head traffic 90, tail
+    # 210 (201 distinct). 20 seats by traffic: head 20 * 90/300 = 6. Boost 1.5: 135 against 210, head
+    # 20 * 135/345 = 7.83, tail 12.17: integer parts 7 + 12, the seat left to the larger fraction: 8.
+    # Boost 2: 180 against 210, head 9.23, above its 9 distinct queries: all 9.
+    rows = [{"query": f"popular {i}", "language": "en"} for i in range(10) for _ in range(10)]
+    rows += [{"query": f"rare {i}", "language": "en"} for i in range(200)]
+    log = _lines(tmp_path / "log.jsonl", *rows)
+    out = tmp_path / "queries.jsonl"
+    options = [
+        "--by",
+        "language",
+        "--size",
+        "20",
+        "--floor",
+        "0",
+        "--bands",
+        "head=0.3",
+        "--head-boost",
+        boost,
+    ]
+    assert embeval("sample", log, *options, "--out", out)[0] == 0
+    bands = Counter(q["band"] for q in read_jsonl(out))
+    assert bands == {"head": head, "tail": 20 - head}
