@@ -300,7 +300,7 @@ def draw_queries(
         name = ", ".join(f"{field}={value}" for field, value in zip(by, stratum, strict=True)) or "overall"
         sizes = [len(cells[stratum][band]) for band in names]
         traffic = [sum(q.frequency for q in cells[stratum][band]) for band in names]
-        weights = [rows_ * (head_boost if i == 0 else 1.0) for i, rows_ in enumerate(traffic)]
+        weights = [band_rows * (head_boost if i == 0 else 1.0) for i, band_rows in enumerate(traffic)]
         per_band = apportion(n, weights, sizes)
         for band, k in zip(names, per_band, strict=True):
             pool = cells[stratum][band]
@@ -321,13 +321,13 @@ def draw_queries(
                 d,
                 low,
                 n,
-                {band: (size_, k) for band, size_, k in zip(names, sizes, per_band, strict=True)},
+                {band: (available, k) for band, available, k in zip(names, sizes, per_band, strict=True)},
                 d < floor,
             )
         )
     covered = sum(q.frequency for q in drawn) / log.rows
     totals = {band: (0, 0) for band in names}
     for query, band in zip(log.distinct, band_of, strict=True):
-        distinct_, rows_ = totals[band]
-        totals[band] = (distinct_ + 1, rows_ + query.frequency)
+        queries, band_rows = totals[band]
+        totals[band] = (queries + 1, band_rows + query.frequency)
     return QueryDraw(tuple(strata), tuple(drawn), totals, covered)
