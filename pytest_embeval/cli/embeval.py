@@ -1,5 +1,6 @@
 """``embeval``: the judging afternoon before ``pytest --embeval`` (pool, merge, agreement, coverage, plan),
-and filling the embedding cache at scale (embed, import: `cache_commands`).
+filling the embedding cache at scale (embed, import: `cache_commands`), and drawing a golden set's queries
+and corpus from production (sample, corpus-sample: `sample_commands`).
 
 Every command prints its result to stdout and one-line errors to stderr; the exit status is 0 on success,
 1 when a check fails its threshold (agreement below ``--min-kappa``, an arm under-judged in coverage) and 2
@@ -17,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_embeval.cli import cache_commands, judge_commands, seeds_and_refresh
+from pytest_embeval.cli import cache_commands, judge_commands, sample_commands, seeds_and_refresh
 from pytest_embeval.cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
 from pytest_embeval.cli.support import add_scale as _add_scale
 from pytest_embeval.cli.support import bounded_float as _bounded_float
@@ -324,7 +325,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="embeval",
         description="Judge a golden set fairly before `pytest --embeval`: pool both models' results into a "
         "blind sheet, check that judges agree, merge the grades, check coverage, plan the size. Fill the "
-        "embedding cache at scale: embed in shards, import vectors computed elsewhere.",
+        "embedding cache at scale: embed in shards, import vectors computed elsewhere. Draw a golden set's "
+        "queries and corpus from production: sample a query log, and a corpus keeping its judged documents.",
         epilog="Exit status: 0 success, 1 a check below its threshold (or a model that failed while "
         "embedding), 2 bad input.",
     )
@@ -532,6 +534,7 @@ def _parser() -> argparse.ArgumentParser:
     judge_commands.add_parsers(commands)
     seeds_and_refresh.add_parsers(commands)
     cache_commands.add_commands(commands)
+    sample_commands.add_commands(commands)
     return parser
 
 

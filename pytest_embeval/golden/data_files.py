@@ -48,10 +48,14 @@ __all__ = [
     "frequency_problem",
     "frequency_value",
     "id_problem",
+    "is_tsv_header",
+    "json_object",
+    "judged_document_ids_in",
     "read_documents",
     "read_qrels",
     "read_queries",
     "read_text",
+    "record_id",
     "stratum_type_problem",
     "stratum_value",
 ]
@@ -300,6 +304,17 @@ def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
     return record
 
 
+def json_object(path: Path, number: int, line: str) -> dict[str, Any]:
+    """One JSONL line as the readers parse it (fast for a line that is one object), `GoldenError` for one
+    that is not a JSON object: for passes over files too large to read whole (a query log, a corpus)."""
+    return _json_record(path, number, line)
+
+
+def record_id(path: Path, number: int, line: str) -> str:
+    """The ``_id`` of one JSONL line of documents or queries, checked as the readers check it."""
+    return _json_id(path, number, _json_record(path, number, line))
+
+
 def _json_text(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
@@ -329,6 +344,12 @@ def _json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> 
 # --------------------------------------------------------------------------------------------------- TSV
 
 
+def is_tsv_header(line: str) -> bool:
+    """Whether a TSV file's first line is a header row naming its columns (an id column, then ``text``)."""
+    names = [cell.strip().lower() for cell in line.split("\t")]
+    return names[0] in _ID_COLUMNS and "text" in names[1:]
+
+
 @dataclass(frozen=True, slots=True)
 class _Columns:
     """Where a TSV file keeps each field; ``fields`` are the other named columns (header files only: a
@@ -349,7 +370,7 @@ def _tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, 
         return
     cells = first[1].split("\t")
     names = [cell.strip().lower() for cell in cells]
-    if names[0] in _ID_COLUMNS and "text" in names[1:]:
+    if is_tsv_header(first[1]):
         named = {name: i for i, name in enumerate(names)}
         if len(named) != len(names):
             duplicate = next(name for i, name in enumerate(names) if name in names[:i])
@@ -551,6 +572,13 @@ def read_qrels(
             raise GoldenError(path, keys[1], number, f"{problem} (first on line {earlier})")
         judged[doc_id] = max(int(score), 0)
     return kind
+
+
+def judged_document_ids_in(path: Path) -> frozenset[str]:
+    """Every document a qrels file (BEIR or TREC) judges, whatever its grade; `GoldenError` for a file the
+    golden loader would refuse to read as qrels."""
+    text = read_text(path)
+    return frozenset(doc_id for _, _, doc_id, _ in _qrels_rows(path, text, detect_qrels_format(path, text)))
 
 
 def _qrels_rows(path: Path, text: str, kind: str) -> Iterator[tuple[int, str, str, str]]:

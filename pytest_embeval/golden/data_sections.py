@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -30,6 +30,7 @@ from pytest_embeval.golden.data_files import (
     stratum_type_problem,
     stratum_value,
 )
+from pytest_embeval.golden.draws import read_draw
 from pytest_embeval.golden.filters import Filter, field_names, field_problem
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
@@ -58,6 +59,14 @@ class _Data:
     split: str | None = None
     qrels_path: Path | None = None
     qrels_format: str | None = None
+    #: the draw sidecars of the corpus and queries files, by data key (`draws.read_draw`)
+    draws: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+
+
+def _draws(**files: Path | None) -> dict[str, Mapping[str, object]]:
+    """The draw record beside each data file that has one (`draws.read_draw`), by data key."""
+    found = {key: read_draw(path) if path is not None else None for key, path in files.items()}
+    return {key: draw for key, draw in found.items() if draw is not None}
 
 
 class DataReader(NodeReader):
@@ -80,6 +89,7 @@ class DataReader(NodeReader):
         fields = field_names(doc.fields for doc in documents)
         queries_node = top["queries"][1]
         qrels_entry = top.get("qrels")
+        queries_file: Path | None = None
         if isinstance(queries_node, yaml.SequenceNode):
             queries, qrels = self.inline_queries(queries_node, strata, judged_ids, fields, qrels_entry)
             if qrels_entry is None and not any(qrels.values()):
@@ -97,13 +107,14 @@ class DataReader(NodeReader):
         else:
             problem = f"must be a JSONL or TSV file or a list of queries, got {describe_node(queries_node)}"
             raise self.error(queries_node, "queries", problem)
+        draws = _draws(corpus=corpus_file, queries=queries_file)
         if qrels_entry is None:
-            return _Data(documents, queries, qrels)
+            return _Data(documents, queries, qrels, draws=draws)
         qrels_file, qrels_format = self.data_file(qrels_entry[1], "qrels", QRELS_FORMATS)
         # A header-only file is a golden set before its first judging session (`embeval pool` starts
         # there); its queries score NaN and every stratum is below the floor.
         found = read_qrels(qrels_file, qrels, judged_ids, qrels_format)
-        return _Data(documents, queries, qrels, qrels_path=qrels_file, qrels_format=found)
+        return _Data(documents, queries, qrels, qrels_path=qrels_file, qrels_format=found, draws=draws)
 
     def documents(self, node: yaml.Node, key: str, documents: list[Document]) -> list[Document]:
         """The corpus as read, refusing one without a document to embed."""
@@ -157,7 +168,10 @@ class DataReader(NodeReader):
                 problem = f"no query of {queries_file.resolve()} is judged in qrels/{split}.tsv"
                 raise self.error(node, "beir", problem)
             qrels = {query.id: qrels[query.id] for query in queries}
-        return _Data(documents, queries, qrels, split=split, qrels_path=qrels_file, qrels_format=found)
+        draws = _draws(corpus=corpus, queries=queries_file)
+        return _Data(
+            documents, queries, qrels, split=split, qrels_path=qrels_file, qrels_format=found, draws=draws
+        )
 
     def inline_queries(
         self,

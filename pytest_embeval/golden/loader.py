@@ -261,6 +261,7 @@ class _GoldenLoader(DataReader):
             split=data.split,
             qrels_path=data.qrels_path,
             qrels_format=data.qrels_format,
+            draws=data.draws,
             fold=fold,
             rerank=rerank,
             weights=weights,

@@ -211,6 +211,9 @@ class GoldenSet:
     #: ``frequency``: the verdicts rest on the traffic-weighted means (the unweighted shown beside); None:
     #: every query counts once
     weights: str | None = None
+    #: how the corpus and queries files were drawn from production, by data key, as their draw sidecars
+    #: say (`draws.read_draw`); not fingerprinted, since the digests of the data hold their content
+    draws: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def query_weights(self) -> tuple[float, ...] | None:
         """Each query's weight, in query order, under ``weights``; None without it."""

@@ -341,7 +341,12 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             run.held.documents if run.held is not None and run.held.golden is golden else None
         ),
         "plan_fingerprint": golden.plan_fingerprint(),
-        "control": {"fingerprint": run.control.fingerprint, "components": run.control.components()},
+        "control": {
+            "fingerprint": run.control.fingerprint,
+            "components": run.control.components(),
+            # How the corpus and queries were drawn from production (their draw sidecars), when they were.
+            **({"draws": {key: dict(draw) for key, draw in golden.draws.items()}} if golden.draws else {}),
+        },
         "metric": str(golden.metric),
         "guards": dict(golden.guards),
         "report": [str(m) for m in golden.report_metrics],

@@ -1,0 +1,357 @@
+"""``embeval sample`` and ``embeval corpus-sample``: drawing a golden set's queries from a query log and its
+corpus from a production corpus, each with a draw sidecar saying how (`golden.draws`).
+
+``sample`` reads the log in one pass (`golden.query_log`), prints the allocation table and writes the
+queries file; ``corpus-sample`` makes one pass over the corpus keeping every judged document and a
+uniform draw of the rest (`golden.corpus_draw`). Every option is checked before a file is read, and every
+problem found in the inputs stops the command before anything is written: one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pytest_embeval.cli.support import EXIT_OK, EXIT_USAGE, CliError
+from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
+from pytest_embeval.cli.support import positive_int as _positive_int
+from pytest_embeval.cli.support import print_lines as _print
+from pytest_embeval.core.sampling import TAIL, band_names, parse_bands
+from pytest_embeval.core.text_table import table
+from pytest_embeval.files.atomic import write_atomic
+from pytest_embeval.golden.corpus_draw import draw_corpus
+from pytest_embeval.golden.data_files import GoldenError, judged_document_ids_in
+from pytest_embeval.golden.data_sections import RESERVED_FIELDS
+from pytest_embeval.golden.draws import draw_path, draw_text
+from pytest_embeval.golden.query_log import DEFAULT_TEXT_FIELD, QueryDraw, draw_queries, read_query_log
+
+__all__ = ["add_commands"]
+
+DEFAULT_FLOOR = 20
+DEFAULT_BANDS = "head=0.33,torso=0.33"
+NORMALISATION = "Unicode NFKC with case folding (NFKC_Casefold), whitespace runs as one space, trimmed"
+
+
+def _bands(text: str) -> tuple[tuple[str, float], ...]:
+    try:
+        return parse_bands(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _fields(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(","))
+    if any(not name for name in names):
+        raise argparse.ArgumentTypeError(f"expected FIELD[,FIELD...], got {text!r}")
+    repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if repeated is not None:
+        raise argparse.ArgumentTypeError(f"field {repeated!r} named twice in {text!r}")
+    return names
+
+
+def _boost(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 1 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
+    return value
+
+
+def _outputs(out: Path, force: bool) -> Path:
+    """The draw sidecar of ``out``, after checking both can be written (before any work)."""
+    sidecar = draw_path(out)
+    if out.is_dir():
+        raise CliError(f"--out {out} is a folder; name the file to write, e.g. {out / 'sample.jsonl'}")
+    if not out.parent.is_dir():
+        raise CliError(f"--out {out}: folder {out.parent} does not exist")
+    for path in (out, sidecar):
+        if path.exists() and not force:
+            raise CliError(f"--out {out}: {path} exists; choose another name or pass --force")
+    return sidecar
+
+
+def _source(path: Path, sha256: str, rows: int, kind: str) -> dict[str, Any]:
+    return {"path": str(path), "sha256": f"sha256:{sha256}", "format": kind, "rows": rows}
+
+
+def _jsonl(records: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+
+
+def _queries(n: int) -> str:
+    return f"{n:,} distinct {'query' if n == 1 else 'queries'}"
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+# --------------------------------------------------------------------------------------------------- sample
+
+
+def _allocation_lines(draw: QueryDraw, bands: Sequence[str], floor: int) -> list[str]:
+    rows = [
+        [
+            stratum.name,
+            _percent(stratum.traffic_share),
+            f"{stratum.distinct:,}",
+            str(stratum.floor),
+            str(stratum.sampled),
+            *(str(stratum.bands[band][1]) for band in bands),
+        ]
+        for stratum in draw.strata
+    ]
+    total = [
+        "total",
+        "100.0%",
+        f"{sum(s.distinct for s in draw.strata):,}",
+        "",
+        str(len(draw.queries)),
+        *(str(sum(s.bands[band][1] for s in draw.strata)) for band in bands),
+    ]
+    header = ["stratum", "traffic", "distinct", "floor", "sampled", *(f"{band} drawn" for band in bands)]
+    lines = table(header, [*rows, total])
+    for stratum in draw.strata:
+        if stratum.below_floor:
+            lines.append(
+                f"{stratum.name}: {_queries(stratum.distinct)}, fewer than the floor of {floor}: "
+                f"all {stratum.distinct} drawn"
+            )
+    return lines
+
+
+def _sample(args: argparse.Namespace) -> int:
+    if args.floor > args.size:
+        raise CliError(f"--floor {args.floor} is larger than --size {args.size}")
+    if args.text in args.by:
+        raise CliError(f"--text {args.text!r} is also in --by: the query's text cannot be a stratum field")
+    reserved = next((name for name in args.by if name in RESERVED_FIELDS), None)
+    if reserved is not None:
+        raise CliError(f"--by {reserved!r}: a key of the queries file written, not a stratum field")
+    out = Path(args.out)
+    sidecar = _outputs(out, args.force)
+    log_path = Path(args.log)
+    try:
+        log = read_query_log(log_path, args.text, args.by)
+        draw = draw_queries(
+            log,
+            args.by,
+            size=args.size,
+            floor=args.floor,
+            bands=args.bands,
+            head_boost=args.head_boost,
+            seed=args.seed,
+        )
+    except (GoldenError, ValueError) as error:
+        raise CliError(str(error)) from None
+    names = band_names(args.bands)
+    queries = _jsonl([query.record() for query in draw.queries])
+    empty = f" ({log.empty:,} with an empty {args.text!r} skipped)" if log.empty else ""
+    record: dict[str, Any] = {
+        "command": "sample",
+        "source": _source(log_path, log.sha256, log.rows, log.format),
+        "text_field": args.text,
+        "by": list(args.by),
+        "normalisation": NORMALISATION,
+        "size": args.size,
+        "floor": args.floor,
+        "bands": {name: share for name, share in args.bands},
+        "head_boost": args.head_boost,
+        "seed": args.seed,
+        "empty_rows": log.empty,
+        "distinct": len(log.distinct),
+        "band_traffic": {
+            band: {"distinct": distinct, "traffic_share": round(rows / log.rows, 6)}
+            for band, (distinct, rows) in draw.bands.items()
+        },
+        "strata": [stratum.record() for stratum in draw.strata],
+        "traffic_covered": round(draw.traffic_covered, 6),
+        "output": {"sha256": f"sha256:{_sha256(queries)}", "rows": len(draw.queries)},
+    }
+    write_atomic(out, queries)
+    write_atomic(sidecar, draw_text(record))
+    print(
+        f"{log_path}: {log.rows:,} searches{empty}, {len(log.distinct):,} distinct queries "
+        "(case, whitespace and Unicode compatibility forms normalised)"
+    )
+    shares = ", ".join(f"{name} ({_percent(share)})" for name, share in args.bands)
+    print(f"bands by cumulative share of traffic, most frequent first: {shares}, {TAIL} (the rest)")
+    for band, (distinct, rows) in draw.bands.items():
+        print(f"  {band}: {_queries(distinct)}, {_percent(rows / log.rows)} of the traffic")
+    _print(_allocation_lines(draw, names, args.floor))
+    print(
+        f"the {len(draw.queries):,} queries drawn are {len(draw.queries):,} distinct strings, "
+        f"{_percent(draw.traffic_covered)} of the traffic"
+    )
+    print(f"wrote {len(draw.queries):,} queries to {out}; how they were drawn: {sidecar}")
+    return EXIT_OK
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -------------------------------------------------------------------------------------------- corpus-sample
+
+
+def _corpus_sample(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    sidecar = _outputs(out, args.force)
+    corpus = Path(args.corpus)
+    qrels = Path(args.keep_judged)
+    try:
+        judged = judged_document_ids_in(qrels)
+    except GoldenError as error:
+        raise CliError(str(error)) from None
+    if args.size < len(judged):
+        raise CliError(
+            f"--size {args.size} is smaller than the {len(judged):,} documents {qrels} judges, "
+            "which the sample keeps"
+        )
+    try:
+        draw = draw_corpus(corpus, size=args.size, judged=judged, seed=args.seed)
+    except GoldenError as error:
+        raise CliError(str(error)) from None
+    text = "".join(line + "\n" for line in draw.lines)
+    record: dict[str, Any] = {
+        "command": "corpus-sample",
+        "source": _source(corpus, draw.sha256, draw.documents, draw.format),
+        "size": args.size,
+        "seed": args.seed,
+        "judged": {
+            "qrels": str(qrels),
+            "documents": len(judged),
+            "found": draw.judged_found,
+            "missing": len(draw.missing),
+        },
+        "output": {"sha256": f"sha256:{_sha256(text)}", "rows": draw.sampled},
+    }
+    write_atomic(out, text)
+    write_atomic(sidecar, draw_text(record))
+    print(f"{corpus}: {draw.documents:,} documents")
+    print(f"{qrels}: {len(judged):,} judged documents, {draw.judged_found:,} in the corpus, all kept")
+    if draw.missing:
+        shown = ", ".join(draw.missing[:5]) + (", ..." if len(draw.missing) > 5 else "")
+        print(f"WARNING: {len(draw.missing):,} judged documents are not in the corpus: {shown}")
+    others = draw.sampled - draw.judged_found
+    if draw.sampled < args.size:
+        print(f"the corpus has only {draw.documents:,} documents: all {draw.sampled:,} are in the sample")
+    else:
+        print(
+            f"{others:,} of the other {draw.documents - draw.judged_found:,} documents drawn uniformly "
+            f"(seed {args.seed})"
+        )
+    print(f"wrote {draw.sampled:,} documents to {out}; how they were drawn: {sidecar}")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------------------- parsers
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """argparse prints its usage (three lines here) before a bad option's error; these commands print the
+    error alone, as every other bad input of theirs: one line, exit 2 (``-h`` shows the usage)."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(EXIT_USAGE, f"{parser.prog}: error: {message}\n")
+
+    parser.error = error  # type: ignore[method-assign]
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sample_parser = commands.add_parser(
+        "sample",
+        help="draw a golden set's queries from a query log: stratified, distinct, with a floor per stratum.",
+        description="Reads a query log (JSONL or TSV with a header; one row per search) in one pass, "
+        "normalises the query strings (Unicode NFKC, case, whitespace) and counts each distinct query, "
+        "splits the traffic into frequency bands, allocates --size across the strata (every combination of "
+        "the --by fields) in proportion to their traffic with --floor queries at least, and within a "
+        "stratum across the bands by traffic, the head's multiplied by --head-boost, then draws distinct "
+        "queries without replacement. Writes the queries file (with stratum fields, band, frequency and a "
+        "stable id) and its .draw.json sidecar with the allocation table.",
+    )
+    sample_parser.add_argument("log", metavar="LOG", help="the query log (JSONL or TSV).")
+    sample_parser.add_argument(
+        "--by",
+        required=True,
+        type=_fields,
+        metavar="FIELD[,FIELD...]",
+        help="the stratum fields of a row; 'band' is the frequency band embeval computes.",
+    )
+    sample_parser.add_argument(
+        "--size", required=True, type=_positive_int, metavar="N", help="queries to draw."
+    )
+    sample_parser.add_argument(
+        "--floor",
+        type=_nonnegative_int,
+        default=DEFAULT_FLOOR,
+        metavar="N",
+        help="queries at least per stratum, or all its distinct queries if it has fewer "
+        "(default %(default)s).",
+    )
+    sample_parser.add_argument(
+        "--bands",
+        type=_bands,
+        default=parse_bands(DEFAULT_BANDS),
+        metavar="NAME=SHARE,...",
+        help=f"the frequency bands by cumulative share of traffic, most frequent first; the rest is "
+        f"{TAIL!r} (default {DEFAULT_BANDS}).",
+    )
+    sample_parser.add_argument(
+        "--head-boost",
+        type=_boost,
+        default=1.0,
+        metavar="X",
+        help="multiply the first band's traffic by X when a stratum's queries are split across the bands "
+        "(default %(default)s: in proportion to traffic).",
+    )
+    sample_parser.add_argument(
+        "--text",
+        default=DEFAULT_TEXT_FIELD,
+        metavar="FIELD",
+        help="the field (JSONL key or TSV column) holding the query's text (default %(default)s).",
+    )
+    sample_parser.add_argument(
+        "--seed", type=_nonnegative_int, default=0, metavar="S", help="the draw's seed (default %(default)s)."
+    )
+    sample_parser.add_argument(
+        "--out", required=True, metavar="QUERIES.jsonl", help="the queries file to write (JSONL)."
+    )
+    sample_parser.add_argument("--force", action="store_true", help="overwrite --out and its sidecar.")
+    sample_parser.set_defaults(run=_sample)
+    _one_line_errors(sample_parser)
+
+    corpus_parser = commands.add_parser(
+        "corpus-sample",
+        help="draw a corpus sample in one pass: every judged document, and a uniform draw of the rest.",
+        description="One streaming pass over a corpus of any size (JSONL or TSV, as a golden set's corpus): "
+        "every document the --keep-judged qrels judge is kept, and the others are a uniform random draw "
+        "(reservoir sampling) up to --size documents in all, in corpus order. Refuses a size smaller than "
+        "the judged set, and reports judged documents missing from the corpus. Writes the sample and its "
+        ".draw.json sidecar (the corpus's sha256, the size, the seed), which the golden loader reads.",
+    )
+    corpus_parser.add_argument("corpus", metavar="CORPUS", help="the corpus (JSONL or TSV).")
+    corpus_parser.add_argument(
+        "--size", required=True, type=_positive_int, metavar="N", help="documents in the sample."
+    )
+    corpus_parser.add_argument(
+        "--keep-judged",
+        required=True,
+        metavar="QRELS",
+        help="the judgments (BEIR TSV or TREC qrels) whose documents the sample must hold.",
+    )
+    corpus_parser.add_argument(
+        "--seed", type=_nonnegative_int, default=0, metavar="S", help="the draw's seed (default %(default)s)."
+    )
+    corpus_parser.add_argument(
+        "--out", required=True, metavar="SAMPLE.jsonl", help="the sample to write, in the corpus's format."
+    )
+    corpus_parser.add_argument("--force", action="store_true", help="overwrite --out and its sidecar.")
+    corpus_parser.set_defaults(run=_corpus_sample)
+    _one_line_errors(corpus_parser)
