@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_embeval.files.atomic import write_atomic
-from pytest_embeval.golden.data_files import QRELS_HEADER
+from pytest_embeval.golden.qrels_files import QRELS_HEADER
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.llm_judge import is_model_judge
 from pytest_embeval.judging.pooling import Sheet, SheetError, SheetRow, pair_id
