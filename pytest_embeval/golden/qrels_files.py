@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_embeval.golden.data_files import GoldenError, first_line, is_integer, non_blank_lines, read_text
+from pytest_embeval.golden.schema import GoldenSet
 
 __all__ = [
     "COLUMN_ROLES",
@@ -34,6 +35,7 @@ __all__ = [
     "QrelsRead",
     "detect_qrels_format",
     "read_qrels",
+    "unjudged_problem",
 ]
 
 QRELS_HEADER = "query-id\tcorpus-id\tscore"
@@ -200,3 +202,27 @@ def _trec_rows(path: Path, lines: Iterator[tuple[int, str]]) -> Rows:
             continue  # a header row
         first_row = False
         yield number, columns[0], columns[2], columns[3]
+
+
+def unjudged_problem(golden: GoldenSet) -> GoldenError | None:
+    """The error for a golden set in which no query has a relevant judgment (a grade at the golden set's
+    ``relevance_level``), naming where the judgments are and what they hold; None when some query has one.
+
+    Such a set can decide nothing: every query scores NaN in both arms. It is still a golden set, before its
+    first judging session, so only the plugin refuses it, and not when its run pools for judges.
+    """
+    level = golden.relevance_level
+    if any(grade >= level for judged in golden.qrels.values() for grade in judged.values()):
+        return None
+    rows = sum(len(judged) for judged in golden.qrels.values())
+    if golden.qrels_path is None:
+        where, key, found = golden.path, "queries", f"{rows} judgments, none with grade >= {level}"
+    else:
+        where, key = golden.qrels_path, None
+        if rows:
+            found = f"{rows} rows, none with grade >= {level}"
+        elif golden.qrels_format == "beir" and first_line(read_text(golden.qrels_path)) is not None:
+            found = "its header only"
+        else:
+            found = "0 rows (the file is empty)"
+    return GoldenError(where, key, None, f"no query has a relevant judgment (grade >= {level}): {found}")

@@ -22,6 +22,7 @@ from pytest_embeval.cache.store import CacheStats
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.qrels_files import unjudged_problem
 from pytest_embeval.golden.schema import GoldenSet, Stratum
 from pytest_embeval.judging.provenance import golden_judgments
 from pytest_embeval.plugin.state import (
@@ -45,6 +46,10 @@ MISSING_MODEL = (
     "no {role} model: pass --embeval-{role} SPEC, set embeval_{role} in the ini file, "
     "or override the embeval_{role} fixture in conftest.py"
 )
+
+
+#: After the error of a golden set in which nothing is judged relevant: the run that gets it judged.
+UNJUDGED_HINT = "; nothing to compare (to pool its first judgments, run with --embeval-pool DIR)"
 
 
 class EmbevalFailure(Exception):
@@ -75,6 +80,10 @@ class GoldenFile(pytest.File):
         try:
             golden = load_golden(self.path)
             judgments = golden_judgments(golden)
+            unjudged = unjudged_problem(golden)
+            # A run that pools is how a golden set with nothing judged yet gets its first judgments.
+            if unjudged is not None and self.config.stash[STATE].settings.pool_dir is None:
+                raise GoldenError(unjudged.path, unjudged.key, None, unjudged.problem + UNJUDGED_HINT)
         except GoldenError as error:
             # Name the file as the user typed it, relative to where pytest was started.
             shown = os.path.relpath(error.path, self.config.invocation_params.dir)
