@@ -109,8 +109,8 @@ def embeval_candidate():
 """
 
 UNSUPPORTED_QRELS = (
-    "format: unsupported format: expected BEIR TSV (a header such as 'query-id<TAB>corpus-id<TAB>score') or TREC qrels "
-    "('qid iter docid rel', whitespace-separated), got GOT"
+    "format: unsupported format: expected BEIR TSV (a header such as 'query-id<TAB>corpus-id<TAB>score') or "
+    "TREC qrels ('qid iter docid rel', whitespace-separated), got GOT"
 )
 UNSUPPORTED_CORPUS = (
     'format: unsupported format: expected JSONL (one {"_id": ..., "text": ...} object per line) or TSV '

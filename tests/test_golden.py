@@ -26,8 +26,8 @@ from pytest_embeval.golden.schema import GoldenSet, IndexSpec, Stratum
 
 REPO = Path(__file__).resolve().parents[1]
 UNSUPPORTED_QRELS = (
-    "unsupported format: expected BEIR TSV (a header such as 'query-id<TAB>corpus-id<TAB>score') or TREC qrels "
-    "('qid iter docid rel', whitespace-separated), got GOT"
+    "unsupported format: expected BEIR TSV (a header such as 'query-id<TAB>corpus-id<TAB>score') or TREC "
+    "qrels ('qid iter docid rel', whitespace-separated), got GOT"
 )
 SHARED_DATA = REPO.parent / "shared" / "data"
 
@@ -1036,9 +1036,9 @@ ERROR_CASES = [
     pytest.param(
         BASE,
         {"qrels.tsv": QRELS.replace("query-id\tcorpus-id\tscore", "query\tdoc\tlabel")},
-        "{d}/qrels.tsv:1: header: expected 'query-id\\tcorpus-id\\tscore' or another spelling of its columns, "
-        "got 'query\\tdoc\\tlabel'; name them under 'qrels:' with {{path: FILE, columns: {{query: query, "
-        "document: doc, grade: label}}}}",
+        "{d}/qrels.tsv:1: header: expected 'query-id\\tcorpus-id\\tscore' or another spelling of its "
+        "columns, got 'query\\tdoc\\tlabel'; name them under 'qrels:' with {{path: FILE, columns: "
+        "{{query: query, document: doc, grade: label}}}}",
         id="qrels-bad-header",
     ),
     pytest.param(

@@ -68,7 +68,7 @@ def read_bytes(path: Path) -> bytes:
     with path.open("rb") as raw:
         try:
             return read(raw)
-        except (EOFError, OSError, *damaged) as error:
+        except (EOFError, OSError, *damaged) as error:  # type: ignore[misc]
             if isinstance(error, OSError) and error.errno is not None:
                 raise  # the file system's error, not the stream's
             problem = str(error) or type(error).__name__
@@ -91,7 +91,7 @@ def _reader(suffix: str) -> tuple[Callable[[BinaryIO], bytes], tuple[type[Except
     return lambda raw: _zstd_frames(raw, zstandard.ZstdDecompressor()), (zstandard.ZstdError,)
 
 
-def _chunks(stream: BinaryIO) -> bytes:
+def _chunks(stream: gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile) -> bytes:
     with stream:
         return b"".join(iter(lambda: stream.read(_CHUNK), b""))
 

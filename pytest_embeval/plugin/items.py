@@ -8,6 +8,8 @@ TIE passes and is reported under its own status by `session.SessionHooks.pytest_
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from pytest_embeval.arms.rerank import RerankError
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
 from pytest_embeval.cache.store import CacheStats
+from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.loader import load_golden
@@ -100,6 +103,22 @@ class GoldenFile(pytest.File):
             )
 
 
+#: The top-level keys of a golden file that hold its judgments.
+_JUDGMENT_KEY = re.compile(r"^[\"']?(qrels|beir|queries)[\"']?\s*:")
+
+
+def _judgments_line(path: Path) -> int:
+    """The line of the golden file that names its judgments (``qrels``, ``beir``, or inline ``queries``),
+    where a warning about them points; 1 when none is found."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    found: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        match = _JUDGMENT_KEY.match(line)
+        if match is not None:
+            found.setdefault(match.group(1), number)
+    return next((found[key] for key in ("qrels", "beir", "queries") if key in found), 1)
+
+
 def _check_stratum(request: pytest.FixtureRequest) -> None:
     """Run by pytest as the item's test function; `request` gives the item access to the model fixtures."""
     item = request.node
@@ -164,7 +183,23 @@ class StratumItem(pytest.Function):
     def _first_run(self, state: EmbevalState) -> GoldenRun | FailedRun:
         before = state.cache.stats() if state.cache is not None else CacheStats()
         try:
-            return self._run_golden(state)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", NoRelevantDocumentsWarning)
+                run = self._run_golden(state)
+            # Each arm's scoring warns alike about the queries without a relevant document: once here, as
+            # this golden set's warning, the other warnings as they came.
+            for message in dict.fromkeys(
+                str(w.message) if issubclass(w.category, NoRelevantDocumentsWarning) else w for w in caught
+            ):
+                if isinstance(message, str):
+                    where = os.path.relpath(self.path, self.config.invocation_params.dir)
+                    line = _judgments_line(self.path)
+                    warnings.warn_explicit(NoRelevantDocumentsWarning(message), None, where, line)
+                else:
+                    warnings.warn_explicit(
+                        message.message, message.category, message.filename, message.lineno
+                    )
+            return run
         except (ArmFault, RerankError, ControlMismatch, RecallTargetError) as error:
             record = error_record(self.golden, self.golden_path, error)
             self.stash[ITEM_ERROR] = record
@@ -182,8 +217,14 @@ class StratumItem(pytest.Function):
             golden = {**golden_record(self.run, self.golden_path), "judgments": self.judgments}
         outcomes = state.outcomes.get(self.golden_key)
         if outcomes is None:
-            # The strata of a file are decided as one family, so all of them are evaluated at once.
-            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run)}
+            # The strata of a file this session tests (``-k`` may deselect some) are decided as one family,
+            # so all of them are evaluated at once.
+            tested = {
+                item.stratum.name
+                for item in self.session.items
+                if isinstance(item, StratumItem) and item.golden_key == self.golden_key
+            }
+            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run, tested)}
             state.outcomes[self.golden_key] = outcomes
         outcome = outcomes[self.stratum.name]
         record = stratum_record(self.golden, self.golden_path, self.order, outcome)

@@ -47,6 +47,7 @@ from pytest_embeval.reports.terminal import (
     cache_lines,
     coverage_warning_lines,
     golden_table,
+    margin_warning_lines,
     textless_warning_lines,
 )
 from pytest_embeval.reports.trec_runs import file_stem, rerank_run, run_file_name, trec_run
@@ -285,6 +286,7 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
             reporter.write_line(line)
         for line in [
             *textless_warning_lines(record, TEXTLESS_SHOWN),
+            *margin_warning_lines(record),
             *coverage_warning_lines(record, report_path),
         ]:
             reporter.write_line(line, yellow=True)
