@@ -85,7 +85,7 @@ def detect_qrels_format(path: Path, text: str) -> str:
         return "trec"
     cells = first[1].split()
     fix = (
-        "; a three-column file needs a tab-separated header line naming its columns, such as "
+        "; a three-column file must be tab-separated, with a header line naming its columns, such as "
         f"{QRELS_HEADER.replace(chr(9), '<TAB>')!r}"
         if len(cells) == 3
         else ""

@@ -150,6 +150,8 @@ class SessionHooks:
         self.state = state
         #: whether the outputs were checked against the golden sets' inputs (by the xdist controller)
         self.inputs_checked = False
+        #: whether a golden file failed to collect (serially, or on an xdist worker)
+        self.golden_collection_failed = False
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -210,6 +212,15 @@ class SessionHooks:
         from pytest_embeval.plugin.items import release_golden_sets
 
         release_golden_sets(session.items, self.state)
+        # pytest interrupts a session whose collection failed (exit 2, "invalid golden file or data");
+        # pytest-xdist counts a worker's collection error as a failure (exit 1): the contract is pytest's.
+        if self.golden_collection_failed and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # On the xdist controller, called with the workers' failed collection reports.
+        if report.failed and report.nodeid.split("::", 1)[0].endswith((".yaml", ".yml")):
+            self.golden_collection_failed = True
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport
