@@ -22,7 +22,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import write_file
+from conftest import without_timings, write_file
 
 Golden = Callable[..., Path]
 Setup = Callable[[Path], None]
@@ -35,6 +35,7 @@ OK, FAILED, COLLECTION, USAGE, EMPTY = (
     pytest.ExitCode.NO_TESTS_COLLECTED,
 )
 GOOD = "fake_models:good"
+BAD = "fake_models:bad"
 #: A folder this process cannot create files in: read-only to root too.
 UNWRITABLE = "/sys" if os.geteuid() == 0 else "/proc"
 
@@ -1327,3 +1328,30 @@ def test_junit_xml_and_the_report_tell_a_regression_from_a_broken_model(
     assert [len(case.findall(other)) for case in cases] == [0, 0, 0]
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     assert (len(report["errors"]), len(report["golden_sets"])) == ((0, 1) if element == "failure" else (1, 0))
+
+
+def test_compressing_the_data_files_changes_nothing_in_the_report(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    """The control digests and every score come from the decompressed content: the reports of a golden set
+    with plain data files and of the same set with each file compressed are equal, timings aside."""
+    args = ["--embeval", "-p", "no:cacheprovider", "--embeval-incumbent=" + GOOD, "--embeval-candidate=" + BAD]
+    golden()
+    assert pytester.runpytest(*args, "--embeval-json=plain.json").ret == FAILED
+    for name, how, suffix in (
+        ("corpus.jsonl", gzip.compress, ".gz"),
+        ("queries.jsonl", lzma.compress, ".xz"),
+        ("qrels.tsv", bz2.compress, ".bz2"),
+    ):
+        compress(f"support/{name}", how, suffix)(pytester.path)
+    yaml_text = (pytester.path / "support.yaml").read_text(encoding="utf-8")
+    for name, suffix in (("corpus.jsonl", ".gz"), ("queries.jsonl", ".xz"), ("qrels.tsv", ".bz2")):
+        yaml_text = yaml_text.replace(f"support/{name}\n", f"support/{name}{suffix}\n")
+    (pytester.path / "support.yaml").write_text(yaml_text, encoding="utf-8")
+    assert pytester.runpytest(*args, "--embeval-json=compressed.json").ret == FAILED
+    plain, compressed = (
+        without_timings(json.loads((pytester.path / name).read_text(encoding="utf-8")))
+        for name in ("plain.json", "compressed.json")
+    )
+    assert compressed == plain
+    assert plain["golden_sets"][0]["strata"][0]["verdict"] == "WORSE"  # the data was read and scored
