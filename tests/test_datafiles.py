@@ -366,3 +366,16 @@ def test_a_record_line_is_read_as_json_loads_reads_it(
 def test_a_line_that_is_not_a_record_says_what_json_loads_says(line: str, message: str) -> None:
     with pytest.raises(GoldenError, match=f"^corpus.jsonl:7: {re.escape(message)}$"):
         datafiles._json_record(Path("corpus.jsonl"), 7, line)
+
+
+def test_merging_into_compressed_judgments_is_refused(tmp_path: Path) -> None:
+    import gzip
+
+    golden = golden_set(
+        tmp_path,
+        GOLDEN.replace("qrels: qrels.tsv", "qrels: qrels.tsv.gz"),
+        **{"qrels.tsv.gz": gzip.compress(QRELS_BEIR.encode("utf-8"))},
+    )
+    assert judgments(golden) == judgments(golden_set(tmp_path / "plain"))
+    with pytest.raises(ValueError, match=r"qrels.tsv.gz: the judgments are compressed \(.gz\)"):
+        qrels_file(golden)

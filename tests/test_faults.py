@@ -1335,7 +1335,13 @@ def test_compressing_the_data_files_changes_nothing_in_the_report(
 ) -> None:
     """The control digests and every score come from the decompressed content: the reports of a golden set
     with plain data files and of the same set with each file compressed are equal, timings aside."""
-    args = ["--embeval", "-p", "no:cacheprovider", "--embeval-incumbent=" + GOOD, "--embeval-candidate=" + BAD]
+    args = [
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-incumbent=" + GOOD,
+        "--embeval-candidate=" + BAD,
+    ]
     golden()
     assert pytester.runpytest(*args, "--embeval-json=plain.json").ret == FAILED
     for name, how, suffix in (
