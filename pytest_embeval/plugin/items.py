@@ -182,31 +182,32 @@ class StratumItem(pytest.Function):
 
     def _first_run(self, state: EmbevalState) -> GoldenRun | FailedRun:
         before = state.cache.stats() if state.cache is not None else CacheStats()
+        caught: list[warnings.WarningMessage] = []
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", NoRelevantDocumentsWarning)
-                run = self._run_golden(state)
-            # Each arm's scoring warns alike about the queries without a relevant document: once here, as
-            # this golden set's warning, the other warnings as they came.
-            for message in dict.fromkeys(
-                str(w.message) if issubclass(w.category, NoRelevantDocumentsWarning) else w for w in caught
-            ):
-                if isinstance(message, str):
-                    where = os.path.relpath(self.path, self.config.invocation_params.dir)
-                    line = _judgments_line(self.path)
-                    warnings.warn_explicit(NoRelevantDocumentsWarning(message), None, where, line)
-                else:
-                    warnings.warn_explicit(
-                        message.message, message.category, message.filename, message.lineno
-                    )
-            return run
+                return self._run_golden(state)
         except (ArmFault, RerankError, ControlMismatch, RecallTargetError) as error:
             record = error_record(self.golden, self.golden_path, error)
             self.stash[ITEM_ERROR] = record
             return FailedRun(self.nodeid, f"{self.golden.name}: {record['message']}")
         finally:
+            self._warn_once(caught)
             if state.cache is not None:
                 self._note_cache_use(state.cache.stats() - before)
+
+    def _warn_once(self, caught: Iterable[warnings.WarningMessage]) -> None:
+        """Each arm's scoring warns alike about the queries without a relevant document: that warning once,
+        as this golden set's, at the golden file's line naming its judgments; the others as they came."""
+        for message in dict.fromkeys(
+            str(w.message) if issubclass(w.category, NoRelevantDocumentsWarning) else w for w in caught
+        ):
+            if isinstance(message, str):
+                where = os.path.relpath(self.path, self.config.invocation_params.dir)
+                warning = NoRelevantDocumentsWarning(message)
+                warnings.warn_explicit(warning, None, where, _judgments_line(self.path))
+            else:
+                warnings.warn_explicit(message.message, message.category, message.filename, message.lineno)
 
     def check(self) -> None:
         assert self.run is not None  # set by setup
