@@ -17,11 +17,11 @@ from pytest_embeval.golden import data_files as datafiles
 from pytest_embeval.golden.data_files import (
     Document,
     GoldenError,
-    detect_qrels_format,
     read_documents,
     read_queries,
 )
 from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.qrels_files import detect_qrels_format
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.merging import qrels_file
 from pytest_embeval.run.pipeline import golden_control
@@ -136,6 +136,64 @@ def test_detection_reads_the_first_non_blank_line(tmp_path: Path) -> None:
     assert detect_qrels_format(path, "\n\nq1 0 d1 1\n") == "trec"
     with pytest.raises(GoldenError, match="unsupported format"):
         detect_qrels_format(path, "q1,d1,1\n")
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["qid\tdocid\trel", "query_id\tdoc_id\trelevance", "QID\tDocId\tScore", "rel\tqid\tdocid"],
+)
+def test_common_spellings_of_the_qrels_header_need_no_mapping(tmp_path: Path, header: str) -> None:
+    names = header.lower().split("\t")
+    order = [names.index(n) for n in names if n in ("qid", "query_id")] + [
+        names.index(n) for n in names if n in ("docid", "doc_id")
+    ]
+    grade = next(i for i, n in enumerate(names) if n in ("rel", "relevance", "score"))
+    rows = []
+    for i in range(4):
+        cells = ["", "", ""]
+        cells[order[0]], cells[order[1]], cells[grade] = f"q{i}", f"d{i}", "1"
+        rows.append("\t".join(cells) + "\n")
+    golden = golden_set(tmp_path, **{"qrels.tsv": header + "\n" + "".join(rows)})
+    assert golden.fingerprint() == golden_set(tmp_path / "beir").fingerprint()
+
+
+def test_a_columns_mapping_reads_a_header_of_other_names(tmp_path: Path) -> None:
+    qrels = "doc\tquery\tlabel\tnote\n" + "".join(f"d{i}\tq{i}\t1\tok\n" for i in range(4))
+    yaml_text = GOLDEN.replace(
+        "qrels: qrels.tsv", "qrels: {path: qrels.tsv, columns: {query: query, document: doc, grade: label}}"
+    )
+    golden = golden_set(tmp_path, yaml_text, **{"qrels.tsv": qrels})
+    assert golden.fingerprint() == golden_set(tmp_path / "beir").fingerprint()
+    with pytest.raises(GoldenError) as info:
+        golden_set(tmp_path, yaml_text.replace("grade: label", "grade: grade"), **{"qrels.tsv": qrels})
+    assert str(info.value).endswith(
+        "qrels.tsv:1: header: no column 'grade' (the file's columns: doc, query, label, note); see 'columns:'"
+    )
+    with pytest.raises(GoldenError) as info:
+        golden_set(tmp_path, yaml_text.replace("grade: label", "grade: query"), **{"qrels.tsv": qrels})
+    assert str(info.value).endswith("golden.yaml:3: qrels.columns.grade: same column as query: 'query'")
+
+
+def test_the_header_error_suggests_a_mapping_that_works(tmp_path: Path) -> None:
+    """The suggested fix, followed as written, reads the file."""
+    qrels = "topic\tpassage\tjudgement\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(4))
+    with pytest.raises(GoldenError) as info:
+        golden_set(tmp_path, **{"qrels.tsv": qrels})
+    suggested = str(info.value).split("name them under 'qrels:' with ")[1]
+    assert suggested == "{path: FILE, columns: {query: topic, document: passage, grade: judgement}}"
+    fixed = GOLDEN.replace("qrels: qrels.tsv", "qrels: " + suggested.replace("FILE", "qrels.tsv"))
+    assert golden_set(tmp_path, fixed, **{"qrels.tsv": qrels}).fingerprint() == (
+        golden_set(tmp_path / "beir").fingerprint()
+    )
+
+
+def test_a_headerless_three_column_file_is_told_to_add_the_header(tmp_path: Path) -> None:
+    with pytest.raises(GoldenError) as info:
+        golden_set(tmp_path, **{"qrels.tsv": "q0\td0\t1\n"})
+    assert str(info.value).endswith(
+        "qrels.tsv:1: header: expected a header line naming the columns, such as "
+        "'query-id\\tcorpus-id\\tscore', got 'q0\\td0\\t1'"
+    )
 
 
 def test_a_negative_grade_is_judged_not_relevant_as_trec_eval_reads_it(tmp_path: Path) -> None:
@@ -308,3 +366,16 @@ def test_a_record_line_is_read_as_json_loads_reads_it(
 def test_a_line_that_is_not_a_record_says_what_json_loads_says(line: str, message: str) -> None:
     with pytest.raises(GoldenError, match=f"^corpus.jsonl:7: {re.escape(message)}$"):
         datafiles._json_record(Path("corpus.jsonl"), 7, line)
+
+
+def test_merging_into_compressed_judgments_is_refused(tmp_path: Path) -> None:
+    import gzip
+
+    golden = golden_set(
+        tmp_path,
+        GOLDEN.replace("qrels: qrels.tsv", "qrels: qrels.tsv.gz"),
+        **{"qrels.tsv.gz": gzip.compress(QRELS_BEIR.encode("utf-8"))},
+    )
+    assert judgments(golden) == judgments(golden_set(tmp_path / "plain"))
+    with pytest.raises(ValueError, match=r"qrels.tsv.gz: the judgments are compressed \(.gz\)"):
+        qrels_file(golden)

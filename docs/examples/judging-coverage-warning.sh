@@ -6,7 +6,7 @@ mkdir -p sheets
 rm golden/support-hnsw.yaml
 printf 'query-id\tcorpus-id\tscore\n' > golden/support/qrels.tsv
 pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:minilm_arm --embeval-json incumbent.json \
-    -p no:cacheprovider >/dev/null || true
+    --embeval-pool sheets/first -p no:cacheprovider >/dev/null || true
 embeval pool golden/support.yaml --from-report incumbent.json --depth 20 --out sheets/incumbent.csv >/dev/null
 python "$REPO/docs/stand_in_judge.py" "$REPO/golden/support.yaml" --fill sheets/incumbent.csv --as ana \
     --out sheets/incumbent-graded.csv >/dev/null

@@ -24,9 +24,10 @@ from pytest_embeval.core.sampling import TAIL, band_names, parse_bands
 from pytest_embeval.core.text_table import table
 from pytest_embeval.files.atomic import write_atomic
 from pytest_embeval.golden.corpus_draw import draw_corpus
-from pytest_embeval.golden.data_files import GoldenError, judged_document_ids_in
+from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.data_sections import RESERVED_FIELDS
 from pytest_embeval.golden.draws import draw_path, draw_text
+from pytest_embeval.golden.qrels_files import judged_document_ids_in
 from pytest_embeval.golden.query_log import DEFAULT_TEXT_FIELD, QueryDraw, draw_queries, read_query_log
 
 __all__ = ["add_commands"]

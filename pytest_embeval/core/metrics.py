@@ -72,6 +72,8 @@ Run: TypeAlias = Mapping[str, Sequence[str]] | Mapping[str, Mapping[str, float]]
 Qrels: TypeAlias = Mapping[str, Mapping[str, int]]
 
 METRIC_NAMES: tuple[str, ...] = ("recall", "precision", "ndcg", "mrr", "map", "hit", "judged")
+#: The metrics whose every per-query score is in [0, 1] (all of them, so far: see `MetricSpec.bounds`).
+_UNIT_METRICS = frozenset(METRIC_NAMES)
 _ACCEPTED = (
     "expected one of recall@k, precision@k, ndcg@k, mrr@k, map@k, hit@k, judged@k with k a positive integer"
 )
@@ -104,6 +106,13 @@ class MetricSpec:
 
     def __str__(self) -> str:
         return f"{self.name}@{self.k}"
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """The least and greatest score a query can get, or None for a metric without bounds. Every metric
+        here is a share or a reciprocal rank, in [0, 1]: a difference of two means is then within (-1, 1),
+        so a margin of 1 or more could never be crossed."""
+        return (0.0, 1.0) if self.name in _UNIT_METRICS else None
 
 
 def parse_metric(text: str) -> MetricSpec:

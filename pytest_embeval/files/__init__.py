@@ -1,5 +1,5 @@
-"""Files every layer writes or hashes: atomic writes (`atomic`) and file digests remembered across runs
-(`digests`).
+"""Files every layer writes, hashes or reads: atomic writes (`atomic`), file digests remembered across runs
+(`digests`), and data files read through their compression (`compressed`).
 
 May import: ``core``.
 """

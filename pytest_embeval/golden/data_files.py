@@ -1,22 +1,20 @@
-"""A golden set's data files: documents and queries (JSONL or TSV), judgments (BEIR TSV or TREC qrels).
+"""A golden set's documents and queries files (JSONL or TSV), and what every data file reader shares: the
+`GoldenError`, reading a file's text (`read_text`), ids. The judgments' files are read by `qrels_files`.
 
 Every problem is a `GoldenError`, one line ``<path>[:<line>]: <key>: <problem>`` naming the data file, the
 line and the field or column. The YAML schema (`golden/loader.py`) decides which files to read and in which
 format; this module reads them. Formats are detected from the first non-blank line unless declared:
+``jsonl`` (one JSON object per line: ``{"_id": ..., "text": ..., "title": ...}``) when the line starts with
+``{``; ``tsv`` when it holds a tab. A TSV file is ``id<TAB>text`` (documents may add ``<TAB>title``), or has a
+header row naming its columns (``id``/``_id``, ``text``, ``title``; other columns of a query file are fields
+usable as strata).
 
-* documents and queries: ``jsonl`` (one JSON object per line: ``{"_id": ..., "text": ..., "title": ...}``)
-  when the line starts with ``{``; ``tsv`` when it holds a tab. A TSV file is ``id<TAB>text`` (documents may
-  add ``<TAB>title``), or has a header row naming its columns (``id``/``_id``, ``text``, ``title``; other
-  columns of a query file are fields usable as strata);
-* a query's ``frequency`` (a JSON key or a TSV column): how often it occurs in the traffic the golden set
-  stands for, a positive number, given for every query of the file or for none;
-* judgments: ``beir`` when the first line is the BEIR header ``query-id<TAB>corpus-id<TAB>score``; ``trec``
-  (``qid iter docid rel``, whitespace-separated, as trec_eval reads it) when it has four columns. A TREC file
-  may start with a header row (a first line whose fourth column is not an integer).
+A query's ``frequency`` (a JSON key or a TSV column) is how often it occurs in the traffic the golden set
+stands for, a positive number, given for every query of the file or for none.
 
-A negative grade is a judgment of "not relevant" (TREC's convention, e.g. Cranfield's -1) and is kept as 0,
-which is how trec_eval scores it. Blank lines are skipped; a UTF-8 byte order mark is accepted; lines may end
-in CRLF.
+Blank lines are skipped; a UTF-8 byte order mark is accepted; lines may end in CRLF. A file whose name ends in
+``.gz``, ``.bz2``, ``.xz`` or ``.zst`` is decompressed first (`files.compressed`): line numbers are those of
+the decompressed text.
 """
 
 from __future__ import annotations
@@ -33,26 +31,31 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from pytest_embeval.files.compressed import (
+    COMPRESSIONS,
+    CompressedFileError,
+    compression_of,
+    compression_of_bytes,
+    read_bytes,
+)
 from pytest_embeval.golden.filters import FieldReader, Filter, field_problem, filter_value
 
 __all__ = [
     "FREQUENCY",
-    "QRELS_FORMATS",
-    "QRELS_HEADER",
     "TEXT_FORMATS",
     "Document",
     "GoldenError",
     "Query",
     "check_frequencies",
-    "detect_qrels_format",
+    "first_line",
     "frequency_problem",
     "frequency_value",
     "id_problem",
+    "is_integer",
     "is_tsv_header",
     "json_object",
-    "judged_document_ids_in",
+    "non_blank_lines",
     "read_documents",
-    "read_qrels",
     "read_queries",
     "read_text",
     "record_id",
@@ -60,16 +63,10 @@ __all__ = [
     "stratum_value",
 ]
 
-QRELS_HEADER = "query-id\tcorpus-id\tscore"
-#: Formats of document and query files, and of judgment files.
+#: Formats of document and query files.
 TEXT_FORMATS = ("jsonl", "tsv")
-QRELS_FORMATS = ("beir", "trec")
 
 _ACCEPTED_TEXT = 'JSONL (one {{"_id": ..., "text": ...}} object per line) or TSV ({columns})'
-_ACCEPTED_QRELS = (
-    f"BEIR TSV (header {QRELS_HEADER.replace(chr(9), '<TAB>')!r}) or TREC qrels "
-    "('qid iter docid rel', whitespace-separated)"
-)
 #: Header names of the id column of a TSV file (compared in lower case).
 _ID_COLUMNS = frozenset({"_id", "id", "docid", "doc_id", "pid", "qid", "query_id", "query-id", "corpus-id"})
 
@@ -137,32 +134,41 @@ class Query:
 
 
 def read_text(path: Path) -> str:
+    """The file's text (UTF-8), decompressed first when its name says it is compressed (`compressed`): line
+    numbers and offsets in errors are those of the decompressed text."""
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except FileNotFoundError:
         raise GoldenError(path, None, None, f"file not found: {path.resolve()}") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise GoldenError(path, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except CompressedFileError as exc:
+        raise GoldenError(path, None, None, str(exc)) from None
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         problem = "is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8"
         raise GoldenError(path, None, 1, problem)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        compression = compression_of_bytes(data) if compression_of(path) is None else None
+        if compression is not None:
+            name = COMPRESSIONS[compression]
+            problem = f"is {name}-compressed: name it {path.name}{compression} to have it decompressed"
+            raise GoldenError(path, None, None, problem) from None
         line = data.count(b"\n", 0, exc.start) + 1
         problem = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         raise GoldenError(path, None, line, problem) from None
     return text.removeprefix("\ufeff")
 
 
-def _lines(text: str) -> Iterator[tuple[int, str]]:
+def non_blank_lines(text: str) -> Iterator[tuple[int, str]]:
     """Non-blank lines with their numbers, without a trailing CR."""
     for number, line in enumerate(text.split("\n"), start=1):
         if line and not line.isspace():
             yield number, line.removesuffix("\r")
 
 
-def _first_line(text: str) -> tuple[int, str] | None:
+def first_line(text: str) -> tuple[int, str] | None:
     """The first non-blank line and its number, found without splitting the whole text."""
     start, number = 0, 1
     while start < len(text):
@@ -260,7 +266,7 @@ def _duplicate(path: Path, kind: str, item_id: str, line: int, first_line: dict[
 def _text_format(path: Path, text: str, declared: str | None, columns: str) -> str:
     if declared is not None:
         return declared
-    first = _first_line(text)
+    first = first_line(text)
     if first is None or first[1].lstrip().startswith("{"):
         return "jsonl"
     if "\t" in first[1]:
@@ -364,7 +370,7 @@ class _Columns:
 
 
 def _tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, list[str], _Columns]]:
-    lines = _lines(text)
+    lines = non_blank_lines(text)
     first = next(lines, None)
     if first is None:
         return
@@ -536,81 +542,7 @@ def _check_query_text(path: Path, line: int, query_id: str, text: str) -> None:
         raise GoldenError(path, "text", line, f"query {query_id!r} has an empty text")
 
 
-def detect_qrels_format(path: Path, text: str) -> str:
-    """``beir`` or ``trec``, from the first non-blank line (a header-only or empty file is ``beir``)."""
-    first = _first_line(text)
-    if first is None or first[1] == QRELS_HEADER:
-        return "beir"
-    if len(first[1].split()) == 4:
-        return "trec"
-    declare = "declare it as {path: FILE, format: beir|trec}"
-    problem = f"unsupported format: expected {_ACCEPTED_QRELS}, got {first[1]!r}; {declare}"
-    raise GoldenError(path, "format", first[0], problem)
-
-
-def read_qrels(
-    path: Path,
-    qrels: dict[str, dict[str, int]],
-    document_ids: AbstractSet[str],
-    declared: str | None = None,
-) -> str:
-    """Add a qrels file's judgments to ``qrels`` (keyed by every known query); returns the file's format."""
-    text = read_text(path)
-    kind = declared or detect_qrels_format(path, text)
-    keys = ("query-id", "corpus-id", "score") if kind == "beir" else ("qid", "docid", "rel")
-    for number, query_id, doc_id, score in _qrels_rows(path, text, kind):
-        judged = qrels.get(query_id)
-        if judged is None:
-            raise GoldenError(path, keys[0], number, f"unknown query {query_id!r} (not in the queries)")
-        if doc_id not in document_ids:
-            raise GoldenError(path, keys[1], number, f"unknown document {doc_id!r} (not in the corpus)")
-        if not _is_integer(score):
-            raise GoldenError(path, keys[2], number, f"{score!r} is not an integer grade")
-        if doc_id in judged:  # each query's judgments start empty: judged before in this file
-            earlier = next(n for n, q, d, _ in _qrels_rows(path, text, kind) if (q, d) == (query_id, doc_id))
-            problem = f"duplicate judgment of query {query_id!r} and document {doc_id!r}"
-            raise GoldenError(path, keys[1], number, f"{problem} (first on line {earlier})")
-        judged[doc_id] = max(int(score), 0)
-    return kind
-
-
-def judged_document_ids_in(path: Path) -> frozenset[str]:
-    """Every document a qrels file (BEIR or TREC) judges, whatever its grade; `GoldenError` for a file the
-    golden loader would refuse to read as qrels."""
-    text = read_text(path)
-    return frozenset(doc_id for _, _, doc_id, _ in _qrels_rows(path, text, detect_qrels_format(path, text)))
-
-
-def _qrels_rows(path: Path, text: str, kind: str) -> Iterator[tuple[int, str, str, str]]:
-    """Each judgment line of a qrels file as (line number, query id, document id, grade text), the BEIR
-    header checked and a TREC file's header row skipped; `GoldenError` for a line of the wrong width."""
-    lines = _lines(text)
-    if kind == "beir":
-        first = next(lines, None)
-        if first is not None and first[1] != QRELS_HEADER:
-            problem = f"expected {QRELS_HEADER!r}, got {first[1]!r}"
-            raise GoldenError(path, "header", first[0], problem)
-        for number, line in lines:
-            columns = line.split("\t")
-            if len(columns) != 3:
-                problem = f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}"
-                raise GoldenError(path, None, number, problem)
-            yield number, columns[0], columns[1], columns[2]
-        return
-    first_row = True
-    for number, line in lines:
-        columns = line.split()
-        if len(columns) != 4:
-            problem = f"expected 4 whitespace-separated columns (qid iter docid rel), got {len(columns)}"
-            raise GoldenError(path, None, number, problem)
-        if first_row and not _is_integer(columns[3]):
-            first_row = False
-            continue  # a header row
-        first_row = False
-        yield number, columns[0], columns[2], columns[3]
-
-
-def _is_integer(text: str) -> bool:
+def is_integer(text: str) -> bool:
     """Whether ``text`` is an optional sign and ASCII digits (``[+-]?[0-9]+``), without a regular expression:
     a qrels file is checked once per line."""
     digits = text[1:] if text[:1] in ("+", "-") else text

@@ -15,7 +15,6 @@ import yaml
 
 from pytest_embeval.golden.data_files import (
     FREQUENCY,
-    QRELS_FORMATS,
     TEXT_FORMATS,
     Document,
     GoldenError,
@@ -25,7 +24,6 @@ from pytest_embeval.golden.data_files import (
     frequency_value,
     missing_stratum_problem,
     read_documents,
-    read_qrels,
     read_queries,
     stratum_type_problem,
     stratum_value,
@@ -33,6 +31,7 @@ from pytest_embeval.golden.data_files import (
 from pytest_embeval.golden.draws import read_draw
 from pytest_embeval.golden.filters import Filter, field_names, field_problem
 from pytest_embeval.golden.folding import FoldSpec
+from pytest_embeval.golden.qrels_files import COLUMN_ROLES, QRELS_FORMATS, QrelsColumns, QrelsRead, read_qrels
 from pytest_embeval.golden.schema import (
     DEFAULT_SPLIT,
     judged_document_ids,
@@ -58,7 +57,8 @@ class _Data:
     qrels: dict[str, dict[str, int]]
     split: str | None = None
     qrels_path: Path | None = None
-    qrels_format: str | None = None
+    #: what reading the qrels file found (None: inline judgments)
+    qrels_read: QrelsRead | None = None
     #: the draw sidecars of the corpus and queries files, by data key (`draws.read_draw`)
     draws: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
@@ -110,11 +110,45 @@ class DataReader(NodeReader):
         draws = _draws(corpus=corpus_file, queries=queries_file)
         if qrels_entry is None:
             return _Data(documents, queries, qrels, draws=draws)
-        qrels_file, qrels_format = self.data_file(qrels_entry[1], "qrels", QRELS_FORMATS)
+        qrels_node = qrels_entry[1]
+        qrels_file, qrels_format = self.data_file(qrels_node, "qrels", QRELS_FORMATS, ("columns",))
+        columns = self.qrels_columns(qrels_node)
         # A header-only file is a golden set before its first judging session (`embeval pool` starts
         # there); its queries score NaN and every stratum is below the floor.
-        found = read_qrels(qrels_file, qrels, judged_ids, qrels_format)
-        return _Data(documents, queries, qrels, qrels_path=qrels_file, qrels_format=found, draws=draws)
+        found = read_qrels(qrels_file, qrels, judged_ids, qrels_format, columns)
+        return _Data(documents, queries, qrels, qrels_path=qrels_file, qrels_read=found, draws=draws)
+
+    def qrels_columns(self, node: yaml.Node) -> QrelsColumns | None:
+        """``qrels: {path: FILE, columns: {query: qid, document: docid, grade: rel}}``: the header names of a
+        TSV file's columns, when they are not spellings the reader knows."""
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        entries = self.entries(node, "qrels")
+        if "columns" not in entries:
+            return None
+        key_node, columns_node = entries["columns"]
+        if "format" in entries and self.word(entries["format"][1], "qrels.format", "a format name") != "beir":
+            raise self.error(
+                key_node, "qrels.columns", "only applies to a TSV file with a header (format beir)"
+            )
+        names = self.entries(columns_node, "qrels.columns")
+        self.check_keys(names, COLUMN_ROLES, "qrels.columns")
+        values: dict[str, str] = {}
+        for role in COLUMN_ROLES:
+            if role not in names:
+                what = {"query": "the query ids'", "document": "the document ids'", "grade": "the grades'"}[
+                    role
+                ]
+                raise self.error(
+                    columns_node, f"qrels.columns.{role}", f"missing required key ({what} column)"
+                )
+            value_node = names[role][1]
+            value = self.word(value_node, f"qrels.columns.{role}", "a column name of the file's header")
+            same = next((other for other, name in values.items() if name.lower() == value.lower()), None)
+            if same is not None:
+                raise self.error(value_node, f"qrels.columns.{role}", f"same column as {same}: {value!r}")
+            values[role] = value
+        return QrelsColumns(**values)
 
     def documents(self, node: yaml.Node, key: str, documents: list[Document]) -> list[Document]:
         """The corpus as read, refusing one without a document to embed."""
@@ -170,7 +204,7 @@ class DataReader(NodeReader):
             qrels = {query.id: qrels[query.id] for query in queries}
         draws = _draws(corpus=corpus, queries=queries_file)
         return _Data(
-            documents, queries, qrels, split=split, qrels_path=qrels_file, qrels_format=found, draws=draws
+            documents, queries, qrels, split=split, qrels_path=qrels_file, qrels_read=found, draws=draws
         )
 
     def inline_queries(

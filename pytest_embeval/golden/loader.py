@@ -80,6 +80,7 @@ from pytest_embeval.golden.schema import (
     DEFAULT_TIES,
     HNSW_DEFAULTS,
     HNSW_RECALL_TARGET,
+    MAX_BOOTSTRAP,
     MIN_BOOTSTRAP,
     SCHEMA_VERSION,
     WEIGHTS,
@@ -197,13 +198,17 @@ class _GoldenLoader(DataReader):
         metric = self.metric(top["metric"][1], "metric")
         guards: dict[str, float] = setting("guards", self.guards, {})
         report: tuple[MetricSpec, ...] = setting("report", self.report, ())
-        tie_margin = setting("tie_margin", lambda node: self.margin(node, "tie_margin"), DEFAULT_TIE_MARGIN)
+        tie_margin = setting(
+            "tie_margin", lambda node: self.gate_margin(node, "tie_margin", metric), DEFAULT_TIE_MARGIN
+        )
         confidence = setting("confidence", self.confidence, DEFAULT_CONFIDENCE)
         min_queries = setting(
             "min_queries", lambda node: self.integer(node, "min_queries", 1), DEFAULT_MIN_QUERIES
         )
         bootstrap = setting(
-            "bootstrap", lambda node: self.integer(node, "bootstrap", MIN_BOOTSTRAP), DEFAULT_BOOTSTRAP
+            "bootstrap",
+            lambda node: self.integer(node, "bootstrap", MIN_BOOTSTRAP, MAX_BOOTSTRAP),
+            DEFAULT_BOOTSTRAP,
         )
         seed = setting("seed", lambda node: self.integer(node, "seed", 0), DEFAULT_SEED)
         index = setting("index", self.index, IndexSpec("exact"))
@@ -260,7 +265,7 @@ class _GoldenLoader(DataReader):
             textless=tuple(doc.id for doc in data.documents if not doc.has_text),
             split=data.split,
             qrels_path=data.qrels_path,
-            qrels_format=data.qrels_format,
+            qrels_format=None if data.qrels_read is None else data.qrels_read.format,
             draws=data.draws,
             fold=fold,
             rerank=rerank,
@@ -338,12 +343,27 @@ class _GoldenLoader(DataReader):
         lines: dict[str, int] = {}
         for name, (key_node, value_node) in self.entries(node, "guards").items():
             key = f"guards.{name}"
-            spec = str(self.metric(key_node, key))
+            metric = self.metric(key_node, key)
+            spec = str(metric)
             if spec in guards:
                 raise self.error(key_node, key, f"same metric as the guard on line {lines[spec]}")
-            guards[spec] = self.margin(value_node, key)
+            guards[spec] = self.gate_margin(value_node, key, metric)
             lines[spec] = node_line(key_node)
         return guards
+
+    def gate_margin(self, node: yaml.Node, key: str, metric: MetricSpec) -> float:
+        """A margin a Δ of ``metric`` must cross for a verdict: one no difference of two bounded means can
+        reach would turn the gate off without a word."""
+        margin = self.margin(node, key)
+        bounds = metric.bounds
+        if bounds is not None and margin >= bounds[1] - bounds[0]:
+            low, high = bounds
+            problem = (
+                f"must be below {high - low:g} for {metric}, whose scores are in [{low:g}, {high:g}] "
+                f"(no Δ can reach {margin:g}: no stratum could ever be WORSE), got {describe_node(node)}"
+            )
+            raise self.error(node, key, problem)
+        return margin
 
     def report(self, node: yaml.Node) -> tuple[MetricSpec, ...]:
         if not isinstance(node, yaml.SequenceNode):

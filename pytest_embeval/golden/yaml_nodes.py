@@ -139,10 +139,12 @@ class NodeReader:
             raise self.error(node, "confidence", problem)
         return value
 
-    def integer(self, node: yaml.Node, key: str, minimum: int) -> int:
+    def integer(self, node: yaml.Node, key: str, minimum: int, maximum: int | None = None) -> int:
         value = self.construct(node, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise self.error(node, key, f"must be an integer >= {minimum}, got {describe_node(node)}")
+        if maximum is not None and value > maximum:
+            raise self.error(node, key, f"must be an integer <= {maximum:,}, got {describe_node(node)}")
         return value
 
     def metric(self, node: yaml.Node, key: str) -> MetricSpec:
@@ -160,13 +162,15 @@ class NodeReader:
         path = Path(self.string(node, key))
         return path if path.is_absolute() else self.folder / path
 
-    def data_file(self, node: yaml.Node, key: str, formats: Sequence[str]) -> tuple[Path, str | None]:
-        """A data file named by a path, or by ``{path: FILE, format: F}`` declaring one of ``formats``; the
-        declared format is None when the file's first line is to tell."""
+    def data_file(
+        self, node: yaml.Node, key: str, formats: Sequence[str], more_keys: Sequence[str] = ()
+    ) -> tuple[Path, str | None]:
+        """A data file named by a path, or by ``{path: FILE, format: F}`` declaring one of ``formats`` (and
+        ``more_keys`` the caller reads); the declared format is None when the file's first line is to tell."""
         if not isinstance(node, yaml.MappingNode):
             return self.require(node, key, self.location(node, key)), None
         entries = self.entries(node, key)
-        self.check_keys(entries, _FILE_KEYS, key)
+        self.check_keys(entries, (*_FILE_KEYS, *more_keys), key)
         if "path" not in entries:
             raise self.error(node, f"{key}.path", "missing required key")
         declared = None

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_embeval.files.atomic import write_atomic
-from pytest_embeval.golden.data_files import QRELS_HEADER
+from pytest_embeval.files.compressed import compression_of
+from pytest_embeval.golden.qrels_files import QRELS_HEADER
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.llm_judge import is_model_judge
 from pytest_embeval.judging.pooling import Sheet, SheetError, SheetRow, pair_id
@@ -304,13 +305,19 @@ def qrels_file(golden: GoldenSet) -> Path:
     """The file the golden set's judgments come from (its ``qrels`` key, or the ``beir`` folder's split).
 
     Raises ``ValueError`` when the judgments are inline (``relevant:`` on each query): there is no file to
-    append to.
+    append to; and when the file is compressed: appending would write plain text into it.
     """
     if golden.qrels_path is None:
         raise ValueError(
             f"{golden.path}: the judgments are inline ('relevant:' on each query), so there is no qrels "
             f"file to append to; move them to a TSV file with the header {QRELS_HEADER!r} and name it under "
             "'qrels:'"
+        )
+    if compression_of(golden.qrels_path) is not None:
+        raise ValueError(
+            f"{golden.qrels_path}: the judgments are compressed ({golden.qrels_path.suffix}), and appending "
+            "to them would write plain text into the compressed file; decompress it and name the plain "
+            "file under 'qrels:'"
         )
     return golden.qrels_path
 

@@ -13,6 +13,7 @@ decision.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,11 +26,14 @@ from pytest_embeval.arms.rerank import RerankError
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
 from pytest_embeval.cache.store import CacheStats
+from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.decision_spec import CHANGE_TARGET, ROUTED
 from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.qrels_files import unjudged_problem
 from pytest_embeval.golden.schema import GoldenSet, Stratum
+from pytest_embeval.golden.yaml_nodes import declared_lines
 from pytest_embeval.judging.provenance import golden_judgments
 from pytest_embeval.plugin.state import (
     CACHE_PROPERTIES,
@@ -58,6 +62,10 @@ MISSING_MODEL = (
 
 #: The decision item's name: its node id is ``GOLDEN::decision``.
 DECISION_ITEM = "decision"
+
+
+#: After the error of a golden set in which nothing is judged relevant: the run that gets it judged.
+UNJUDGED_HINT = "; nothing to compare (to pool its first judgments, run with --embeval-pool DIR)"
 
 
 class EmbevalFailure(Exception):
@@ -89,6 +97,10 @@ class GoldenFile(pytest.File):
             golden = load_golden(self.path)
             # The day of the run, in UTC so that every xdist worker of a session ages them alike.
             judgments = golden_judgments(golden, today=datetime.now(timezone.utc).date())
+            unjudged = unjudged_problem(golden)
+            # A run that pools is how a golden set with nothing judged yet gets its first judgments.
+            if unjudged is not None and self.config.stash[STATE].settings.pool_dir is None:
+                raise GoldenError(unjudged.path, unjudged.key, None, unjudged.problem + UNJUDGED_HINT)
         except GoldenError as error:
             # Name the file as the user typed it, relative to where pytest was started.
             shown = os.path.relpath(error.path, self.config.invocation_params.dir)
@@ -113,6 +125,13 @@ class GoldenFile(pytest.File):
                 order=len(strata),
                 judgments=judgments,
             )
+
+
+def _judgments_line(path: Path) -> int:
+    """The line of the golden file that names its judgments (``qrels``, ``beir``, or inline ``queries``),
+    where a warning about them points; 1 when none is found."""
+    lines = declared_lines(path)
+    return next((lines[key] for key in ("qrels", "beir", "queries") if key in lines), 1)
 
 
 def _check_item(request: pytest.FixtureRequest) -> None:
@@ -174,15 +193,32 @@ class GoldenItem(pytest.Function):
 
     def _first_run(self, state: EmbevalState) -> GoldenRun | FailedRun:
         before = state.cache.stats() if state.cache is not None else CacheStats()
+        caught: list[warnings.WarningMessage] = []
         try:
-            return self._run_golden(state)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", NoRelevantDocumentsWarning)
+                return self._run_golden(state)
         except (ArmFault, RerankError, ControlMismatch, RecallTargetError) as error:
             record = error_record(self.golden, self.golden_path, error)
             self.stash[ITEM_ERROR] = record
             return FailedRun(self.nodeid, f"{self.golden.name}: {record['message']}")
         finally:
+            self._warn_once(caught)
             if state.cache is not None:
                 self._note_cache_use(state.cache.stats() - before)
+
+    def _warn_once(self, caught: Iterable[warnings.WarningMessage]) -> None:
+        """Each arm's scoring warns alike about the queries without a relevant document: that warning once,
+        as this golden set's, at the golden file's line naming its judgments; the others as they came."""
+        for message in dict.fromkeys(
+            str(w.message) if issubclass(w.category, NoRelevantDocumentsWarning) else w for w in caught
+        ):
+            if isinstance(message, str):
+                where = os.path.relpath(self.path, self.config.invocation_params.dir)
+                warning = NoRelevantDocumentsWarning(message)
+                warnings.warn_explicit(warning, None, where, _judgments_line(self.path))
+            else:
+                warnings.warn_explicit(message.message, message.category, message.filename, message.lineno)
 
     def check(self) -> None:
         raise NotImplementedError
@@ -202,8 +238,14 @@ class GoldenItem(pytest.Function):
         state = self.config.stash[STATE]
         outcomes = state.outcomes.get(self.golden_key)
         if outcomes is None:
-            # The strata of a file are decided as one family, so all of them are evaluated at once.
-            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run)}
+            # The strata of a file this session tests (``-k`` may deselect some) are decided as one family,
+            # so all of them are evaluated at once.
+            tested = {
+                item.stratum.name
+                for item in self.session.items
+                if isinstance(item, StratumItem) and item.golden_key == self.golden_key
+            }
+            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run, tested)}
             state.outcomes[self.golden_key] = outcomes
             if self.golden.decision is not None:
                 target = state.route_targets.get(self.golden_key)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_embeval.plugin.output_paths import clash, file_output_problem
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Settings:
@@ -38,6 +40,19 @@ class Settings:
     step_summary: Path | None = None
     html_path: Path | None = None
     plot_path: Path | None = None
+
+    def outputs(self) -> dict[str, tuple[str, Path]]:
+        """Every output asked for: the option (or variable) that names it -> (its value, its path)."""
+        named = {
+            "--embeval-json": self.json_path,
+            "--embeval-runs": self.runs_dir,
+            "--embeval-pool": self.pool_dir,
+            "--embeval-md": self.markdown_path,
+            "--embeval-html": self.html_path,
+            "--embeval-plot": self.plot_path,
+            f"${STEP_SUMMARY}": self.step_summary,
+        }
+        return {option: (str(path), path) for option, path in named.items() if path is not None}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -168,22 +183,38 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"--embeval-pool-depth must be between 1 and 100, got {pool_depth}")
     enabled = bool(config.getoption("--embeval"))
     reports = _report_outputs(config)
-    # Each output: what it is ("folder", or the file name a folder given for it could hold).
+
+    # Each output as given (a trailing '/' kept): what it is ("folder", or the file name a folder given for
+    # it could hold).
+    def given(option: str, path: Path | None) -> str | None:
+        return None if path is None else _nonempty(config.getoption(option))
+
     outputs = {
         "--embeval-json": (json_path, "embeval.json"),
         "--embeval-runs": (runs_dir, "folder"),
         "--embeval-pool": (pool_dir, "folder"),
-        "--embeval-md": (reports["markdown_path"], "embeval.md"),
-        "--embeval-html": (reports["html_path"], "embeval.html"),
-        "--embeval-plot": (reports["plot_path"], "forest.png"),
-        f"${STEP_SUMMARY}": (reports["step_summary"], "summary.md"),
+        "--embeval-md": (given("--embeval-md", reports["markdown_path"]), "embeval.md"),
+        "--embeval-html": (given("--embeval-html", reports["html_path"]), "embeval.html"),
+        "--embeval-plot": (given("--embeval-plot", reports["plot_path"]), "forest.png"),
+        f"${STEP_SUMMARY}": (
+            None if reports["step_summary"] is None else _nonempty(os.environ.get(STEP_SUMMARY)),
+            "summary.md",
+        ),
     }
+    cache_dir = _cache_dir(config)
     if enabled:
         for option, (value, kind) in outputs.items():
             if value:
-                problem = output_problem(Path(value), kind)
+                problem = (kind != "folder" and file_output_problem(str(value), kind)) or output_problem(
+                    Path(value), kind
+                )
                 if problem is not None:
                     raise pytest.UsageError(f"{option} {value}: {problem}")
+        written = {option: (str(value), Path(value)) for option, (value, _) in outputs.items() if value}
+        cache = {} if cache_dir is None else {cache_dir: "the embedding cache folder"}
+        problem = clash(written, folders=cache)
+        if problem is not None:
+            raise pytest.UsageError(problem)
     return Settings(
         enabled=enabled,
         incumbent=spec("incumbent"),
@@ -191,7 +222,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         json_path=Path(json_path) if json_path else None,
         runs_dir=Path(runs_dir) if runs_dir else None,
         progress=not config.getoption("--embeval-no-progress"),
-        cache_dir=_cache_dir(config),
+        cache_dir=cache_dir,
         pool_dir=Path(pool_dir) if pool_dir else None,
         pool_depth=pool_depth,
         **reports,

@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import os
 import sys
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,14 @@ from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.files.atomic import append_text, write_atomic
 from pytest_embeval.files.digests import remember_in
 from pytest_embeval.golden.decision_spec import PROCEED, ROUTED
+from pytest_embeval.golden.inputs import golden_inputs
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import TEXTLESS_SHOWN, GoldenSet
 from pytest_embeval.golden.yaml_nodes import declared_lines
+from pytest_embeval.judging.provenance import provenance_path
 from pytest_embeval.judging.rankings import rankings_from_record
 from pytest_embeval.plugin.options import Settings
+from pytest_embeval.plugin.output_paths import clash
 from pytest_embeval.plugin.state import (
     CACHE_PROPERTIES,
     ITEM_ERROR,
@@ -47,6 +50,7 @@ from pytest_embeval.reports.terminal import (
     cache_lines,
     coverage_warning_lines,
     golden_table,
+    margin_warning_lines,
     shelf_life_warning_lines,
     textless_warning_lines,
 )
@@ -78,6 +82,10 @@ def start(config: pytest.Config, settings: Settings) -> None:
                 state.unresolved[spec] = f"{where}: {error}"
             else:
                 raise pytest.UsageError(f"{where}: {error}") from None
+    if not hasattr(config, "workerinput"):  # the controller checked: a worker refusing would be restarted
+        problem = clash(settings.outputs(), folders=model_folders(state.arms))
+        if problem is not None:
+            raise pytest.UsageError(problem)
     config.stash[STATE] = state
     config.pluginmanager.register(SessionHooks(config, state), "embeval-session")
     # pytest-html is active when installed and writing a report (--html), which only its controller does.
@@ -103,6 +111,34 @@ def ready_arm(spec: str) -> Retriever:
     return arm
 
 
+def model_folders(arms: Mapping[Any, Retriever]) -> dict[Path, str]:
+    """The folders of the local models among ``arms`` (by spec), resolved, with what each is."""
+    folders: dict[Path, str] = {}
+    for arm in arms.values():
+        for part in _embedding_arms(arm):
+            folder = Path(part.spec)
+            with contextlib.suppress(OSError, ValueError):
+                if folder.is_dir():
+                    folders.setdefault(folder.resolve(), f"the model folder of {part.spec!r}")
+    return folders
+
+
+def input_clash(settings: Settings, golden_files: Iterable[Path], start: Path) -> str | None:
+    """Why an output would overwrite one of the golden files' inputs (`golden.inputs`; each named relative
+    to ``start``), or None."""
+    files: dict[Path, str] = {}
+    folders: dict[Path, str] = {}
+    for path in sorted(golden_files):
+        inputs = golden_inputs(path, os.path.relpath(path, start))
+        files.update(inputs.files)
+        folders.update(inputs.folders)
+        for qrels in inputs.qrels:
+            with contextlib.suppress(OSError, RuntimeError, ValueError):
+                sidecar = provenance_path(qrels).resolve()
+                files.setdefault(sidecar, f"the judgments' provenance of {inputs.golden}")
+    return clash(settings.outputs(), files, folders)
+
+
 def _embedding_arms(arm: Retriever) -> list[Arm]:
     """The embedding models an arm runs: itself, or a fused arm's parts', depth first."""
     if isinstance(arm, DenseRetriever):
@@ -116,6 +152,10 @@ class SessionHooks:
     def __init__(self, config: pytest.Config, state: EmbevalState) -> None:
         self.config = config
         self.state = state
+        #: whether the outputs were checked against the golden sets' inputs (by the xdist controller)
+        self.inputs_checked = False
+        #: whether a golden file failed to collect (serially, or on an xdist worker)
+        self.golden_collection_failed = False
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -142,11 +182,50 @@ class SessionHooks:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         forget_records(self.state, [] if reporter is None else reporter.stats.values())
 
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Serially: refuse an output naming an input of a collected golden set (exit 4), before any work."""
+        if hasattr(self.config, "workerinput"):  # the xdist controller checks, below
+            return
+        from pytest_embeval.plugin.items import StratumItem
+
+        golden_files = {item.path for item in items if isinstance(item, StratumItem)}
+        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        if problem is not None:
+            raise pytest.UsageError(problem)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: Sequence[str]) -> None:
+        """On the xdist controller, as the first worker's collection arrives and before anything is
+        scheduled: the same refusal, the golden files named by the collected items' ids."""
+        if self.inputs_checked:
+            return
+        self.inputs_checked = True
+        rootpath = self.config.rootpath
+        golden_files = {
+            Path(os.path.normpath(rootpath / nodeid.split("::", 1)[0]))
+            for nodeid in ids
+            if nodeid.split("::", 1)[0].endswith((".yaml", ".yml"))
+        }
+        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        if problem is not None:
+            # A UsageError raised here would be an internal error of xdist's loop: exit as pytest's does.
+            sys.stderr.write(f"ERROR: {problem}\n")
+            pytest.exit("usage error", returncode=pytest.ExitCode.USAGE_ERROR)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from pytest_embeval.plugin.items import release_golden_sets
 
         release_golden_sets(session.items, self.state)
+        # pytest interrupts a session whose collection failed (exit 2, "invalid golden file or data");
+        # pytest-xdist counts a worker's collection error as a failure (exit 1): the contract is pytest's.
+        if self.golden_collection_failed and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # On the xdist controller, called with the workers' failed collection reports.
+        if report.failed and report.nodeid.split("::", 1)[0].endswith((".yaml", ".yml")):
+            self.golden_collection_failed = True
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport
@@ -248,6 +327,7 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
             reporter.write_line(line)
         for line in [
             *textless_warning_lines(record, TEXTLESS_SHOWN),
+            *margin_warning_lines(record),
             *coverage_warning_lines(record, report_path),
             *shelf_life_warning_lines(record),
         ]:

@@ -240,6 +240,34 @@ def textless_warning_lines(golden: Mapping[str, Any], shown: int) -> list[str]:
     ]
 
 
+def margin_warning_lines(golden: Mapping[str, Any]) -> list[str]:
+    """A warning for each margin (``tie_margin``, a guard's) that no stratum's Δ can reach on this golden
+    set: when every query's score of the metric lies in [lo, hi] in both arms, a mean difference lies in
+    [-(hi - lo), hi - lo], so a margin beyond half that range's width makes WORSE impossible. Nothing is
+    said when every score is the same (the same model on both arms, say): there is no range to judge by."""
+    margins = {golden["metric"]: ("tie_margin", golden["tie_margin"])}
+    for metric, margin in golden.get("guards", {}).items():
+        margins.setdefault(metric, (f"guards.{metric}", margin))
+    lines = []
+    for metric, (key, margin) in margins.items():
+        scores = [
+            value
+            for query in golden["queries"]
+            for role in ROLES
+            if (value := query["scores"][role].get(metric)) is not None
+        ]
+        if not scores:
+            continue
+        low, high = min(scores), max(scores)
+        if low < high < low + margin:
+            lines.append(
+                f"embeval: WARNING: {golden['name']} ({golden['path']}): {key} {margin:g} is more than any "
+                f"Δ of {metric} can be here (every score is between {low:.3g} and {high:.3g}, so Δ stays "
+                f"within ±{high - low:.3g}): no stratum can be WORSE, the gate cannot fail"
+            )
+    return lines
+
+
 # ---------------------------------------------------------------- capacity and corpus slices
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -171,17 +171,18 @@ def _compare(
         )
 
 
-def evaluate_golden(run: GoldenRun) -> tuple[StratumOutcome, ...]:
-    """Every stratum's outcome, in `GoldenSet.strata` order, decided as one family.
+def evaluate_golden(run: GoldenRun, selected: Collection[str] | None = None) -> tuple[StratumOutcome, ...]:
+    """Every stratum's outcome (or the ``selected`` ones', by name: those the run tests, as ``-k`` chose
+    them), in `GoldenSet.strata` order, decided as one family.
 
-    The family is the strata with at least ``min_queries`` (and 2) pairs. With ``multiple_comparisons:
+    The family is the strata tested with at least ``min_queries`` (and 2) pairs. With ``multiple_comparisons:
     holm`` each member's primary bootstrap p-value (`PairedComparison.p_value`, which inverts its interval)
     is computed first; `verdict.family_levels` turns them into the level each member's intervals are then
     computed at, so that the intervals' verdicts are Holm's decisions. ``bonferroni`` needs no p-values;
     ``none`` decides every stratum at ``1 - confidence``.
     """
     golden = run.golden
-    strata = golden.strata()
+    strata = [stratum for stratum in golden.strata() if selected is None or stratum.name in selected]
     primary = str(golden.metric)
     p_values: list[float | None] = []
     for stratum in strata:
