@@ -426,9 +426,9 @@ def test_corpus_sample_bad_files(tmp_path: Path, embeval: Embeval) -> None:
     bad_qrels = _lines(tmp_path / "bad.tsv", "query-id\tcorpus-id")
     assert error(corpus, bad_qrels) == (
         2,
-        f"embeval corpus-sample: error: {bad_qrels}:1: format: unsupported format: expected BEIR TSV (header "
-        "'query-id<TAB>corpus-id<TAB>score') or TREC qrels ('qid iter docid rel', whitespace-separated), got "
-        "'query-id\\tcorpus-id'; declare it as {path: FILE, format: beir|trec}\n",
+        f"embeval corpus-sample: error: {bad_qrels}:1: format: unsupported format: expected BEIR TSV "
+        "(a header such as 'query-id<TAB>corpus-id<TAB>score') or TREC qrels ('qid iter docid rel', "
+        "whitespace-separated), got 'query-id\\tcorpus-id'\n",
     )
     assert error(corpus, tmp_path / "none.tsv")[1].endswith(
         f"none.tsv: file not found: {tmp_path / 'none.tsv'}\n"

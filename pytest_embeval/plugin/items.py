@@ -239,12 +239,15 @@ class GoldenItem(pytest.Function):
         outcomes = state.outcomes.get(self.golden_key)
         if outcomes is None:
             # The strata of a file this session tests (``-k`` may deselect some) are decided as one family,
-            # so all of them are evaluated at once.
-            tested = {
-                item.stratum.name
+            # so all of them are evaluated at once; its decision, when selected, rests on every stratum.
+            mine = [
+                item
                 for item in self.session.items
-                if isinstance(item, StratumItem) and item.golden_key == self.golden_key
-            }
+                if isinstance(item, GoldenItem) and item.golden_key == self.golden_key
+            ]
+            tested = None
+            if not any(isinstance(item, DecisionItem) for item in mine):
+                tested = {item.stratum.name for item in mine if isinstance(item, StratumItem)}
             outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run, tested)}
             state.outcomes[self.golden_key] = outcomes
             if self.golden.decision is not None:
