@@ -17,6 +17,7 @@ import numpy as np
 
 from pytest_embeval.arms.batching import Batching, completed, plan
 from pytest_embeval.arms.usage import TokenUsage
+from pytest_embeval.core.progress import step
 
 if TYPE_CHECKING:
     from pytest_embeval.arms.tokens import TokenCounter
@@ -117,9 +118,10 @@ class LazyEncoder:
         return self._encoder is not None
 
     def get(self) -> Encoder:
-        """The real encoder, loaded now if it was not yet."""
+        """The real encoder, loaded now if it was not yet (a progress step naming it)."""
         if self._encoder is None:
-            self._encoder = self._load()
+            with step(f"loading model {self.label}"):
+                self._encoder = self._load()
         return self._encoder
 
     def encode_query(self, texts: list[str]) -> np.ndarray | EncodedBatch:

@@ -7,6 +7,7 @@ TIE passes and is reported under its own status by `session.SessionHooks.pytest_
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from pytest_embeval.arms.rerank import RerankError
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
 from pytest_embeval.cache.store import CacheStats
+from pytest_embeval.core.progress import labelled, reporting
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.loader import load_golden
@@ -34,8 +36,8 @@ from pytest_embeval.plugin.state import (
     GoldenSetError,
     ItemRecords,
 )
+from pytest_embeval.plugin.terminal_progress import step_line
 from pytest_embeval.reports.json_report import Record, error_record, golden_record, stratum_record
-from pytest_embeval.reports.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.reports.terminal import stratum_failure
 from pytest_embeval.run.control import ControlMismatch
 from pytest_embeval.run.pipeline import ArmFault, GoldenRun, Role, run_golden
@@ -155,7 +157,8 @@ class StratumItem(pytest.Function):
     def _first_run(self, state: EmbevalState) -> GoldenRun | FailedRun:
         before = state.cache.stats() if state.cache is not None else CacheStats()
         try:
-            return self._run_golden(state)
+            with self._progress(state):
+                return self._run_golden(state)
         except (ArmFault, RerankError, ControlMismatch, RecallTargetError) as error:
             record = error_record(self.golden, self.golden_path, error)
             self.stash[ITEM_ERROR] = record
@@ -174,7 +177,8 @@ class StratumItem(pytest.Function):
         outcomes = state.outcomes.get(self.golden_key)
         if outcomes is None:
             # The strata of a file are decided as one family, so all of them are evaluated at once.
-            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run)}
+            with self._progress(state):
+                outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run)}
             state.outcomes[self.golden_key] = outcomes
         outcome = outcomes[self.stratum.name]
         record = stratum_record(self.golden, self.golden_path, self.order, outcome)
@@ -185,17 +189,13 @@ class StratumItem(pytest.Function):
     def _run_golden(self, state: EmbevalState) -> GoldenRun:
         request = self.funcargs["request"]
         assert isinstance(request, pytest.FixtureRequest)
-        incumbent = _arm(request, state, "incumbent")
-        candidate = _arm(request, state, "candidate")
+        # A fixture may build its model now (the demo's distils its candidate once): its steps are the arm's.
+        with labelled("incumbent"):
+            incumbent = _arm(request, state, "incumbent")
+        with labelled("candidate"):
+            candidate = _arm(request, state, "candidate")
         embedder: Embedder = state.cache.embed if state.cache is not None else embed
-        return run_golden(
-            self.golden,
-            incumbent,
-            candidate,
-            embedder=embedder,
-            progress=self._progress(state),
-            cache=state.cache,
-        )
+        return run_golden(self.golden, incumbent, candidate, embedder=embedder, cache=state.cache)
 
     def _note_cache_use(self, used: CacheStats) -> None:
         # User properties travel with the item's reports, to the xdist controller too: see cache_totals.
@@ -204,14 +204,12 @@ class StratumItem(pytest.Function):
             if value:
                 self.user_properties.append((name, value))
 
-    def _progress(self, state: EmbevalState) -> ProgressLine | None:
-        if not state.settings.progress or len(self.golden.documents) < PROGRESS_MIN_TEXTS:
-            return None
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None or capture is None:  # an xdist worker has no terminal
-            return None
-        return ProgressLine(self.golden.name, reporter, capture)
+    @contextlib.contextmanager
+    def _progress(self, state: EmbevalState) -> Iterator[None]:
+        """The steps taken inside, shown on the terminal as this golden set's progress line."""
+        line = step_line(self.config, self.golden.name, self.nodeid) if state.settings.progress else None
+        with line or contextlib.nullcontext(), reporting(line):
+            yield
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EmbevalFailure):

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from pytest_embeval.arms.rerank import RerankOutcome
+from pytest_embeval.core.progress import step
 from pytest_embeval.core.stats import (
     DegenerateComparisonWarning,
     PairedComparison,
@@ -147,28 +148,35 @@ def evaluate_golden(run: GoldenRun) -> tuple[StratumOutcome, ...]:
     """
     golden = run.golden
     strata = golden.strata()
-    primary = str(golden.metric)
-    floor = max(golden.min_queries, 2)
-    p_values: list[float | None] = []
-    for stratum in strata:
-        scores, rows, stage = _deciding(run, stratum)
-        incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
-        if int(np.count_nonzero(np.isfinite(incumbent) & np.isfinite(candidate))) < floor:
-            p_values.append(None)
-        elif golden.multiple_comparisons == "holm":
-            p_values.append(
-                _compare(golden, stratum, primary, incumbent, candidate, golden.confidence, stage).p_value
-            )
-        else:
-            p_values.append(0.0)  # a member; its p-value is not needed
-    # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
-    alpha = round(1.0 - golden.confidence, 12)
-    levels = family_levels(p_values, alpha=alpha, method=golden.multiple_comparisons)
-    size = sum(level is not None for level in levels)
-    return tuple(
-        evaluate_stratum(run, stratum, family=Family(golden.multiple_comparisons, size, level))
-        for stratum, level in zip(strata, levels, strict=True)
-    )
+    holm = golden.multiple_comparisons == "holm"
+    # A progress step counting the strata bootstrapped (twice each under holm), shown when it is long.
+    with step(f"bootstrap of {len(strata)} strata", total=len(strata) * (2 if holm else 1)) as advance:
+        primary = str(golden.metric)
+        floor = max(golden.min_queries, 2)
+        p_values: list[float | None] = []
+        for stratum in strata:
+            scores, rows, stage = _deciding(run, stratum)
+            incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
+            if int(np.count_nonzero(np.isfinite(incumbent) & np.isfinite(candidate))) < floor:
+                p_values.append(None)
+            elif holm:
+                p_values.append(
+                    _compare(golden, stratum, primary, incumbent, candidate, golden.confidence, stage).p_value
+                )
+            else:
+                p_values.append(0.0)  # a member; its p-value is not needed
+            if holm:
+                advance(len(p_values))
+        # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
+        alpha = round(1.0 - golden.confidence, 12)
+        levels = family_levels(p_values, alpha=alpha, method=golden.multiple_comparisons)
+        size = sum(level is not None for level in levels)
+        outcomes = []
+        for stratum, level in zip(strata, levels, strict=True):
+            family = Family(golden.multiple_comparisons, size, level)
+            outcomes.append(evaluate_stratum(run, stratum, family=family))
+            advance(len(outcomes) + (len(strata) if holm else 0))
+    return tuple(outcomes)
 
 
 Scores = tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]
