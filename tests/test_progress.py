@@ -293,9 +293,7 @@ def test_on_a_terminal_one_line_is_rewritten_in_place(slow_project: Path) -> Non
     states = [state.rstrip() for state in progress_lines[0].split("\r") if state.strip()]
     assert states[0] == "embeval support: incumbent loading model slow-model (1s)"
     assert "embeval support: incumbent loading model slow-model (2s)" in states
-    assert re.fullmatch(
-        r"embeval support: incumbent loading model slow-model, done in 2\.\d+s", states[-1]
-    )
+    assert re.fullmatch(r"embeval support: incumbent loading model slow-model, done in 2\.\d+s", states[-1])
     # pytest's line of results goes on under the file's name, after the progress line
     assert re.search(r"\nsupport\.yaml [.t]+ +\[100%\]\n", shown), shown
 
