@@ -9,6 +9,7 @@ results and gives it back (the file's name again) when the steps are over. Nothi
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import Any
 
@@ -46,15 +47,13 @@ class PytestTerminal:
             if not self.started:
                 self._break_line()
                 self.started = True
-            elif not self.tty:
-                self.reporter.write("\n")
             if self.tty:
                 # A line wider than the terminal would wrap, and only its last row be rewritten.
                 width = shutil.get_terminal_size().columns - 1
                 self.reporter.rewrite(text[:width], erase=True)
+                self.reporter.write("", flush=True)
             else:
-                self.reporter.write(text)
-            self.reporter.write("", flush=True)
+                self.reporter.write(f"{text}\n", flush=True)
 
     def _break_line(self) -> None:
         """Start on a line of its own: after the file's name and its results so far (``-q`` writes no
@@ -65,12 +64,13 @@ class PytestTerminal:
             self.reporter.write("\n")
 
     def close(self) -> None:
-        # Each line was written without its newline, so that pytest's own next line ends it.
         with self.capture.global_and_fixture_disabled():
-            verbosity = self.reporter.config.get_verbosity()
-            if verbosity == 0:
-                # The results of the file's next items go on under its name again.
-                self.reporter.write_fspath_result(self.nodeid, "")
-            elif verbosity < 0:
-                self.reporter.write("\n", flush=True)
-            # -v: pytest writes each item's id on a line of its own, after ending the current one.
+            if self.tty:
+                self.reporter.write("\n")
+            if self.reporter.config.get_verbosity() == 0:
+                # The results of the file's next items go on under its name again, as pytest writes it
+                # (with -q there is no name; with -v each item's id starts a line of its own).
+                path = self.reporter.config.rootpath / self.nodeid.split("::", 1)[0]
+                self.reporter.write(f"{os.path.relpath(path, self.reporter.startpath)} ")
+                self.reporter.currentfspath = path
+            self.reporter.write("", flush=True)
