@@ -29,8 +29,8 @@ class Recorder:
     def __init__(self) -> None:
         self.told: list[tuple[str, object]] = []
 
-    def begin(self, what: str, total: int | None = None) -> None:
-        self.told.append(("begin", (what, total)))
+    def begin(self, what: str, total: int | None = None, label: str = "") -> None:
+        self.told.append(("begin", (what, total, label)))
 
     def advance(self, done: int) -> None:
         self.told.append(("advance", done))
@@ -51,7 +51,7 @@ def test_steps_reach_whoever_reports_and_only_inside() -> None:
         advance(2)
     with steps.step("unheard again"):
         pass
-    assert recorder.told == [("begin", ("candidate loading model m", 3)), ("advance", 2), ("end", None)]
+    assert recorder.told == [("begin", ("loading model m", 3, "candidate")), ("advance", 2), ("end", None)]
 
 
 def test_a_step_ends_when_its_work_raises() -> None:
@@ -70,7 +70,7 @@ def test_a_counted_step_begins_with_its_first_count_and_one_never_counted_is_nev
             advance(64, 100)
             advance(100, 100)
     assert recorder.told == [
-        ("begin", ("encoding query texts", 100)),
+        ("begin", ("encoding query texts", 100, "")),
         ("advance", 64),
         ("advance", 100),
         ("end", None),
@@ -154,11 +154,11 @@ def test_a_counted_step_tells_its_rate_and_time_left() -> None:
 def test_nested_steps_show_the_step_they_are_in() -> None:
     line, terminal, clock = stepline(tty=False)
     with line:
-        line.begin("candidate building the demo model s once")
-        line.begin("1/2 distillation")
+        line.begin("building the demo model s once", label="candidate")
+        line.begin("1/2 distillation", label="candidate")
         clock.now = 1.0
         line.tick()
-        line.begin("encoding the vocabulary", 1_000)
+        line.begin("encoding the vocabulary", 1_000, label="candidate")
         line.advance(0)
         clock.now = 1.5
         line.advance(500)  # a short inner count: not shown on its own

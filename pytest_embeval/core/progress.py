@@ -27,9 +27,9 @@ class Progress(Protocol):
     """Who is told of the steps: ``begin`` and ``end`` pair up, innermost step last; ``advance`` counts
     in the innermost one."""
 
-    def begin(self, what: str, total: int | None = None) -> None:
-        """A step starts: ``what`` it does (``"incumbent loading model all-MiniLM-L6-v2"``), and the
-        things it counts, if it counts them."""
+    def begin(self, what: str, total: int | None = None, label: str = "") -> None:
+        """A step starts: ``what`` it does (``"loading model all-MiniLM-L6-v2"``), the things it counts,
+        if it counts them, and whose step it is (`labelled`: ``"incumbent"``, or ``""``)."""
         ...
 
     def advance(self, done: int) -> None:
@@ -65,11 +65,6 @@ def labelled(label: str) -> Iterator[None]:
         _LABEL.reset(token)
 
 
-def _named(what: str) -> str:
-    label = _LABEL.get()
-    return f"{label} {what}" if label else what
-
-
 @contextlib.contextmanager
 def step(what: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
     """One step, begun now and ended on leaving, even by an exception; yields ``advance(done)``."""
@@ -77,7 +72,7 @@ def step(what: str, total: int | None = None) -> Iterator[Callable[[int], None]]
     if progress is None:
         yield _ignore
         return
-    progress.begin(_named(what), total)
+    progress.begin(what, total, _LABEL.get())
     try:
         yield progress.advance
     finally:
@@ -98,7 +93,7 @@ def counting(what: str) -> Iterator[Callable[[int, int], None]]:
     def advance(done: int, total: int) -> None:
         nonlocal begun
         if not begun:
-            progress.begin(_named(what), total)
+            progress.begin(what, total, _LABEL.get())
             begun = True
         progress.advance(done)
 

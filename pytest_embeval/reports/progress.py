@@ -71,6 +71,7 @@ class _Step:
     what: str
     total: int | None
     started: float
+    label: str = ""
     done: int = 0
     #: (time, done) at the first count: the rate counts from it (the first batch's duration is unknown)
     first: tuple[float, int] | None = None
@@ -150,9 +151,9 @@ class StepLine:
         while not self._stop.wait(self.interval):
             self.tick()
 
-    def begin(self, what: str, total: int | None = None) -> None:
+    def begin(self, what: str, total: int | None = None, label: str = "") -> None:
         with self._lock:
-            self.steps.append(_Step(what, total, self.clock()))
+            self.steps.append(_Step(what, total, self.clock(), label))
             self._look(self.clock())
 
     def advance(self, done: int) -> None:
@@ -200,7 +201,11 @@ class StepLine:
             self._write(self._text(now), now)
 
     def _text(self, now: float, *, finished: bool = False) -> str:
-        parts = [f"{step.what}{step.counts(now, finished=finished)}" for step in self.steps]
+        parts = []
+        for outer, step in zip([None, *self.steps[:-1]], self.steps, strict=True):
+            # A label is said once: the steps nested in an arm's are the arm's too.
+            label = step.label if step.label and (outer is None or outer.label != step.label) else ""
+            parts.append(f"{label} {step.what}".lstrip() + step.counts(now, finished=finished))
         text = f"embeval {self.name}: " + ": ".join(parts)
         innermost = self.steps[-1]
         if innermost.total is None and not finished and now - innermost.started >= 1:
