@@ -65,9 +65,10 @@ class PytestTerminal:
 
     def close(self) -> None:
         with self.capture.global_and_fixture_disabled():
-            if self.tty:
+            verbosity = self.reporter.config.get_verbosity()
+            if self.tty and verbosity <= 0:  # with -v, pytest ends the line before each item's id
                 self.reporter.write("\n")
-            if self.reporter.config.get_verbosity() == 0:
+            if verbosity == 0:
                 # The results of the file's next items go on under its name again, as pytest writes it
                 # (with -q there is no name; with -v each item's id starts a line of its own).
                 path = self.reporter.config.rootpath / self.nodeid.split("::", 1)[0]
