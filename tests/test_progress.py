@@ -229,8 +229,11 @@ SLOW_MODEL = textwrap.dedent(
 )
 
 
-#: The step's last state: loaded, after the 2.6 s the slow model takes.
-DONE = r"embeval support: incumbent loading model slow-model, done in [23]\.\d+s"
+#: The model is loaded for the first batch of documents, inside their encoding step.
+LOADING = "embeval support: incumbent encoding document texts 0/60: loading model slow-model"
+#: The two steps' last states: loaded after the 2.6 s the slow model takes, then the documents encoded.
+LOADED = LOADING + r", done in [23]\.\d+s"
+ENCODED = r"embeval support: incumbent encoding document texts 60/60 \(\d+/s\), done in [23]\.\d+s"
 
 
 @pytest.fixture
@@ -291,9 +294,8 @@ def test_on_a_terminal_one_line_is_rewritten_in_place(slow_project: Path) -> Non
     progress_lines = [line for line in shown.split("\n") if "embeval support: " in line]
     assert len(progress_lines) == 1, shown  # every state of the step on one line of the terminal
     states = [state.rstrip() for state in progress_lines[0].split("\r") if state.strip()]
-    assert states[0] == "embeval support: incumbent loading model slow-model (1s)"
-    assert "embeval support: incumbent loading model slow-model (2s)" in states
-    assert re.fullmatch(r"embeval support: incumbent loading model slow-model, done in 2\.\d+s", states[-1])
+    assert states[:2] == [f"{LOADING} (1s)", f"{LOADING} (2s)"]
+    assert re.fullmatch(LOADED, states[2]) and re.fullmatch(ENCODED, states[3]) and len(states) == 4
     # pytest's line of results goes on under the file's name, after the progress line
     assert re.search(r"\nsupport\.yaml [.t]+ +\[100%\]\n", shown), shown
 
@@ -305,12 +307,10 @@ def test_in_a_ci_log_each_state_is_a_line_of_its_own(slow_project: Path) -> None
     assert done.returncode == 0, done.stdout
     assert "\r" not in done.stdout
     lines = done.stdout.splitlines()
-    start = lines.index("embeval support: incumbent loading model slow-model (1s)")
+    start = lines.index(f"{LOADING} (1s)")
     assert lines[start - 1] == "support.yaml "
-    assert re.fullmatch(
-        r"embeval support: incumbent loading model slow-model, done in 2\.\d+s", lines[start + 1]
-    )
-    assert re.fullmatch(r"support\.yaml [.t]+ +\[100%\]", lines[start + 2])
+    assert re.fullmatch(LOADED, lines[start + 1]) and re.fullmatch(ENCODED, lines[start + 2])
+    assert re.fullmatch(r"support\.yaml [.t]+ +\[100%\]", lines[start + 3])
 
 
 @pytest.mark.parametrize("quiet", [["-q", "-q"], ["--embeval-no-progress"], ["-n", "2"]])
