@@ -11,4 +11,5 @@ echo '$ python -m pytest --embeval golden/'
 sed -n '1,/^ *[0-9.]*s  golden\/support\.yaml /p' ../run.txt
 echo '...'
 tail -n 4 ../run.txt
-shown 'du -sh .embeval_cache/models .embeval_cache'
+show du -sh .embeval_cache
+show du -sh .embeval_cache/models
