@@ -1,8 +1,8 @@
 """The pytest side: this module is the ``pytest11`` entry point and holds only the hooks and fixtures;
 everything else lives in the modules they delegate to: every option and ini key resolved once into
 `options.Settings`, the golden file's collector and stratum items (`items`), the session's state
-(`state`) and the hooks that need it, merging xdist records and writing every output (`session`), and
-pytest-html's section (`pytest_html`).
+(`state`) and the hooks that need it, merging xdist records and writing every output (`session`), the
+progress line on pytest's terminal (`terminal_progress`), and pytest-html's section (`pytest_html`).
 
 May import: everything below it (``reports``, ``judging``, ``cache``, ``run``, ``arms``, ``search``,
 ``golden``, ``files``, ``core``); never ``cli``.
