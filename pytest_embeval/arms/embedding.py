@@ -199,8 +199,9 @@ def embed(
     one ``encode`` call), so a batch pads to similar lengths: in corpus order, batches of mixed lengths made
     MiniLM 13 % slower on nfcorpus. An encoder with a ``batching`` attribute (`batching.Batching`, e.g. an
     endpoint's) is called as that says instead: by count and token budget, several calls at once.
-    ``progress(done, total)`` comes before the first batch and after each, and ``on_batch`` gets each batch whose vectors are all
-    valid as soon as it returns (the embedding cache stores it then, so an interrupted run keeps it). The
+    ``progress(done, total)`` comes before the first batch and after each, and ``on_batch`` gets each batch
+    whose vectors are all valid as soon as it returns (the embedding cache stores it then, so an interrupted
+    run keeps it). The
     output is validated (2-D, one row per text, one dimension for all batches, finite, no zero vector) and
     any problem raises :class:`EncoderError` naming ``role`` (e.g. "candidate"), the spec and the kind. No
     texts: an empty ``(0, 0)`` array, without calling the model.
