@@ -102,7 +102,9 @@ small_golden_set() {
 #: Numbers that change from run to run on the same code: durations, rates, pytest's (h:mm:ss).
 _TIMING = re.compile(r"\d[\d,]*(\.\d+)?(\s?(s|ms|µs|min|texts/s|/s)\b|s\)| seconds)|\(\d+:\d\d:\d\d\)")
 #: Progress lines, printed every few seconds: how many a run prints depends on the machine's speed.
-_PROGRESS = re.compile(r"^embeval [^\n]*: \w+ (encoding|embedding|building)[^\n]*\n", re.MULTILINE)
+_PROGRESS = re.compile(
+    r"^embeval [^\n]*: (\w+ )?(encoding|embedding|building|loading|bootstrap)\b[^\n]*\n", re.MULTILINE
+)
 #: A script line ``# not checked: REASON`` keeps the example out of ``--check`` (its output is not a
 #: function of the code alone: a killed process, a server's own timing).
 _NOT_CHECKED = re.compile(r"^# not checked: (.+)$", re.MULTILINE)

@@ -34,6 +34,19 @@ _load_the_http_client()
 
 FAKE_MODELS = Path(__file__).with_name("fake_models.py")
 
+#: The public IR collections beside the repository (``../shared/data``), never inside it.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def shared_collection(name: str) -> Path:
+    """The folder of collection ``name`` under `SHARED_DATA`; the calling test is skipped, saying so, where
+    it is missing (a fresh clone has no ``../shared``)."""
+    folder = SHARED_DATA / name
+    if not (folder / "corpus.jsonl").is_file():
+        pytest.skip(f"needs ../shared/data/{name} beside the repository (the public collections)")
+    return folder
+
+
 #: Query i of each language is "<language> <i>"; its one relevant document is "doc <i>".
 LANGUAGES = {"en": range(0, 24), "es": range(24, 48)}
 DOCUMENTS = 60

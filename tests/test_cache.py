@@ -285,7 +285,7 @@ def test_progress_counts_the_missing_texts_batch_by_batch(tmp_path: Path) -> Non
     cache.embed(arm, TEXTS[:10], "document")
     calls: list[tuple[int, int]] = []
     vectors = cache.embed(arm, TEXTS, "document", progress=lambda *call: calls.append(call))
-    assert calls == [(64, 140), (128, 140), (140, 140)]
+    assert calls == [(0, 140), (64, 140), (128, 140), (140, 140)]
     np.testing.assert_array_equal(vectors, embed(arm, TEXTS, "document"))
 
 

@@ -70,6 +70,23 @@ def test_help_lists_every_command(embeval: Callable[..., Result]) -> None:
     assert status == 2 and "the following arguments are required: COMMAND" in err
 
 
+def test_every_commands_help_renders_without_a_literal_percent_sign_or_a_traceback(
+    embeval: Callable[..., Result],
+) -> None:
+    import argparse
+
+    from pytest_embeval.cli.embeval import _parser
+
+    (subcommands,) = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert {"plan", "embed", "judge"} <= set(subcommands.choices)
+    for command in ["", *subcommands.choices]:
+        status, out, err = embeval(*([command] if command else []), "--help")
+        assert status == 0 and out.startswith("usage: embeval"), (command, err)
+        assert "%%" not in out and "Traceback" not in out + err, (command, out)
+    assert "80% power" in embeval("plan", "--help")[1]
+    assert "b % N + 1" in " ".join(embeval("embed", "--help")[1].split())
+
+
 # ------------------------------------------------------------------------------------------------- pool
 
 

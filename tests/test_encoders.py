@@ -259,7 +259,7 @@ def test_embed_batches_and_reports_progress() -> None:
         resolve_model(encoder), [f"t{i}" for i in range(150)], "query", progress=lambda *a: calls.append(a)
     )
     assert encoder.calls == [64, 64, 22]
-    assert calls == [(64, 150), (128, 150), (150, 150)]
+    assert calls == [(0, 150), (64, 150), (128, 150), (150, 150)]
     assert vectors.shape == (150, DIM)
     one_batch = embed(resolve_model(HashBow()), [f"t{i}" for i in range(150)], "query", batch_size=150)
     np.testing.assert_array_equal(vectors, one_batch)

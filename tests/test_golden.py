@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import pytest_embeval.golden.data_sections as golden_module
+from conftest import shared_collection
 from pytest_embeval.core.canonical import KeyedTexts
 from pytest_embeval.core.metrics import MetricSpec, parse_metric
 from pytest_embeval.golden.data_files import Document, GoldenError, Query
@@ -29,7 +30,6 @@ UNSUPPORTED_QRELS = (
     "unsupported format: expected BEIR TSV (a header such as 'query-id<TAB>corpus-id<TAB>score') or TREC "
     "qrels ('qid iter docid rel', whitespace-separated), got GOT"
 )
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 CORPUS = (
     '{"_id": "d1", "text": "alpha text"}\n'
@@ -281,9 +281,7 @@ def _source_counts(folder: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("collection", ["adi", "medline", "nfcorpus-preprocessed", "vaswani"])
 def test_shared_collections_load(tmp_path: Path, collection: str) -> None:
-    folder = SHARED_DATA / collection
-    if not (folder / "corpus.jsonl").is_file():
-        pytest.skip(f"{folder} is not available (it lives outside the repository)")
+    folder = shared_collection(collection)
     golden = load_golden(write_set(tmp_path, f"beir: {folder}\nmetric: ndcg@10\n", {}))
     counts = _source_counts(folder)
     assert len(golden.documents) == counts["docs"]

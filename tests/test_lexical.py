@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from test_pipeline import make_golden
 
+from conftest import shared_collection
 from pytest_embeval.arms.bm25 import bm25_arm
 from pytest_embeval.arms.embedding import EncoderError
 from pytest_embeval.arms.resolve import resolve_arm
@@ -22,9 +23,6 @@ from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.reports.contents import settings_table
 from pytest_embeval.reports.json_report import golden_record
 from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
-
-#: The public collections, beside the repository (../shared/data); the tests that read them skip without them.
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 TINY = {
     "d1": "apple banana",
@@ -211,15 +209,13 @@ def _mean_ndcg10(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) ->
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not (SHARED / "vaswani").is_dir(), reason="needs ../shared/data/vaswani beside the repository"
-)
 def test_bm25_on_vaswani_is_within_0_01_of_bm25s_itself(tmp_path: Path) -> None:
+    vaswani = shared_collection("vaswani")
     bm25s = pytest.importorskip("bm25s")
     from pytest_embeval.golden.loader import load_golden
 
     yaml_file = tmp_path / "vaswani.yaml"
-    yaml_file.write_text(f"beir: {SHARED / 'vaswani'}\nmetric: ndcg@10\n", encoding="utf-8")
+    yaml_file.write_text(f"beir: {vaswani}\nmetric: ndcg@10\n", encoding="utf-8")
     golden = load_golden(yaml_file)
     result = run_arm(golden, "bm25", "candidate")
     ours = float(np.nanmean(result.per_query["ndcg@10"]))

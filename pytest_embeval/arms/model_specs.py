@@ -25,6 +25,7 @@ from pytest_embeval.arms.sentence_transformer import (
     load_model,
     sentence_transformer_arm,
 )
+from pytest_embeval.core.progress import step
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -73,7 +74,8 @@ def _resolve_string(raw: str) -> Arm:
         return sentence_transformer_arm(folder, name=spec)
     if _names_a_path(spec):
         raise EncoderError(f"model spec {spec!r}: no such model folder: {os.path.abspath(folder)}")
-    model = load_model(spec)
+    with step(f"loading model {spec}"):
+        model = load_model(spec)
     return arm_from_model(model, spec=spec, name=spec, source=None)
 
 

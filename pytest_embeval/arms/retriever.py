@@ -44,8 +44,6 @@ __all__ = [
 ]
 
 
-#: progress(role, kind, done, total) while an arm encodes.
-Progress = Callable[[str, str, int, int], None]
 #: embed(arm, texts, kind, progress=..., role=...) -> unit vectors; injected so the plugin can cache.
 Embedder = Callable[..., np.ndarray]
 
@@ -82,17 +80,10 @@ class RetrievalTask:
     seed: int
     role: str
     embedder: Embedder = embed
-    progress: Progress | None = None
     #: time the encoder and measure the arm's capacity (the golden set declares ``production``)
     measure: bool = False
     #: where HNSW graphs built over the same vectors are kept and found (None: built every time)
     graphs: GraphStore | None = None
-
-    def reporter(self, kind: str) -> Callable[[int, int], None] | None:
-        progress, role = self.progress, self.role
-        if progress is None:
-            return None
-        return lambda done, total: progress(role, kind, done, total)
 
     def allowed_for(self, rows: np.ndarray) -> Allowed | None:
         return None if self.allowed is None else self.allowed.select(rows)

@@ -226,7 +226,7 @@ def add_commands(commands: Any) -> None:
         help="fill the embedding cache with a golden set's texts for a model, in shards, without comparing.",
         description="Embed the texts a model embeds in `pytest --embeval GOLDEN.yaml` (the documents of the "
         "corpus it searches, then the queries), in blocks of 4,096 texts; with --shard I/N only the blocks "
-        "of shard I of N (block b is in shard b %% N + 1), so N processes or machines can fill one shared "
+        "of shard I of N (block b is in shard b % N + 1), so N processes or machines can fill one shared "
         "cache folder at once. Blocks already cached are skipped, an interrupted block is finished: run it "
         "again after a failure. The packs do not depend on the sharding.",
     )

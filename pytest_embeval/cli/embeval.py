@@ -512,7 +512,7 @@ def _parser() -> argparse.ArgumentParser:
     plan_parser = commands.add_parser(
         "plan",
         help="per stratum: n, the minimum detectable effect and the queries needed to resolve the margin.",
-        description="At the golden set's confidence and 80%% power: the minimum detectable effect with the "
+        description="At the golden set's confidence and 80% power: the minimum detectable effect with the "
         "current n (queries with a relevant judgment), and the queries needed to detect a difference of "
         "tie_margin. The paired standard deviation is --sd, or each stratum's observed one from a report.",
     )

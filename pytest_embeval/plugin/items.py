@@ -12,6 +12,7 @@ decision.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,7 @@ from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
 from pytest_embeval.cache.store import CacheStats
 from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
+from pytest_embeval.core.progress import labelled, reporting
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.decision_spec import CHANGE_TARGET, ROUTED
@@ -45,9 +47,9 @@ from pytest_embeval.plugin.state import (
     GoldenSetError,
     ItemRecords,
 )
+from pytest_embeval.plugin.terminal_progress import step_line
 from pytest_embeval.reports.decision_report import decision_properties, decision_record, stratum_properties
 from pytest_embeval.reports.json_report import Record, error_record, golden_record, stratum_record
-from pytest_embeval.reports.progress import PROGRESS_MIN_TEXTS, ProgressLine
 from pytest_embeval.reports.terminal import decision_failure, stratum_failure
 from pytest_embeval.run.control import ControlMismatch
 from pytest_embeval.run.decision import DecisionOutcome, decide_run, route_target
@@ -195,7 +197,7 @@ class GoldenItem(pytest.Function):
         before = state.cache.stats() if state.cache is not None else CacheStats()
         caught: list[warnings.WarningMessage] = []
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as caught, self._progress(state):
                 warnings.simplefilter("always", NoRelevantDocumentsWarning)
                 return self._run_golden(state)
         except (ArmFault, RerankError, ControlMismatch, RecallTargetError) as error:
@@ -248,7 +250,8 @@ class GoldenItem(pytest.Function):
             tested = None
             if not any(isinstance(item, DecisionItem) for item in mine):
                 tested = {item.stratum.name for item in mine if isinstance(item, StratumItem)}
-            outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run, tested)}
+            with self._progress(state):
+                outcomes = {outcome.stratum.name: outcome for outcome in evaluate_golden(self.run, tested)}
             state.outcomes[self.golden_key] = outcomes
             if self.golden.decision is not None:
                 target = state.route_targets.get(self.golden_key)
@@ -258,15 +261,15 @@ class GoldenItem(pytest.Function):
     def _run_golden(self, state: EmbevalState) -> GoldenRun:
         request = self.funcargs["request"]
         assert isinstance(request, pytest.FixtureRequest)
-        incumbent = _arm(request, state, "incumbent")
-        candidate = _arm(request, state, "candidate")
+        # A fixture may build its model now (the demo's distils its candidate once): its steps are the arm's.
+        with labelled("incumbent"):
+            incumbent = _arm(request, state, "incumbent")
+        with labelled("candidate"):
+            candidate = _arm(request, state, "candidate")
         embedder: Embedder = state.cache.embed if state.cache is not None else embed
-        progress = self._progress(state)
-        run = run_golden(
-            self.golden, incumbent, candidate, embedder=embedder, progress=progress, cache=state.cache
-        )
+        run = run_golden(self.golden, incumbent, candidate, embedder=embedder, cache=state.cache)
         # The route's own arm (``decision.route.to``) runs here too, so that its faults are the items' errors.
-        target = route_target(run, incumbent, candidate, embedder=embedder, progress=progress)
+        target = route_target(run, incumbent, candidate, embedder=embedder)
         if target is not None:
             state.route_targets[self.golden_key] = target
         return run
@@ -278,14 +281,12 @@ class GoldenItem(pytest.Function):
             if value:
                 self.user_properties.append((name, value))
 
-    def _progress(self, state: EmbevalState) -> ProgressLine | None:
-        if not state.settings.progress or len(self.golden.documents) < PROGRESS_MIN_TEXTS:
-            return None
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None or capture is None:  # an xdist worker has no terminal
-            return None
-        return ProgressLine(self.golden.name, reporter, capture)
+    @contextlib.contextmanager
+    def _progress(self, state: EmbevalState) -> Iterator[None]:
+        """The steps taken inside, shown on the terminal as this golden set's progress line."""
+        line = step_line(self.config, self.golden.name, self.nodeid) if state.settings.progress else None
+        with line or contextlib.nullcontext(), reporting(line):
+            yield
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EmbevalFailure):

@@ -92,7 +92,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--embeval-no-progress",
         action="store_true",
         default=False,
-        help="do not print progress while encoding long corpora.",
+        help="do not print progress lines while models load, texts are encoded and graphs built.",
     )
     group.addoption(
         "--embeval-cache-dir",

@@ -1,16 +1,25 @@
-"""Progress lines: the one an item prints while a golden set's arms embed a long list of texts, and the one
-the `embeval` commands print on long work (grading a sheet)."""
+"""Progress lines: the one a golden set's run prints while its steps take long (`StepLine`: loading a
+model, building the demo candidate, encoding texts, building an HNSW graph, the bootstrap), and the one the
+`embeval` commands print on long work (`StreamProgress`: grading a sheet)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import threading
 import time
-from typing import Any, TextIO
+from collections.abc import Callable
+from types import TracebackType
+from typing import Protocol, TextIO
 
-#: Corpora at least this long get a progress line while they are encoded.
-PROGRESS_MIN_TEXTS = 256
-#: Seconds between progress lines when the output is not a terminal (a CI log).
+#: Seconds between progress lines of an `embeval` command when its output is not a terminal (a CI log).
 PROGRESS_LOG_SECONDS = 10.0
+#: A step is shown once it has lasted this long: shorter ones (a cached model, a small corpus) print nothing.
+STEP_SHOW_AFTER = 1.0
+#: Seconds between the lines of a step still running in a CI log: under the 10 s a reader takes for a hang.
+STEP_LOG_SECONDS = 5.0
+#: How often a running step is looked at (its line rewritten on a terminal, its time told in a log).
+STEP_TICK = 0.25
 
 
 class Pace:
@@ -42,32 +51,173 @@ class Pace:
         return rate
 
 
-class ProgressLine:
-    """Encoding progress on the terminal, past pytest's output capture (as live logging does), paced by
-    `Pace`: one line rewritten in place on a terminal; in a CI log, where that would be noise, a line when an
-    arm starts a long list of texts, at most every `PROGRESS_LOG_SECONDS` after, and when it ends."""
+class Terminal(Protocol):
+    """Where a `StepLine` writes: pytest's terminal (the plugin's), or a stream."""
 
-    def __init__(self, name: str, reporter: Any, capture: Any) -> None:
+    #: whether it is a real terminal, where one line is rewritten in place
+    tty: bool
+
+    def line(self, text: str) -> None:
+        """Write ``text`` as a line of its own (a log), or rewrite the current line with it (a terminal)."""
+        ...
+
+    def close(self) -> None:
+        """Nothing more is shown: give the terminal back as it was (called only if something was)."""
+        ...
+
+
+@dataclasses.dataclass
+class _Step:
+    what: str
+    total: int | None
+    started: float
+    label: str = ""
+    done: int = 0
+    #: (time, done) at the first count: the rate counts from it (the first batch's duration is unknown)
+    first: tuple[float, int] | None = None
+    shown: bool = False
+
+    def counts(self, now: float, *, finished: bool = False) -> str:
+        if self.total is None:
+            return ""
+        text = f" {self.done:,}/{self.total:,}"
+        if self.first is None or now <= self.first[0] or self.done <= self.first[1]:
+            return text
+        rate = (self.done - self.first[1]) / (now - self.first[0])
+        if finished or self.done >= self.total:
+            return f"{text} ({rate:,.0f}/s)"
+        return f"{text} ({rate:,.0f}/s, ETA {_duration((self.total - self.done) / rate)})"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m{rest:02d}s"
+
+
+class StepLine:
+    """The steps of a golden set's run as one progress line (an `core.progress.Progress`): the open
+    steps, outermost first, with the innermost's count, rate and ETA, or its time so far.
+
+    A step is shown once one of the open steps has lasted `STEP_SHOW_AFTER`, so quick ones print nothing.
+    On a terminal the line is rewritten in place as the steps go; in a CI log, where that would be noise, a
+    line when a step is first shown, one every `STEP_LOG_SECONDS` while it runs, and one when it ends. A
+    thread looks at the open steps every `STEP_TICK` while the line is in use (``with line:``): loading a
+    model or distilling one counts nothing for seconds on end.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        terminal: Terminal,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        tick: float | None = STEP_TICK,
+    ) -> None:
         self.name = name
-        self.reporter = reporter
-        self.capture = capture
-        self.tty = sys.stdout.isatty()
-        self.pace = Pace()
+        self.terminal = terminal
+        self.clock = clock
+        #: seconds between looks at the open steps; None: only when `tick` is called (tests)
+        self.interval = tick
+        self.steps: list[_Step] = []
+        self.shown = False
+        self._written = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
-    def __call__(self, role: str, kind: str, done: int, total: int) -> None:
-        if total < PROGRESS_MIN_TEXTS:
+    def __enter__(self) -> StepLine:
+        if self.interval is not None:
+            self._thread = threading.Thread(target=self._watch, name="embeval-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            if self.shown:
+                self.terminal.close()
+
+    def _watch(self) -> None:
+        assert self.interval is not None
+        while not self._stop.wait(self.interval):
+            self.tick()
+
+    def begin(self, what: str, total: int | None = None, label: str = "") -> None:
+        with self._lock:
+            self.steps.append(_Step(what, total, self.clock(), label))
+            self._look(self.clock())
+
+    def advance(self, done: int) -> None:
+        with self._lock:
+            if not self.steps:
+                return
+            now = self.clock()
+            current = self.steps[-1]
+            current.done = done
+            if current.first is None:
+                current.first = (now, done)
+            self._look(now, counted=True)
+
+    def end(self) -> None:
+        with self._lock:
+            if not self.steps:
+                return
+            now = self.clock()
+            current = self.steps[-1]
+            if current.shown:
+                self._write(f"{self._text(now, finished=True)}, done in {now - current.started:.1f}s", now)
+            self.steps.pop()
+            for step in self.steps:
+                step.shown = step.shown or current.shown
+
+    def tick(self) -> None:
+        """Look at the open steps now: show them once they have lasted, tell their time."""
+        with self._lock:
+            self._look(self.clock())
+
+    def _look(self, now: float, *, counted: bool = False) -> None:
+        if not self.steps:
             return
-        rate = self.pace.due(done, total, tty=self.tty)
-        if rate is None:
-            return
-        text = f"embeval {self.name}: {role} encoding {kind} texts {done:,}/{total:,}{rate}"
-        with self.capture.global_and_fixture_disabled():
-            if self.tty:
-                self.reporter.write(f"\r{text}", flush=True)
-                if done >= total:
-                    self.reporter.write("\n")
-            else:
-                self.reporter.write_line(text)
+        outermost, innermost = self.steps[0], self.steps[-1]
+        # The line appears once the steps have lasted; a step begun under a shown one, once it has too.
+        if not outermost.shown:
+            due = now - outermost.started >= STEP_SHOW_AFTER
+        elif not innermost.shown and now - innermost.started >= STEP_SHOW_AFTER:
+            due = True
+        elif self.terminal.tty:
+            due = now - self._written >= (0.1 if counted else 1.0)
+        else:
+            due = innermost.shown and now - self._written >= STEP_LOG_SECONDS
+        if due:
+            self._write(self._text(now), now)
+
+    def _text(self, now: float, *, finished: bool = False) -> str:
+        parts = []
+        for outer, step in zip([None, *self.steps[:-1]], self.steps, strict=True):
+            # A label is said once: the steps nested in an arm's are the arm's too.
+            label = step.label if step.label and (outer is None or outer.label != step.label) else ""
+            parts.append(f"{label} {step.what}".lstrip() + step.counts(now, finished=finished))
+        text = f"embeval {self.name}: " + ": ".join(parts)
+        innermost = self.steps[-1]
+        if innermost.total is None and not finished and now - innermost.started >= 1:
+            text += f" ({now - innermost.started:.0f}s)"
+        return text
+
+    def _write(self, text: str, now: float) -> None:
+        self.terminal.line(text)
+        self._written = now
+        self.shown = True
+        for step in self.steps:
+            step.shown = True
 
 
 class StreamProgress:

@@ -28,7 +28,7 @@ import numpy as np
 from pytest_embeval.arms.embedding import EncoderError
 from pytest_embeval.arms.fusion import rrf_arm
 from pytest_embeval.arms.resolve import resolve_arm
-from pytest_embeval.arms.retriever import Embedder, Progress, Retriever
+from pytest_embeval.arms.retriever import Embedder, Retriever
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.decision_spec import (
     CHANGE_TARGET,
@@ -129,7 +129,6 @@ def route_target(
     candidate: Retriever,
     *,
     embedder: Embedder,
-    progress: Progress | None = None,
 ) -> ArmResult | None:
     """The route's ``to`` arm run through the same pipeline over the same held-constant inputs (checked),
     or None when the routed queries go to the incumbent. Raises `pipeline.ArmFault` (one line, naming
@@ -142,7 +141,7 @@ def route_target(
         arm = route_arm(to, incumbent, candidate)
     except EncoderError as error:
         raise ArmFault("candidate", to, str(error)) from error
-    result = run_arm(run.golden, arm, "candidate", embedder=embedder, progress=progress, held=run.held)
+    result = run_arm(run.golden, arm, "candidate", embedder=embedder, held=run.held)
     check_control(run.control, result.control, result.control)
     return result
 

@@ -42,7 +42,6 @@ from pytest_embeval.arms.retriever import (
     Embedder,
     HnswStats,
     IndexStats,
-    Progress,
     RecallTargetError,
     RetrievalTask,
     Retriever,
@@ -83,7 +82,6 @@ __all__ = [
     "HeldConstant",
     "HnswStats",
     "IndexStats",
-    "Progress",
     "RecallTargetError",
     "Reranked",
     "Role",
@@ -333,7 +331,6 @@ def _task(
     held: HeldConstant,
     role: Role,
     embedder: Embedder,
-    progress: Progress | None,
     graphs: GraphStore | None = None,
 ) -> RetrievalTask:
     return RetrievalTask(
@@ -345,7 +342,6 @@ def _task(
         seed=golden.seed,
         role=role,
         embedder=embedder,
-        progress=progress,
         measure=golden.production is not None,
         graphs=graphs,
     )
@@ -357,7 +353,6 @@ def run_arm(
     role: Role,
     *,
     embedder: Embedder = embed,
-    progress: Progress | None = None,
     held: HeldConstant | None = None,
     scorer: RerankScorer | None = None,
     graphs: GraphStore | None = None,
@@ -379,7 +374,7 @@ def run_arm(
     counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
     before = counter.snapshot() if counter is not None else None
     try:
-        searcher = retriever.open(_task(searched, held, role, embedder, progress, graphs))
+        searcher = retriever.open(_task(searched, held, role, embedder, graphs))
     except EncoderError as error:
         raise ArmFault(role, retriever.spec, str(error)) from error
     usage = counter.snapshot() - before if counter is not None and before is not None else None
@@ -392,7 +387,7 @@ def run_arm(
     for one in drawn[:-1]:
         piece = restrict(golden, one.rows)
         piece_held = prepare(piece, warn=False)
-        task = dataclasses.replace(_task(piece, piece_held, role, embedder, progress, graphs), measure=False)
+        task = dataclasses.replace(_task(piece, piece_held, role, embedder, graphs), measure=False)
         opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
         smaller.append(_score(piece, retriever, opened, piece_held, role, None))
     return dataclasses.replace(result, slices=tuple(smaller))
@@ -500,7 +495,6 @@ def run_golden(
     candidate: Arm | Retriever | object,
     *,
     embedder: Embedder = embed,
-    progress: Progress | None = None,
     cache: Any = None,
 ) -> GoldenRun:
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
@@ -514,7 +508,6 @@ def run_golden(
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
     common: dict[str, Any] = {
         "embedder": embedder,
-        "progress": progress,
         "held": held,
         "scorer": scorer,
         "graphs": None if cache is None else GraphStore(cache.root),

@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import numpy as np
 
 from pytest_embeval.arms.rerank import RerankOutcome
+from pytest_embeval.core.progress import step
 from pytest_embeval.core.stats import (
     DegenerateComparisonWarning,
     PairedComparison,
@@ -183,36 +184,42 @@ def evaluate_golden(run: GoldenRun, selected: Collection[str] | None = None) -> 
     """
     golden = run.golden
     strata = [stratum for stratum in golden.strata() if selected is None or stratum.name in selected]
-    primary = str(golden.metric)
-    p_values: list[float | None] = []
-    for stratum in strata:
-        scores, rows, stage = _deciding(run, stratum)
-        incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
-        if _below_floor(golden, rows, incumbent, candidate):
-            p_values.append(None)
-        elif golden.multiple_comparisons == "holm":
-            weights = _weights(golden, rows)
-            compared = _compare(
-                golden, stratum, primary, incumbent, candidate, golden.confidence, stage, weights
-            )
-            p_values.append(compared.p_value)
-        else:
-            p_values.append(0.0)  # a member; its p-value is not needed
-    # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
-    alpha = round(1.0 - golden.confidence, 12)
-    levels = family_levels(p_values, alpha=alpha, method=golden.multiple_comparisons)
-    size = sum(level is not None for level in levels)
-    outcomes = tuple(
-        evaluate_stratum(run, stratum, family=Family(golden.multiple_comparisons, size, level))
-        for stratum, level in zip(strata, levels, strict=True)
-    )
+    holm = golden.multiple_comparisons == "holm"
+    # A progress step counting the strata bootstrapped (twice each under holm), shown when it is long.
+    with step(f"bootstrap of {len(strata)} strata", total=len(strata) * (2 if holm else 1)) as advance:
+        primary = str(golden.metric)
+        p_values: list[float | None] = []
+        for stratum in strata:
+            scores, rows, stage = _deciding(run, stratum)
+            incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
+            if _below_floor(golden, rows, incumbent, candidate):
+                p_values.append(None)
+            elif holm:
+                weights = _weights(golden, rows)
+                compared = _compare(
+                    golden, stratum, primary, incumbent, candidate, golden.confidence, stage, weights
+                )
+                p_values.append(compared.p_value)
+            else:
+                p_values.append(0.0)  # a member; its p-value is not needed
+            if holm:
+                advance(len(p_values))
+        # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
+        alpha = round(1.0 - golden.confidence, 12)
+        levels = family_levels(p_values, alpha=alpha, method=golden.multiple_comparisons)
+        size = sum(level is not None for level in levels)
+        outcomes = []
+        for stratum, level in zip(strata, levels, strict=True):
+            family = Family(golden.multiple_comparisons, size, level)
+            outcomes.append(evaluate_stratum(run, stratum, family=family))
+            advance(len(outcomes) + (len(strata) if holm else 0))
     if golden.weights is None:
-        return outcomes
+        return tuple(outcomes)
     # The same run without the key, decided as its own family: what the file without it would say.
     plain = dataclasses.replace(run, golden=dataclasses.replace(golden, weights=None), slices=())
     return tuple(
         dataclasses.replace(outcome, unweighted=Unweighted(one.comparisons, one.decision))
-        for outcome, one in zip(outcomes, evaluate_golden(plain), strict=True)
+        for outcome, one in zip(outcomes, evaluate_golden(plain, selected), strict=True)
     )
 
 

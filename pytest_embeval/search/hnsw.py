@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_embeval.core.progress import step
 from pytest_embeval.golden.filters import Allowed
 from pytest_embeval.search.exact import (
     SCRATCH_BYTES,
@@ -48,6 +49,10 @@ def effective_ef(ef_search: int, k: int) -> int:
     """The candidate-list size an HNSW search of depth ``k`` runs with: hnswlib cannot return k results from
     a shorter list, so a declared ``ef_search`` below k is raised to k."""
     return max(ef_search, k)
+
+
+#: Documents added to a graph between two counts of its build's progress.
+BUILD_BLOCK = 5_000
 
 
 class HnswIndex:
@@ -89,9 +94,16 @@ class HnswIndex:
             if self._index is not None:
                 return
         index = hnswlib.Index(space="ip", dim=d.shape[1])
-        index.init_index(max_elements=d.shape[0], ef_construction=ef_construction, M=M, random_seed=seed)
+        n = d.shape[0]
+        index.init_index(max_elements=n, ef_construction=ef_construction, M=M, random_seed=seed)
         index.set_num_threads(1)
-        index.add_items(vectors, np.arange(d.shape[0]), num_threads=1)
+        what = f"building HNSW graph of {n:,} vectors (M={M}, ef_construction={ef_construction})"
+        with step(what, total=n) as advance:
+            # Added block by block to count them: one thread inserts in the same order, into the same graph.
+            for start in range(0, n, BUILD_BLOCK):
+                stop = min(start + BUILD_BLOCK, n)
+                index.add_items(vectors[start:stop], np.arange(start, stop), num_threads=1)
+                advance(stop)
         self._index = index
         if store is not None:
             store.save(key, index)

@@ -1,0 +1,77 @@
+"""The progress line on pytest's terminal: a `progress.StepLine` writing past pytest's output capture (as
+live logging does), between the results of a golden file's items.
+
+Whether it is a terminal is asked of the file pytest's terminal reporter writes to (``sys.stdout`` as pytest
+found it), never of ``sys.stdout`` during a test, which is pytest's capture. The line breaks pytest's line of
+results and gives it back (the file's name again) when the steps are over. Nothing is printed with
+``-q -q``, with ``--embeval-no-progress``, or on an xdist worker (only the controller prints).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import pytest
+
+from pytest_embeval.reports.progress import StepLine
+
+__all__ = ["PytestTerminal", "step_line"]
+
+
+def step_line(config: pytest.Config, name: str, nodeid: str) -> StepLine | None:
+    """The progress line of golden set ``name`` for steps run by item ``nodeid``; None when nothing is to
+    be printed."""
+    if hasattr(config, "workerinput") or config.get_verbosity() <= -2:
+        return None
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return None
+    return StepLine(name, PytestTerminal(reporter, capture, nodeid))
+
+
+class PytestTerminal:
+    """A `progress.Terminal` on pytest's terminal reporter, for the steps of item ``nodeid``."""
+
+    def __init__(self, reporter: Any, capture: Any, nodeid: str) -> None:
+        self.reporter = reporter
+        self.capture = capture
+        self.nodeid = nodeid
+        self.tty = bool(reporter.isatty)
+        self.started = False
+
+    def line(self, text: str) -> None:
+        with self.capture.global_and_fixture_disabled():
+            if not self.started:
+                self._break_line()
+                self.started = True
+            if self.tty:
+                # A line wider than the terminal would wrap, and only its last row be rewritten.
+                width = shutil.get_terminal_size().columns - 1
+                self.reporter.rewrite(text[:width], erase=True)
+                self.reporter.write("", flush=True)
+            else:
+                self.reporter.write(f"{text}\n", flush=True)
+
+    def _break_line(self) -> None:
+        """Start on a line of its own: after the file's name and its results so far (``-q`` writes no
+        name, only the letters)."""
+        self.reporter.ensure_newline()
+        writer = getattr(self.reporter, "_tw", None)
+        if getattr(writer, "width_of_current_line", 0):
+            self.reporter.write("\n")
+
+    def close(self) -> None:
+        with self.capture.global_and_fixture_disabled():
+            verbosity = self.reporter.config.get_verbosity()
+            if self.tty and verbosity <= 0:  # with -v, pytest ends the line before each item's id
+                self.reporter.write("\n")
+            if verbosity == 0:
+                # The results of the file's next items go on under its name again, as pytest writes it
+                # (with -q there is no name; with -v each item's id starts a line of its own).
+                path = self.reporter.config.rootpath / self.nodeid.split("::", 1)[0]
+                self.reporter.write(f"{os.path.relpath(path, self.reporter.startpath)} ")
+                self.reporter.currentfspath = path
+            self.reporter.write("", flush=True)
