@@ -241,7 +241,8 @@ def float32_bound(query_norms: np.ndarray, max_document_norm: float, dimension: 
     - underflow, gradual or flushed to zero (FTZ/DAZ), adds at most 2**-126 per product, per operand and
       per addition, in all at most 2**-125 d (1 + ||x||)(1 + ||y||) for each of the two scores.
 
-    So B = (gamma_{d+2}(u) + u + (1 + u) gamma_d(2**-53)) ||x|| ||y||max + 2**-124 d (1 + ||x||)(1 + ||y||max),
+    So, with ||y||max the largest document norm,
+    B = (gamma_{d+2}(u) + u + (1 + u) gamma_d(2**-53)) ||x|| ||y||max + 2**-124 d (1 + ||x||)(1 + ||y||max),
     computed from float64 norms raised by 2**-20 (a norm computed in float64 is within (d + 1) 2**-53 of
     the true one) and then by 1 %, which covers the rounding of B itself and of the threshold built from it.
     Values beyond `_FLOAT32_PEAK` are not searched in float32 at all (overflow); see `float32_safe`.
