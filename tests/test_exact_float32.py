@@ -193,3 +193,25 @@ def test_ranking_keys_order_pairs_by_score_then_tie_rank() -> None:
         order = np.lexsort((ranks, scores[row] + np.float32(0.0)))
         np.testing.assert_array_equal(np.argsort(keys[row]), order)
     np.testing.assert_array_equal(ranking_keys(scores.astype(np.float64), ranks), keys)
+
+
+@pytest.mark.parametrize("kind", ["random", "duplicated", "quantised", "zeros", "near-ties", "float64"])
+def test_the_torch_scan_gives_the_same_bits(kind: str) -> None:
+    """The float32 scan on a torch device (here torch's CPU: no GPU on the test machine) shortlists by the
+    same rule, so the rescored result is the float64 search's bit for bit."""
+    pytest.importorskip("torch")
+    rng = np.random.default_rng([7, *map(ord, kind)])
+    for _ in range(15):
+        queries, documents = adversarial_case(rng, kind)
+        n_docs = documents.shape[0]
+        doc_ids = [f"d{i}" for i in rng.permutation(n_docs).tolist()]
+        k = int(rng.integers(1, n_docs + 10))
+        allowed, masks = None, None
+        if rng.random() < 0.5:
+            pool = rng.random((3, n_docs)) < rng.choice([0.02, 0.3, 0.9])
+            rows = rng.integers(0, 3, queries.shape[0])
+            allowed, masks = Allowed(masks=pool, rows=rows), pool[rows]
+        expected = oracle(queries, documents, k, doc_ids, masks)
+        assert_same(
+            exact_search(queries, documents, k, doc_ids=doc_ids, allowed=allowed, device="cpu"), expected
+        )

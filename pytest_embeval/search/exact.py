@@ -75,6 +75,7 @@ def exact_search(
     block_size: int = DEFAULT_BLOCK_SIZE,
     query_block_size: int | None = None,
     allowed: Allowed | None = None,
+    device: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine top-k of every query (dot products of L2-normalised rows), among the documents
     ``allowed`` lets each query return (all of them when None; padded rows when fewer than k).
@@ -84,7 +85,9 @@ def exact_search(
     shows that every document left out scores too low to enter the top k, the shortlist is rescored in
     float64 and ranked as the float64 search ranks. A query whose shortlist cannot show that (more near-ties
     around its k-th score than the shortlist holds), and a matrix whose values float32 cannot hold safely,
-    are searched by :func:`float64_search` itself. The result depends on neither block size.
+    are searched by :func:`float64_search` itself. The result depends on neither block size. ``device``
+    (a torch device, e.g. ``cuda:0``) runs the float32 scan there (`torch_scan`); the bound, the rescoring
+    and so the result are the same.
     """
     d = validate_documents(documents, doc_ids)
     q, k_eff = validate_queries(queries, d, k)
@@ -113,6 +116,7 @@ def exact_search(
         block_size=block_size,
         query_block_size=query_block_size,
         allowed=allowed,
+        device=device,
     )
 
 
@@ -316,9 +320,10 @@ def _float32_rounds(
     block_size: int,
     query_block_size: int | None,
     allowed: Allowed | None,
+    device: str | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """`exact_search` once its inputs are checked: the float32 rounds, then `float64_search` for the
-    queries they leave open."""
+    """`exact_search` once its inputs are checked: the float32 rounds (numpy, or torch on ``device``), then
+    `float64_search` for the queries they leave open."""
     n_queries, n_docs = q.shape[0], d.shape[0]
     ranks = tie_ranks(doc_ids)
     position_of_rank = np.argsort(ranks)
@@ -328,7 +333,13 @@ def _float32_rounds(
     for round_number in range(len(_SHORTLIST_ROUNDS)):
         width = shortlist_width(k, n_docs, round_number)
         subset = allowed.select(open_rows) if allowed is not None else None
-        keys = np.sort(_scan(q[open_rows], d, width, ranks, block_size, query_block_size, subset, np.float32))
+        if device is None:
+            scanned = _scan(q[open_rows], d, width, ranks, block_size, query_block_size, subset, np.float32)
+        else:
+            from pytest_embeval.search.torch_scan import torch_scan
+
+            scanned = torch_scan(q[open_rows], d, width, ranks, subset, device)
+        keys = np.sort(scanned)
         keys = keys[:, ::-1]
         _, approximate = padded(keys, *decode_keys(keys, position_of_rank))
         # Shown in float32_bound: a document of the float64 top k scores at least (k-th float32 score - 2B)

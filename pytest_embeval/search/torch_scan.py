@@ -1,0 +1,88 @@
+"""The float32 scan of exact search on a torch device (a CUDA GPU): the same shortlist rule as the numpy
+scan (`exact._scan`), so the same float64 rescoring gives the same bits.
+
+The documents are copied to the device once, as float32; each block of queries is multiplied with all of
+them in full float32 (TF32 off: its 10-bit mantissa would break the float32 error bound of
+`exact.float32_bound`), masked documents set to -inf, and ``torch.topk`` keeps each query's ``width`` best.
+Only the shortlist crosses back: positions and float32 scores, which become the ranking keys the CPU
+rescoring reads. The documents left out score at most the shortlist's last float32 score, which is all the
+bound's argument needs (the order of equal float32 scores inside the shortlist does not matter: the
+rescoring ranks it afresh).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from pytest_embeval.golden.filters import Allowed
+
+__all__ = ["fits_on_device", "torch_scan"]
+
+#: Scratch per step on the device: a (query block x documents) float32 score matrix.
+_DEVICE_SCRATCH = 512 * 2**20
+#: The share of the device's free memory the documents and the scratch may take.
+_FREE_SHARE = 0.8
+
+
+def fits_on_device(documents: np.ndarray, device: str) -> bool:
+    """Whether ``documents`` (as float32) and the scan's scratch fit in ``device``'s free memory now."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return True
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    return documents.shape[0] * documents.shape[1] * 4 + _DEVICE_SCRATCH <= _FREE_SHARE * free
+
+
+def torch_scan(
+    queries: np.ndarray,
+    documents: np.ndarray,
+    width: int,
+    ranks: np.ndarray,
+    allowed: Allowed | None,
+    device: str,
+) -> np.ndarray:
+    """The numpy scan's result on ``device``: per query the ranking keys (`exact.ranking_keys`, masked keys
+    for masked documents) of ``width`` documents with the largest float32 scores, in no order."""
+    import torch
+
+    from pytest_embeval.search.exact import query_masks, ranking_keys
+
+    n_queries, n_docs = queries.shape[0], documents.shape[0]
+    on = torch.device(device)
+    keys = np.empty((n_queries, width), dtype=np.uint64)
+    step = max(1, _DEVICE_SCRATCH // (4 * max(1, n_docs)))
+    with _full_float32(torch), torch.no_grad():
+        d = torch.from_numpy(np.ascontiguousarray(documents, dtype=np.float32)).to(on)
+        masks = None if allowed is None else torch.from_numpy(allowed.masks).to(on)
+        for start in range(0, n_queries, step):
+            q = torch.from_numpy(np.ascontiguousarray(queries[start : start + step], dtype=np.float32)).to(on)
+            scores = q @ d.T
+            if masks is not None:
+                rows = torch.from_numpy(np.asarray(allowed.rows[start : start + step], dtype=np.int64)).to(on)
+                scores.masked_fill_(~masks[rows], float("-inf"))
+            values, positions = torch.topk(scores, width, dim=1, sorted=False)
+            found = positions.cpu().numpy()
+            picked = values.cpu().numpy()
+            block = ranking_keys(np.where(np.isneginf(picked), 0, picked), ranks[found])
+            query_masks(block, ~np.isneginf(picked))
+            keys[start : start + step] = block
+    return keys
+
+
+@contextlib.contextmanager
+def _full_float32(torch: Any) -> Iterator[None]:
+    """float32 matrix products in float32 (no TF32, no reduced-precision reductions) while inside."""
+    matmul = torch.backends.cuda.matmul
+    saved = matmul.allow_tf32, torch.get_float32_matmul_precision()
+    matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        matmul.allow_tf32 = saved[0]
+        torch.set_float32_matmul_precision(saved[1])
