@@ -35,7 +35,7 @@ def fits_on_device(documents: np.ndarray, device: str) -> bool:
     if not device.startswith("cuda"):
         return True
     free, _ = torch.cuda.mem_get_info(torch.device(device))
-    return documents.shape[0] * documents.shape[1] * 4 + _DEVICE_SCRATCH <= _FREE_SHARE * free
+    return bool(documents.shape[0] * documents.shape[1] * 4 + _DEVICE_SCRATCH <= _FREE_SHARE * free)
 
 
 def torch_scan(
@@ -58,13 +58,14 @@ def torch_scan(
     step = max(1, _DEVICE_SCRATCH // (4 * max(1, n_docs)))
     with _full_float32(torch), torch.no_grad():
         d = torch.from_numpy(np.ascontiguousarray(documents, dtype=np.float32)).to(on)
-        masks = None if allowed is None else torch.from_numpy(allowed.masks).to(on)
+        masks = None if allowed is None else (torch.from_numpy(allowed.masks).to(on), allowed.rows)
         for start in range(0, n_queries, step):
             q = torch.from_numpy(np.ascontiguousarray(queries[start : start + step], dtype=np.float32)).to(on)
             scores = q @ d.T
             if masks is not None:
-                rows = torch.from_numpy(np.asarray(allowed.rows[start : start + step], dtype=np.int64)).to(on)
-                scores.masked_fill_(~masks[rows], float("-inf"))
+                pool, mask_rows = masks
+                rows = torch.from_numpy(np.asarray(mask_rows[start : start + step], dtype=np.int64)).to(on)
+                scores.masked_fill_(~pool[rows], float("-inf"))
             values, positions = torch.topk(scores, width, dim=1, sorted=False)
             found = positions.cpu().numpy()
             picked = values.cpu().numpy()
