@@ -338,7 +338,10 @@ def _float32_rounds(
         else:
             from pytest_embeval.search.torch_scan import torch_scan
 
-            scanned = torch_scan(q[open_rows], d, width, ranks, subset, device)
+            positions_found, values = torch_scan(q[open_rows], d, width, subset, device)
+            masked = np.isneginf(values)
+            scanned = ranking_keys(np.where(masked, np.float32(0), values), ranks[positions_found])
+            query_masks(scanned, ~masked)
         keys = np.sort(scanned)
         keys = keys[:, ::-1]
         _, approximate = padded(keys, *decode_keys(keys, position_of_rank))

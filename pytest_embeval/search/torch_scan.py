@@ -4,10 +4,10 @@ scan (`exact._scan`), so the same float64 rescoring gives the same bits.
 The documents are copied to the device once, as float32; each block of queries is multiplied with all of
 them in full float32 (TF32 off: its 10-bit mantissa would break the float32 error bound of
 `exact.float32_bound`), masked documents set to -inf, and ``torch.topk`` keeps each query's ``width`` best.
-Only the shortlist crosses back: positions and float32 scores, which become the ranking keys the CPU
-rescoring reads. The documents left out score at most the shortlist's last float32 score, which is all the
-bound's argument needs (the order of equal float32 scores inside the shortlist does not matter: the
-rescoring ranks it afresh).
+Only the shortlist crosses back: positions and float32 scores (-inf for a masked document), which `exact`
+turns into the ranking keys its CPU rescoring reads. The documents left out score at most the shortlist's
+last float32 score, which is all the bound's argument needs (the order of equal float32 scores inside the
+shortlist does not matter: the rescoring ranks it afresh).
 """
 
 from __future__ import annotations
@@ -39,40 +39,31 @@ def fits_on_device(documents: np.ndarray, device: str) -> bool:
 
 
 def torch_scan(
-    queries: np.ndarray,
-    documents: np.ndarray,
-    width: int,
-    ranks: np.ndarray,
-    allowed: Allowed | None,
-    device: str,
-) -> np.ndarray:
-    """The numpy scan's result on ``device``: per query the ranking keys (`exact.ranking_keys`, masked keys
-    for masked documents) of ``width`` documents with the largest float32 scores, in no order."""
+    queries: np.ndarray, documents: np.ndarray, width: int, allowed: Allowed | None, device: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, the positions and float32 scores of the ``width`` documents with the largest float32
+    scores, computed on ``device``, in no order; a masked document's score is -inf."""
     import torch
-
-    from pytest_embeval.search.exact import query_masks, ranking_keys
 
     n_queries, n_docs = queries.shape[0], documents.shape[0]
     on = torch.device(device)
-    keys = np.empty((n_queries, width), dtype=np.uint64)
+    positions = np.empty((n_queries, width), dtype=np.int64)
+    scores = np.empty((n_queries, width), dtype=np.float32)
     step = max(1, _DEVICE_SCRATCH // (4 * max(1, n_docs)))
     with _full_float32(torch), torch.no_grad():
         d = torch.from_numpy(np.ascontiguousarray(documents, dtype=np.float32)).to(on)
         masks = None if allowed is None else (torch.from_numpy(allowed.masks).to(on), allowed.rows)
         for start in range(0, n_queries, step):
             q = torch.from_numpy(np.ascontiguousarray(queries[start : start + step], dtype=np.float32)).to(on)
-            scores = q @ d.T
+            products = q @ d.T
             if masks is not None:
                 pool, mask_rows = masks
                 rows = torch.from_numpy(np.asarray(mask_rows[start : start + step], dtype=np.int64)).to(on)
-                scores.masked_fill_(~pool[rows], float("-inf"))
-            values, positions = torch.topk(scores, width, dim=1, sorted=False)
-            found = positions.cpu().numpy()
-            picked = values.cpu().numpy()
-            block = ranking_keys(np.where(np.isneginf(picked), 0, picked), ranks[found])
-            query_masks(block, ~np.isneginf(picked))
-            keys[start : start + step] = block
-    return keys
+                products.masked_fill_(~pool[rows], float("-inf"))
+            values, found = torch.topk(products, width, dim=1, sorted=False)
+            positions[start : start + step] = found.cpu().numpy()
+            scores[start : start + step] = values.cpu().numpy()
+    return positions, scores
 
 
 @contextlib.contextmanager
