@@ -387,9 +387,10 @@ def _rescored(
     step = max(1, SCRATCH_BYTES // (8 * width * q.shape[1]))
     for start in range(0, n_queries, step):
         block = candidates[start : start + step]
-        exact = np.einsum(
-            "id,ikd->ik", q[start : start + step].astype(np.float64), d[block].astype(np.float64)
-        ).astype(np.float32)
+        # einsum converts the gathered rows to float64 in its own buffer: the same products and sums as a
+        # float64 copy of them, at half the memory traffic.
+        q64 = q[start : start + step].astype(np.float64)
+        exact = np.einsum("id,ikd->ik", q64, d[block], dtype=np.float64).astype(np.float32)
         keys = ranking_keys(exact, ranks[block])
         query_masks(keys, found[start : start + step])
         keys = np.sort(_top(keys, k), axis=1)[:, ::-1]
