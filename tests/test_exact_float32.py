@@ -9,6 +9,8 @@ vectors, zero vectors, vectors of very different norms, filters, and k beyond th
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -215,3 +217,17 @@ def test_the_torch_scan_gives_the_same_bits(kind: str) -> None:
         assert_same(
             exact_search(queries, documents, k, doc_ids=doc_ids, allowed=allowed, device="cpu"), expected
         )
+
+
+def test_row_norms_bound_the_norms_from_above_and_closely() -> None:
+    rng = np.random.default_rng(13)
+    for dtype, low, high in ((np.float32, -20, 5), (np.float64, -20, 5), (np.float16, -2, 2)):
+        rows = (rng.standard_normal((3000, 384)) * 10.0 ** rng.uniform(low, high, (3000, 1))).astype(dtype)
+        rows[:3] = 0
+        # products of float32 and float16 values are exact in float64, and fsum adds them exactly
+        exact = np.array(
+            [math.sqrt(math.fsum(float(v) ** 2 for v in row)) for row in rows[:200].astype(np.float64)]
+        )
+        bound = row_norms(rows)[:200]
+        assert np.all(bound >= exact)
+        assert np.all(bound <= exact * (1 + 1e-4) + 1e-15)
