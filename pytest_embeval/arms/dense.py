@@ -184,9 +184,24 @@ class DenseSearcher:
                 self._every_query[depth] = positions
         else:
             positions, scores = exact_search(
-                self.queries[rows], self.documents, depth, doc_ids=self.task.doc_ids, allowed=allowed
+                self.queries[rows],
+                self.documents,
+                depth,
+                doc_ids=self.task.doc_ids,
+                allowed=allowed,
+                device=self._scan_device(),
             )
         return Hits(positions, scores.astype(np.float64))
+
+    def _scan_device(self) -> str | None:
+        """The GPU this arm's model runs on, for exact search's float32 scan, when the documents fit in its
+        memory (the result is the same bits wherever the scan runs); None: numpy on the CPU."""
+        device = self.arm.device.device if self.arm.device is not None else "cpu"
+        if not device.startswith("cuda"):
+            return None
+        from pytest_embeval.search.torch_scan import fits_on_device
+
+        return device if fits_on_device(self.documents, device) else None
 
     def index_stats(self, depth: int) -> IndexStats:
         if depth not in self._stats:

@@ -20,6 +20,7 @@ from pytest_embeval.arms.usage import TokenUsage
 from pytest_embeval.core.progress import step
 
 if TYPE_CHECKING:
+    from pytest_embeval.arms.devices import DeviceRecord
     from pytest_embeval.arms.tokens import TokenCounter
 
 __all__ = [
@@ -92,6 +93,11 @@ class Arm:
     #: served had cost when they were embedded (tokens not spent). Snapshots subtract, so what one golden set
     #: used is ``after - before``.
     usage: TokenUsage | None = None
+    #: Where an in-process model runs (`devices.DeviceRecord`), for the report; None for an encoder that
+    #: does not say (a custom object, an endpoint). Not part of the fingerprint: a model's vectors on the CPU
+    #: and on a GPU agree to float32 rounding, so they share cache entries (a dtype other than float32 is
+    #: part of the fingerprint).
+    device: DeviceRecord | None = None
 
     @property
     def digest(self) -> str:
@@ -106,12 +112,14 @@ class LazyEncoder:
     texts are all cached never calls ``load``.
     """
 
-    __slots__ = ("_encoder", "_load", "label")
+    __slots__ = ("_encoder", "_load", "batching", "label")
 
-    def __init__(self, load: Callable[[], Encoder], label: str) -> None:
+    def __init__(self, load: Callable[[], Encoder], label: str, batching: Batching | None = None) -> None:
         self._load = load
         self._encoder: Encoder | None = None
         self.label = label
+        #: how `embed` calls the encoder (the loaded one's, known before loading); None: embed's default
+        self.batching = batching
 
     @property
     def loaded(self) -> bool:

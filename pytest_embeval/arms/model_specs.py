@@ -12,6 +12,16 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from pytest_embeval.arms.devices import (
+    DEFAULT_DEVICE,
+    DEVICE_CHOICES,
+    DTYPES,
+    DeviceError,
+    Placement,
+    parse_device,
+    parse_dtype,
+    placement,
+)
 from pytest_embeval.arms.embedding import (
     ENDPOINT_PREFIX,
     Arm,
@@ -20,6 +30,7 @@ from pytest_embeval.arms.embedding import (
     canonical_json,
     error_summary,
 )
+from pytest_embeval.arms.retriever import spec_parameters
 from pytest_embeval.arms.sentence_transformer import (
     arm_from_model,
     load_model,
@@ -31,10 +42,18 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 
-__all__ = ["import_attr", "resolve_model"]
+__all__ = ["MODEL_PARAMETERS", "import_attr", "resolve_model"]
 
 
-def resolve_model(spec_or_object: str | object) -> Arm:
+#: What a sentence-transformers spec's ``?`` part may say: ``NAME_OR_FOLDER?device=cuda:1&dtype=float16``.
+MODEL_PARAMETERS = {
+    "device": DEVICE_CHOICES,
+    "dtype": " or ".join(DTYPES),
+    "batch_size": "texts per model call, an integer >= 1",
+}
+
+
+def resolve_model(spec_or_object: str | object, *, device: str = DEFAULT_DEVICE) -> Arm:
     """Turn a model spec into an :class:`Arm`.
 
     Accepted forms:
@@ -46,17 +65,38 @@ def resolve_model(spec_or_object: str | object) -> Arm:
     * ``"module:attr"`` (``attr`` may be dotted) naming such an object, a class, or a factory called with no
       arguments;
     * a local sentence-transformers folder: see :func:`sentence_transformer_arm` (loaded on first use);
-    * any other string: a sentence-transformers model name, loaded now on CPU with
-      ``trust_remote_code=False``. Whether the Hub may be contacted is the user's ``HF_HUB_OFFLINE`` choice.
+    * any other string: a sentence-transformers model name, loaded now with ``trust_remote_code=False``.
+      Whether the Hub may be contacted is the user's ``HF_HUB_OFFLINE`` choice.
+
+    A sentence-transformers spec (a folder or a name) may end in ``?device=…&dtype=…&batch_size=…``
+    (`MODEL_PARAMETERS`); ``device`` is the device of a spec that does not say (``auto``: CUDA, else MPS,
+    else the CPU). A device this machine does not have is an `EncoderError` now, before anything is loaded.
     """
     if isinstance(spec_or_object, Arm):
         return spec_or_object
     if isinstance(spec_or_object, str):
-        return _resolve_string(spec_or_object)
+        return _resolve_string(spec_or_object, device)
     return _arm_from_object(spec_or_object, spec=None)
 
 
-def _resolve_string(raw: str) -> Arm:
+def _placement(spec: str, device: str) -> tuple[str, Placement]:
+    """The model part of a sentence-transformers spec, and where its ``?`` part (if any) places it."""
+    model, _, query = spec.partition("?")
+    given = spec_parameters(spec, query, MODEL_PARAMETERS) if query or spec.endswith("?") else {}
+    batch_size = given.get("batch_size")
+    if batch_size is not None and (not batch_size.isdigit() or int(batch_size) < 1):
+        raise EncoderError(f"model spec {spec!r}: batch_size must be an integer >= 1, got {batch_size!r}")
+    try:
+        dtype = parse_dtype(given["dtype"]) if "dtype" in given else None
+        placed = placement(
+            parse_device(given.get("device", device)), dtype, int(batch_size) if batch_size else None
+        )
+    except DeviceError as error:
+        raise EncoderError(f"model spec {spec!r}: {error}") from None
+    return model, placed
+
+
+def _resolve_string(raw: str, device: str) -> Arm:
     spec = raw.strip()
     if not spec:
         raise EncoderError(
@@ -66,17 +106,24 @@ def _resolve_string(raw: str) -> Arm:
         from pytest_embeval.arms.endpoint import arm_from_spec
 
         return arm_from_spec(spec)
-    # An existing path wins over the module:attr reading (a Windows drive letter contains a colon).
-    if ":" in spec and not os.path.exists(spec):
+    # An existing path wins over the module:attr reading (a Windows drive letter contains a colon), and
+    # over the reading of a "?" as parameters.
+    if ":" in spec.partition("?")[0] and not os.path.exists(spec):
+        if "?" in spec:
+            raise EncoderError(
+                f"model spec {spec!r}: parameters after '?' ({', '.join(MODEL_PARAMETERS)}) are for "
+                "sentence-transformers models; a module:attr encoder places and batches itself"
+            )
         return _arm_from_object(import_attr(spec), spec=spec)
-    folder = os.path.expanduser(spec)
+    name, placed = (spec, placement(device)) if os.path.exists(spec) else _placement(spec, device)
+    folder = os.path.expanduser(name)
     if os.path.isdir(folder):
-        return sentence_transformer_arm(folder, name=spec)
-    if _names_a_path(spec):
+        return sentence_transformer_arm(folder, name=spec, placement=placed)
+    if _names_a_path(name):
         raise EncoderError(f"model spec {spec!r}: no such model folder: {os.path.abspath(folder)}")
-    with step(f"loading model {spec}"):
-        model = load_model(spec)
-    return arm_from_model(model, spec=spec, name=spec, source=None)
+    with step(f"loading model {name}"):
+        model = load_model(name, placed)
+    return arm_from_model(model, spec=spec, name=name, source=None, batch_size=placed.batch_size)
 
 
 def import_attr(

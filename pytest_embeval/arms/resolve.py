@@ -5,12 +5,14 @@ a fused arm as the report shows them.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_embeval.arms.dense import DenseRetriever
+from pytest_embeval.arms.devices import DEFAULT_DEVICE
 from pytest_embeval.arms.embedding import Arm
 from pytest_embeval.arms.model_specs import resolve_model
 from pytest_embeval.arms.retriever import IndexStats, Retriever, Searcher
@@ -23,10 +25,11 @@ def _named(spec: str, prefix: str) -> bool:
     return spec.startswith(prefix) and not os.path.exists(spec)
 
 
-def resolve_arm(spec_or_object: str | object) -> Retriever:
+def resolve_arm(spec_or_object: str | object, *, device: str = DEFAULT_DEVICE) -> Retriever:
     """An arm from a model spec or object: a `Retriever` as is; ``bm25`` / ``bm25?k1=…&b=…`` (`bm25`);
-    ``rrf:A,B[?k=N]`` (`fusion`); anything else through `model_specs.resolve_model`, as an embedding arm.
-    Raises `embedding.EncoderError` (one line naming the spec) when it cannot be resolved."""
+    ``rrf:A,B[?k=N]`` (`fusion`); anything else through `model_specs.resolve_model`, as an embedding arm
+    (on ``device`` unless its spec says ``device=``). Raises `embedding.EncoderError` (one line naming the
+    spec) when it cannot be resolved."""
     if isinstance(spec_or_object, Retriever) and not isinstance(spec_or_object, Arm):
         return spec_or_object
     if isinstance(spec_or_object, str):
@@ -38,8 +41,8 @@ def resolve_arm(spec_or_object: str | object) -> Retriever:
         if _named(spec, "rrf:"):
             from pytest_embeval.arms.fusion import rrf_arm
 
-            return rrf_arm(spec, resolve_arm)
-    return DenseRetriever(resolve_model(spec_or_object))
+            return rrf_arm(spec, functools.partial(resolve_arm, device=device))
+    return DenseRetriever(resolve_model(spec_or_object, device=device))
 
 
 @dataclass(frozen=True, slots=True)

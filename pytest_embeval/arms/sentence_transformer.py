@@ -10,13 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_embeval.arms.batching import Batching
+from pytest_embeval.arms.devices import Placement
+from pytest_embeval.arms.devices import placement as place
 from pytest_embeval.arms.embedding import Arm, EncoderError, LazyEncoder, canonical_json, error_summary
 from pytest_embeval.files.digests import file_sha256
 
@@ -25,10 +29,12 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "BatchHalvedWarning",
     "SentenceTransformerEncoder",
     "arm_from_model",
     "folder_identity",
     "load_model",
+    "out_of_memory",
     "sentence_transformer_arm",
     "weights_digest",
 ]
@@ -58,22 +64,65 @@ _TRANSFORMER_CONFIGS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+class BatchHalvedWarning(UserWarning):
+    """A model ran out of GPU memory and its batches were halved (said once per model)."""
+
+
 class SentenceTransformerEncoder:
     """Adapts a ``SentenceTransformer`` to :class:`Encoder`.
 
     ``encode_query`` / ``encode_document`` apply the model's own configured prompts (its model card's).
-    :func:`embed` batches already, so each call is encoded as one model batch, and normalisation is left to
-    :func:`embed` so that every arm is normalised by the same code.
+    :func:`embed` batches already (``batching``: ``batch_size`` texts a call), so each call is encoded as one
+    model batch, and normalisation is left to :func:`embed` so that every arm is normalised by the same code.
+    A call that runs out of GPU memory is encoded again in halves, and later calls at that size: the first
+    halving is said once (`BatchHalvedWarning`), and one text that does not fit raises as any fault does.
     """
 
-    model: SentenceTransformer
+    __slots__ = ("_said", "batching", "fitting", "label", "model")
+
+    def __init__(self, model: SentenceTransformer, *, batch_size: int = 64, label: str = "") -> None:
+        self.model = model
+        self.batching = Batching(size=batch_size)
+        #: the texts a call is known to fit in memory: ``batch_size`` until a batch runs out of memory
+        self.fitting = batch_size
+        self.label = label
+        self._said = False
 
     def encode_query(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.model.encode_query(texts, **self._options(texts)))
+        return self._fitted(self.model.encode_query, texts)
 
     def encode_document(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.model.encode_document(texts, **self._options(texts)))
+        return self._fitted(self.model.encode_document, texts)
+
+    def _fitted(self, method: Callable[..., Any], texts: list[str]) -> np.ndarray:
+        parts: list[np.ndarray] = []
+        start = 0
+        while start < len(texts) or not parts:
+            chunk = texts[start : start + self.fitting]
+            try:
+                parts.append(np.asarray(method(chunk, **self._options(chunk))))
+            except Exception as error:
+                if self.fitting == 1 or not out_of_memory(error):
+                    raise
+                self._halve()
+                continue
+            start += len(chunk)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _halve(self) -> None:
+        before, self.fitting = self.fitting, max(1, self.fitting // 2)
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()  # the failed batch's blocks, so that the half fits
+        if not self._said:
+            self._said = True
+            warnings.warn(
+                BatchHalvedWarning(
+                    f"{self.label or 'model'}: out of GPU memory at a batch of {before} texts; encoding "
+                    f"goes on in batches of {self.fitting} (halved again if needed)"
+                ),
+                stacklevel=2,
+            )
 
     @staticmethod
     def _options(texts: list[str]) -> dict[str, Any]:
@@ -85,38 +134,63 @@ class SentenceTransformerEncoder:
         }
 
 
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is a device running out of memory: torch's ``OutOfMemoryError`` (CUDA), or the
+    RuntimeError that other backends (MPS) raise for it."""
+    torch = sys.modules.get("torch")
+    kinds = tuple(
+        kind
+        for kind in (
+            getattr(torch, "OutOfMemoryError", None),
+            getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None),
+        )
+        if isinstance(kind, type)
+    )
+    if kinds and isinstance(error, kinds):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
 def sentence_transformer_arm(
     folder: str | os.PathLike[str],
     *,
     name: str | None = None,
     load: Callable[[], SentenceTransformer] | None = None,
+    placement: Placement | None = None,
 ) -> Arm:
     """An arm for a local sentence-transformers model folder, fingerprinted from its files and loaded only
     when something must be encoded (a run whose embeddings are all cached never imports torch).
 
-    ``name`` is what reports show (default: ``folder`` as given). ``load`` builds the model (default:
-    ``SentenceTransformer(folder, device="cpu", trust_remote_code=False)``); it must load this very folder.
+    ``name`` is what reports show (default: ``folder`` as given). ``placement`` says on which device, in
+    which dtype and in batches of how many texts the model runs (default: `devices.placement`'s, ``auto``).
+    ``load`` builds the model (default: `load_model`, ``SentenceTransformer(folder, device=…,
+    trust_remote_code=False)`` in that dtype); it must load this very folder.
     When the files do not settle how the model behaves (no ``modules.json``, a module type other than a
     sentence-transformers Transformer or StaticEmbedding, no maximum sequence length in the module config),
     the model is loaded now and fingerprinted as loaded, from the same files.
     """
     spec = os.fspath(folder)
     label = name if name is not None else spec
-    loader: Callable[[], SentenceTransformer] = load or (lambda: load_model(spec))
+    placed = placement or place()
+    loader: Callable[[], SentenceTransformer] = load or (lambda: load_model(spec, placed))
     root = Path(spec)
     described = _describe_folder(root)
     files = folder_identity(root) if described is not None else None
     if described is None or files is None:
-        return arm_from_model(loader(), spec=label, name=label, source=root)
+        return arm_from_model(loader(), spec=label, name=label, source=root, batch_size=placed.batch_size)
     prompts, max_seq_length = described
     fingerprint = _sentence_transformer_fingerprint(
         {"class": "SentenceTransformer", **files},
         prompts=prompts,
         max_seq_length=max_seq_length,
         truncate_dim=None,
-        dtype="float32",
+        dtype=placed.dtype,
     )
-    encoder = LazyEncoder(lambda: SentenceTransformerEncoder(loader()), label)
+    encoder = LazyEncoder(
+        lambda: SentenceTransformerEncoder(loader(), batch_size=placed.batch, label=label),
+        label,
+        batching=Batching(size=placed.batch),
+    )
     from pytest_embeval.arms.tokens import folder_counter
 
     return Arm(
@@ -125,10 +199,14 @@ def sentence_transformer_arm(
         fingerprint=fingerprint,
         prompts=prompts,
         token_counter=folder_counter(root, prompts, max_seq_length),
+        device=placed.record(),
     )
 
 
-def load_model(spec: str) -> SentenceTransformer:
+def load_model(spec: str, placement: Placement | None = None) -> SentenceTransformer:
+    """The sentence-transformers model ``spec`` names, on ``placement``'s device and in its dtype (default:
+    the CPU, float32), never trusting remote code; `EncoderError` (one line) when it cannot be loaded."""
+    placed = placement or Placement()
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
@@ -137,7 +215,12 @@ def load_model(spec: str) -> SentenceTransformer:
             f"imported: {error_summary(exc)}"
         ) from exc
     try:
-        return SentenceTransformer(spec, device="cpu", trust_remote_code=False)
+        model = SentenceTransformer(spec, device=placed.device, trust_remote_code=False)
+        if placed.dtype != "float32":
+            import torch
+
+            model = model.to(dtype=getattr(torch, placed.dtype))
+        return model
     except Exception as exc:
         if os.path.isdir(spec):
             where = "the folder exists but does not hold a loadable sentence-transformers model"
@@ -154,8 +237,16 @@ def load_model(spec: str) -> SentenceTransformer:
 
 
 def arm_from_model(
-    model: SentenceTransformer, *, spec: str | None, name: str | None, source: Path | None
+    model: SentenceTransformer,
+    *,
+    spec: str | None,
+    name: str | None,
+    source: Path | None,
+    batch_size: int | None = None,
 ) -> Arm:
+    """The arm of a loaded model: fingerprinted from its folder when it has one, else from what it holds;
+    on the device and in the dtype it was loaded on (``batch_size`` texts a call, None: the device's
+    default)."""
     config = getattr(getattr(model, "transformers_model", None), "config", None)
     config_path = getattr(config, "_name_or_path", None) or None
     card = getattr(model, "model_card_data", None)
@@ -182,21 +273,27 @@ def arm_from_model(
     prompts = _applied_prompts(model)
     max_seq_length = getattr(model, "max_seq_length", None)
     truncate_dim = getattr(model, "truncate_dim", None)
+    dtype = str(getattr(model, "dtype", "")).removeprefix("torch.")
     fingerprint = _sentence_transformer_fingerprint(
         identity,
         prompts=prompts,
         max_seq_length=max_seq_length if _is_int(max_seq_length) else None,
         truncate_dim=truncate_dim if _is_int(truncate_dim) else None,
-        dtype=str(getattr(model, "dtype", "")).removeprefix("torch."),
+        dtype=dtype,
     )
     from pytest_embeval.arms.tokens import model_counter
 
+    placed = Placement(
+        device=str(getattr(model, "device", "cpu")), dtype=dtype or "float32", batch_size=batch_size
+    )
+    label = spec if spec is not None else name
     return Arm(
-        spec=spec if spec is not None else name,
-        encoder=SentenceTransformerEncoder(model),
+        spec=label,
+        encoder=SentenceTransformerEncoder(model, batch_size=placed.batch, label=label),
         fingerprint=fingerprint,
         prompts=prompts,
         token_counter=model_counter(model, prompts),
+        device=placed.record(),
     )
 
 

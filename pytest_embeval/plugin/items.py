@@ -352,7 +352,7 @@ def _arm(request: pytest.FixtureRequest, state: EmbevalState, role: Role) -> Ret
     key = spec if isinstance(spec, str) else id(spec)
     if key not in state.arms:
         try:
-            state.arms[key] = resolve_arm(spec)
+            state.arms[key] = resolve_arm(spec, device=state.settings.device)
         except EncoderError as error:
             shown = (
                 spec

@@ -40,6 +40,8 @@ class Settings:
     step_summary: Path | None = None
     html_path: Path | None = None
     plot_path: Path | None = None
+    #: the device of the models whose spec does not say (``device=``): auto, cpu, cuda, cuda:N or mps
+    device: str = "auto"
 
     def outputs(self) -> dict[str, tuple[str, Path]]:
         """Every output asked for: the option (or variable) that names it -> (its value, its path)."""
@@ -147,7 +149,16 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="draw the forest plot of every golden set into a PNG picture (needs the [plot] extra).",
     )
+    group.addoption(
+        "--embeval-device",
+        metavar="DEVICE",
+        default=None,
+        help="where sentence-transformers models run: auto (CUDA if torch sees one, else MPS, else the CPU; "
+        "the default), cpu, cuda, cuda:N or mps (overrides the ini key embeval_device; a spec's own "
+        "?device= wins over both).",
+    )
     parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
+    parser.addini("embeval_device", "device of the models (see --embeval-device).", default=None)
     parser.addini("embeval_candidate", "candidate model spec (see --embeval-candidate).", default=None)
     parser.addini(
         "embeval_cache_dir",
@@ -182,6 +193,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     if not 1 <= pool_depth <= 100:
         raise pytest.UsageError(f"--embeval-pool-depth must be between 1 and 100, got {pool_depth}")
     enabled = bool(config.getoption("--embeval"))
+    device = _device(config) if enabled else "auto"
     reports = _report_outputs(config)
 
     # Each output as given (a trailing '/' kept): what it is ("folder", or the file name a folder given for
@@ -225,6 +237,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         cache_dir=cache_dir,
         pool_dir=Path(pool_dir) if pool_dir else None,
         pool_depth=pool_depth,
+        device=device,
         **reports,
     )
 
@@ -284,6 +297,20 @@ def _report_outputs(config: pytest.Config) -> dict[str, Path | None]:
         "html_path": Path(html) if html else None,
         "plot_path": Path(plot) if plot else None,
     }
+
+
+def _device(config: pytest.Config) -> str:
+    """--embeval-device, else the ini key, else auto; written as a device (whether this machine has it is
+    checked when the session starts, `session.start`)."""
+    from pytest_embeval.arms.devices import DeviceError, parse_device  # standard library only
+
+    given = _nonempty(config.getoption("--embeval-device"))
+    where = "--embeval-device" if given is not None else "embeval_device (ini file)"
+    value = given or _nonempty(config.getini("embeval_device")) or "auto"
+    try:
+        return parse_device(value, where)
+    except DeviceError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def _cache_dir(config: pytest.Config) -> Path | None:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_embeval.arms.dense import DenseRetriever
+from pytest_embeval.arms.devices import DEFAULT_DEVICE, DeviceError, resolve_device
 from pytest_embeval.arms.embedding import Arm, EncoderError
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
@@ -49,6 +50,7 @@ from pytest_embeval.reports.json_report import ROLES, Record, build_report, repo
 from pytest_embeval.reports.terminal import (
     cache_lines,
     coverage_warning_lines,
+    device_line,
     golden_table,
     margin_warning_lines,
     shelf_life_warning_lines,
@@ -65,6 +67,11 @@ def start(config: pytest.Config, settings: Settings) -> None:
     resolve is a usage error (exit 4), never a failure of the items.
     """
     state = EmbevalState(settings=settings)
+    where = "--embeval-device" if config.getoption("--embeval-device") else "embeval_device (ini file)"
+    try:
+        resolve_device(settings.device)
+    except DeviceError as error:
+        raise pytest.UsageError(f"{where}: {error}") from None
     # Model files' digests (their fingerprints) are remembered beside the embeddings they key.
     remember_in(settings.cache_dir / "digests" if settings.cache_dir is not None else None)
     for role in ROLES:
@@ -72,7 +79,7 @@ def start(config: pytest.Config, settings: Settings) -> None:
         if spec is None:
             continue
         try:
-            state.arms[spec] = ready_arm(spec)
+            state.arms[spec] = ready_arm(spec, settings.device)
         except EncoderError as error:
             given = config.getoption(f"--embeval-{role}")
             where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
@@ -96,11 +103,11 @@ def start(config: pytest.Config, settings: Settings) -> None:
         config.pluginmanager.register(PytestHtmlSection(state), "embeval-pytest-html")
 
 
-def ready_arm(spec: str) -> Retriever:
+def ready_arm(spec: str, device: str = DEFAULT_DEVICE) -> Retriever:
     """The arm of a command-line or ini spec, with everything it needs to run that can be known now: an
     endpoint arm's key variable must be set, a fused arm's parts' too (else `EncoderError`, as for a spec
-    that does not resolve, or a ``bm25`` spec without its extra)."""
-    arm = resolve_arm(spec)
+    that does not resolve, or a ``bm25`` spec without its extra), and its device must exist."""
+    arm = resolve_arm(spec, device=device)
     # Only that module builds an endpoint arm: without it loaded there is none (and it is not imported).
     endpoint = sys.modules.get("pytest_embeval.arms.endpoint")
     for part in _embedding_arms(arm):
@@ -176,6 +183,19 @@ class SessionHooks:
             if error is not None:
                 report.embeval_error = error
         return report
+
+    def pytest_report_header(self) -> list[str]:
+        devices: dict[str, Any] = {}
+        for role in ROLES:
+            spec = getattr(self.state.settings, role)
+            arm = self.state.arms.get(spec) if spec is not None else None
+            models = _embedding_arms(arm) if arm is not None else []
+            record = next((model.device for model in models if model.device is not None), None)
+            if record is not None:
+                devices[role] = record.as_dict()
+            else:
+                devices[role] = "its own device" if spec is not None else f"the embeval_{role} fixture's"
+        return [device_line(self.state.settings.device, devices)]
 
     def pytest_unconfigure(self) -> None:
         remember_in(None)  # the next session in this process (pytester's) names its own folder

@@ -239,6 +239,14 @@ def _arm_record(result: ArmResult, production: Production | None) -> Record:
     return record
 
 
+def _device(arm: Retriever) -> Record | None:
+    """An embedding arm's `devices.DeviceRecord` as a dict (a fused arm's: its first embedding part's);
+    None for an arm that does not say where it runs (a custom encoder, an endpoint, BM25)."""
+    if isinstance(arm, DenseRetriever):
+        return None if arm.arm.device is None else dict(arm.arm.device.as_dict())
+    return next((found for part in arm.parts if (found := _device(part)) is not None), None)
+
+
 def _price(arm: Retriever) -> float | None:
     """An embedding arm's price per million tokens; arms that embed nothing themselves have none."""
     return arm.arm.price_per_million_tokens if isinstance(arm, DenseRetriever) else None
@@ -346,6 +354,9 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             "components": run.control.components(),
             # How the corpus and queries were drawn from production (their draw sidecars), when they were.
             **({"draws": {key: dict(draw) for key, draw in golden.draws.items()}} if golden.draws else {}),
+            # Where each arm's model ran: not held constant (vectors agree across devices to float32
+            # rounding, and share cache entries), so, like a timing, it may differ between runs that agree.
+            "timings": {"devices": {role: _device(getattr(run, role).arm) for role in ROLES}},
         },
         "metric": str(golden.metric),
         "guards": dict(golden.guards),

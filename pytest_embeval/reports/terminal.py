@@ -290,3 +290,26 @@ def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
         return []
     lines = [line for block in blocks for line in _block_lines(block)]
     return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]
+
+
+def device_line(default: str, devices: Mapping[str, Mapping[str, Any] | str | None]) -> str:
+    """The header line saying where each arm's model runs: ``devices`` maps a role to its `DeviceRecord`
+    as a dict, to a word when it has none (a custom encoder places itself, a fixture's arm is not built
+    yet), and ``default`` is the device asked of models whose spec does not say."""
+    shown = []
+    versions: dict[str, str] = {}
+    for role, record in devices.items():
+        if isinstance(record, Mapping):
+            details = [
+                part for part in (record.get("name"), record.get("dtype")) if part and part != "float32"
+            ]
+            where = str(record["device"]) + (f" ({', '.join(details)})" if details else "")
+            if record.get("torch"):
+                versions["torch"] = str(record["torch"])
+            if record.get("cuda"):
+                versions["CUDA"] = str(record["cuda"])
+        else:
+            where = record or "its own device"
+        shown.append(f"{role} on {where}")
+    tail = "".join(f", {name} {version}" for name, version in versions.items())
+    return f"embeval: device {default}: {', '.join(shown)}{tail}"

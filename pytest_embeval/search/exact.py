@@ -21,6 +21,7 @@ its rows are padded with position -1 and a NaN score, after the real results.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -74,14 +75,19 @@ def exact_search(
     block_size: int = DEFAULT_BLOCK_SIZE,
     query_block_size: int | None = None,
     allowed: Allowed | None = None,
+    device: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine top-k of every query (dot products of L2-normalised rows), among the documents
     ``allowed`` lets each query return (all of them when None; padded rows when fewer than k).
 
-    Documents are scanned in blocks of ``block_size`` rows and queries in blocks of ``query_block_size`` (by
-    default as many as fit in ~48 MB of scratch), keeping a running top k per query, so memory stays bounded
-    for large corpora. The result does not depend on either block size. A masked-out pair keeps only its tie
-    rank (`query_masks`), below every allowed document's key, and is recognised after the scan.
+    The result is :func:`float64_search`'s, bit for bit, at float32 speed: a float32 scan keeps each
+    query's `shortlist_width` best documents, and when the proven float32 error bound (`float32_bound`)
+    shows that every document left out scores too low to enter the top k, the shortlist is rescored in
+    float64 and ranked as the float64 search ranks. A query whose shortlist cannot show that (more near-ties
+    around its k-th score than the shortlist holds), and a matrix whose values float32 cannot hold safely,
+    are searched by :func:`float64_search` itself. The result depends on neither block size. ``device``
+    (a torch device, e.g. ``cuda:0``) runs the float32 scan there (`torch_scan`); the bound, the rescoring
+    and so the result are the same.
     """
     d = validate_documents(documents, doc_ids)
     q, k_eff = validate_queries(queries, d, k)
@@ -90,28 +96,57 @@ def exact_search(
     check_block("block_size", block_size)
     if query_block_size is not None:
         check_block("query_block_size", query_block_size)
-    n_queries, n_docs = q.shape[0], d.shape[0]
+    if q.shape[0] == 0 or k_eff == 0:
+        return empty_result(q.shape[0], k_eff)
+    if not (float32_safe(q) and float32_safe(d)):
+        return float64_search(
+            q,
+            d,
+            k_eff,
+            doc_ids=doc_ids,
+            block_size=block_size,
+            query_block_size=query_block_size,
+            allowed=allowed,
+        )
+    return _float32_rounds(
+        q,
+        d,
+        k_eff,
+        doc_ids=doc_ids,
+        block_size=block_size,
+        query_block_size=query_block_size,
+        allowed=allowed,
+        device=device,
+    )
+
+
+def float64_search(
+    queries: np.ndarray,
+    documents: np.ndarray,
+    k: int,
+    *,
+    doc_ids: Sequence[str],
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    query_block_size: int | None = None,
+    allowed: Allowed | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`exact_search`'s result by the float64 scan alone: every pair scored in float64 and rounded to
+    float32, keeping a running top k per query. Documents are scanned in blocks of ``block_size`` rows and
+    queries in blocks of ``query_block_size`` (by default as many as fit in ~48 MB of scratch), so memory
+    stays bounded for large corpora. A masked-out pair keeps only its tie rank (`query_masks`), below every
+    allowed document's key, and is recognised after the scan."""
+    d = validate_documents(documents, doc_ids)
+    q, k_eff = validate_queries(queries, d, k)
+    if allowed is not None:
+        allowed.check(q.shape[0], d.shape[0])
+    check_block("block_size", block_size)
+    if query_block_size is not None:
+        check_block("query_block_size", query_block_size)
+    n_queries = q.shape[0]
     if n_queries == 0 or k_eff == 0:
         return empty_result(n_queries, k_eff)
-
     ranks = tie_ranks(doc_ids)
-    doc_block = min(block_size, n_docs)
-    query_block = query_block_size or max(1, SCRATCH_BYTES // (_BYTES_PER_PAIR * (doc_block + k_eff)))
-    best = np.zeros((n_queries, 0), dtype=np.uint64)
-    # Documents outermost: each document block is converted to float64 once.
-    for d_start in range(0, n_docs, doc_block):
-        d_block = d[d_start : d_start + doc_block].astype(np.float64)
-        block_ranks = ranks[d_start : d_start + doc_block]
-        merged: list[np.ndarray] = []
-        for q_start in range(0, n_queries, query_block):
-            q_block = q[q_start : q_start + query_block].astype(np.float64)
-            scores = (q_block @ d_block.T).astype(np.float32)
-            keys = ranking_keys(scores, block_ranks)
-            if allowed is not None:
-                block_masks = allowed.masks[:, d_start : d_start + doc_block]
-                query_masks(keys, block_masks[allowed.rows[q_start : q_start + query_block]])
-            merged.append(_top(np.concatenate([best[q_start : q_start + query_block], keys], axis=1), k_eff))
-        best = np.concatenate(merged, axis=0)
+    best = _scan(q, d, k_eff, ranks, block_size, query_block_size, allowed, np.float64)
     keys = np.sort(best, axis=1)[:, ::-1]
     return padded(keys, *decode_keys(keys, np.argsort(ranks)))
 
@@ -167,16 +202,234 @@ def equal_scores(
 # ------------------------------------------------------------------------------------------------- internals
 
 
+#: Shortlist widths of the float32 rounds, as multiples of k past k: a query left open by the first (more
+#: documents within the error bound of its k-th score than the shortlist holds: ties) is scanned again with
+#: the wider one, and one still open after it by the float64 search.
+_SHORTLIST_ROUNDS = (0.25, 4.0)
+_SHORTLIST_EXTRA = 16
+#: Largest magnitude of a vector value the float32 scan accepts: products stay below 2**100 and a sum of up
+#: to 2**20 of them below float32's largest finite value, 2**128.
+_FLOAT32_PEAK = 2.0**50
+_FLOAT32_MAX_DIMENSION = 2**20
+_U32 = 2.0**-24  # unit roundoff of float32 (round to nearest)
+_U64 = 2.0**-53
+_TINY32 = 2.0**-126  # smallest normal float32
+_NORM_RAISE = 1.0 + 2.0**-20
+
+
+def shortlist_width(k: int, n_documents: int, round_number: int = 0) -> int:
+    """Documents a float32 round keeps per query: k and a margin for the documents within the error bound
+    of the k-th score (`_SHORTLIST_ROUNDS`), at most every document."""
+    margin = max(_SHORTLIST_EXTRA, int(k * _SHORTLIST_ROUNDS[round_number]))
+    return min(n_documents, k + margin)
+
+
+def gamma(n: int, unit_roundoff: float) -> float:
+    """Higham's gamma_n = n*u / (1 - n*u): the relative error bound of n floating-point operations."""
+    return n * unit_roundoff / (1.0 - n * unit_roundoff)
+
+
+def float32_bound(query_norms: np.ndarray, max_document_norm: float, dimension: int) -> np.ndarray:
+    """Per query, a bound B on |float32 score - float64 search's score| of any (query, document) pair.
+
+    With x, y the float64 values of a query and a document (what `float64_search` multiplies; exact for
+    float16 and float32 vectors), d the dimension and u = 2**-24:
+
+    - converting x and y to float32 is exact for float16/float32 vectors, and within u|x_i| otherwise, so
+      each product x32_i * y32_i is within gamma_2 |x_i y_i| of x_i y_i;
+    - the float32 dot product of d terms, in any summation order, with or without FMA (every BLAS kernel,
+      any block shape), is within gamma_d * sum |x32_i y32_i| of the exact sum (Higham, Accuracy and
+      Stability, 3.1); together with the conversion, within gamma_{d+2} * sum |x_i y_i|;
+    - the float64 search's score is its float64 dot product (within gamma_d(2**-53) * sum |x_i y_i| of the
+      exact sum) rounded to float32 (relative error u): within (u + (1 + u) gamma_d(2**-53)) sum |x_i y_i|;
+    - sum |x_i y_i| <= ||x|| ||y|| (Cauchy-Schwarz);
+    - underflow, gradual or flushed to zero (FTZ/DAZ), adds at most 2**-126 per product, per operand and
+      per addition, in all at most 2**-125 d (1 + ||x||)(1 + ||y||) for each of the two scores.
+
+    So, with ||y||max the largest document norm,
+    B = (gamma_{d+2}(u) + u + (1 + u) gamma_d(2**-53)) ||x|| ||y||max + 2**-124 d (1 + ||x||)(1 + ||y||max),
+    computed from `row_norms`' upper bounds of the norms, then raised by 1 %, which covers the rounding of B
+    itself and of the threshold built from it.
+    Values beyond `_FLOAT32_PEAK` are not searched in float32 at all (overflow); see `float32_safe`.
+    """
+    relative = gamma(dimension + 2, _U32) + _U32 + (1.0 + _U32) * gamma(dimension, _U64)
+    x = np.asarray(query_norms, dtype=np.float64)
+    y = float(max_document_norm)
+    underflow = 2.0 * _TINY32 * dimension * (1.0 + x) * (1.0 + y)
+    bound: np.ndarray = 1.01 * (relative * x * y + underflow)
+    return bound
+
+
+def float32_safe(matrix: np.ndarray) -> bool:
+    """Whether the float32 scan may search these vectors: every value at most `_FLOAT32_PEAK` in magnitude
+    (no float32 overflow) and a dimension for which gamma_d is small."""
+    if matrix.shape[1] > _FLOAT32_MAX_DIMENSION or matrix.size == 0:
+        return matrix.size == 0
+    if matrix.dtype == np.float16:
+        return True
+    return bool(matrix.max() <= _FLOAT32_PEAK and matrix.min() >= -_FLOAT32_PEAK)
+
+
+def row_norms(matrix: np.ndarray) -> np.ndarray:
+    """An upper bound of the L2 norm of every row's float64 values, within about 1e-5 of it, in blocks.
+
+    float32 rows are summed in float32 (no float64 copy: at 200,000 x 512 that copy was a tenth of the
+    search): a sum of d non-negative rounded squares, in any order, is within gamma_d(2**-24) of the exact
+    sum of squares, less at most 2**-126 per square and per addition for underflow, so
+    sqrt((s + 2d 2**-126) / (1 - gamma_d)) bounds the norm. Other dtypes are summed in float64 (within
+    (d + 1) 2**-53 of it). Every norm is then raised by 2**-20, which covers the float64 sum's error and the
+    square root's rounding.
+    """
+    norms = np.empty(matrix.shape[0], dtype=np.float64)
+    dimension = matrix.shape[1]
+    for start in range(0, matrix.shape[0], DEFAULT_BLOCK_SIZE):
+        block = matrix[start : start + DEFAULT_BLOCK_SIZE]
+        if block.dtype == np.float32:
+            squares = np.einsum("ij,ij->i", block, block).astype(np.float64)
+            squares = (squares + 2.0 * dimension * _TINY32) / (1.0 - gamma(dimension, _U32))
+        else:
+            wide = block.astype(np.float64)
+            squares = np.einsum("ij,ij->i", wide, wide)
+        norms[start : start + DEFAULT_BLOCK_SIZE] = np.sqrt(squares)
+    norms *= _NORM_RAISE
+    return norms
+
+
+def _scan(
+    q: np.ndarray,
+    d: np.ndarray,
+    width: int,
+    ranks: np.ndarray,
+    block_size: int,
+    query_block_size: int | None,
+    allowed: Allowed | None,
+    dtype: type[np.floating],
+) -> np.ndarray:
+    """The ``width`` largest ranking keys of every query, in no order, its scores the products computed in
+    ``dtype`` and rounded to float32."""
+    n_queries, n_docs = q.shape[0], d.shape[0]
+    doc_block = min(block_size, n_docs)
+    query_block = query_block_size or max(1, SCRATCH_BYTES // (_BYTES_PER_PAIR * (doc_block + width)))
+    best = np.zeros((n_queries, 0), dtype=np.uint64)
+    # Documents outermost: each document block is converted once (not at all when it has the dtype).
+    for d_start in range(0, n_docs, doc_block):
+        d_block = d[d_start : d_start + doc_block].astype(dtype, copy=False)
+        block_ranks = ranks[d_start : d_start + doc_block]
+        merged: list[np.ndarray] = []
+        for q_start in range(0, n_queries, query_block):
+            q_block = q[q_start : q_start + query_block].astype(dtype, copy=False)
+            keys = ranking_keys(q_block @ d_block.T, block_ranks)
+            if allowed is not None:
+                block_masks = allowed.masks[:, d_start : d_start + doc_block]
+                query_masks(keys, block_masks[allowed.rows[q_start : q_start + query_block]])
+            merged.append(_top(np.concatenate([best[q_start : q_start + query_block], keys], axis=1), width))
+        best = np.concatenate(merged, axis=0)
+    return best
+
+
+def _float32_rounds(
+    q: np.ndarray,
+    d: np.ndarray,
+    k: int,
+    *,
+    doc_ids: Sequence[str],
+    block_size: int,
+    query_block_size: int | None,
+    allowed: Allowed | None,
+    device: str | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`exact_search` once its inputs are checked: the float32 rounds (numpy, or torch on ``device``), then
+    `float64_search` for the queries they leave open."""
+    n_queries, n_docs = q.shape[0], d.shape[0]
+    ranks = tie_ranks(doc_ids)
+    position_of_rank = np.argsort(ranks)
+    bound = float32_bound(row_norms(q), float(row_norms(d).max()), q.shape[1])
+    positions, scores = empty_result(n_queries, k)
+    open_rows = np.arange(n_queries)
+    for round_number in range(len(_SHORTLIST_ROUNDS)):
+        width = shortlist_width(k, n_docs, round_number)
+        subset = allowed.select(open_rows) if allowed is not None else None
+        if device is None:
+            scanned = _scan(q[open_rows], d, width, ranks, block_size, query_block_size, subset, np.float32)
+        else:
+            from pytest_embeval.search.torch_scan import torch_scan
+
+            positions_found, values = torch_scan(q[open_rows], d, width, subset, device)
+            masked = np.isneginf(values)
+            scanned = ranking_keys(np.where(masked, np.float32(0), values), ranks[positions_found])
+            query_masks(scanned, ~masked)
+        keys = np.sort(scanned)
+        keys = keys[:, ::-1]
+        _, approximate = padded(keys, *decode_keys(keys, position_of_rank))
+        # Shown in float32_bound: a document of the float64 top k scores at least (k-th float32 score - 2B)
+        # in float32; every document outside the shortlist scores at most its last float32 score. A NaN
+        # last score is a masked key: the shortlist holds every allowed document.
+        kth, last = approximate[:, k - 1].astype(np.float64), approximate[:, -1].astype(np.float64)
+        closed = (width == n_docs) | np.isnan(last) | (last < kth - 2.0 * bound[open_rows])
+        rows = open_rows[closed]
+        positions[rows], scores[rows] = _rescored(q[rows], d, k, keys[closed], ranks, position_of_rank)
+        open_rows = open_rows[~closed]
+        if open_rows.size == 0:
+            return positions, scores
+    positions[open_rows], scores[open_rows] = float64_search(
+        q[open_rows],
+        d,
+        k,
+        doc_ids=doc_ids,
+        block_size=block_size,
+        query_block_size=query_block_size,
+        allowed=allowed.select(open_rows) if allowed is not None else None,
+    )
+    return positions, scores
+
+
+def _rescored(
+    q: np.ndarray,
+    d: np.ndarray,
+    k: int,
+    shortlist: np.ndarray,
+    ranks: np.ndarray,
+    position_of_rank: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top k of each query's shortlist (its keys, a masked key for no document) by the float64 search's
+    scores: each pair's float64 dot product rounded to float32 (as `search.hnsw` rescores its candidates),
+    ranked by the same keys."""
+    n_queries, width = shortlist.shape
+    positions, scores = empty_result(n_queries, k)
+    if n_queries == 0:
+        return positions, scores
+    found = shortlist >= _SCORED
+    candidates = np.where(found, position_of_rank[(shortlist & _LOW32).astype(np.int64)], 0)
+    step = max(1, SCRATCH_BYTES // (8 * width * q.shape[1]))
+    for start in range(0, n_queries, step):
+        block = candidates[start : start + step]
+        # einsum converts the gathered rows to float64 in its own buffer: the same products and sums as a
+        # float64 copy of them, at half the memory traffic.
+        q64 = q[start : start + step].astype(np.float64)
+        exact = np.einsum("id,ikd->ik", q64, d[block], dtype=np.float64).astype(np.float32)
+        keys = ranking_keys(exact, ranks[block])
+        query_masks(keys, found[start : start + step])
+        keys = np.sort(_top(keys, k), axis=1)[:, ::-1]
+        positions[start : start + step], scores[start : start + step] = padded(
+            keys, *decode_keys(keys, position_of_rank)
+        )
+    return positions, scores
+
+
 def ranking_keys(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     """Order-preserving uint64 keys: float32 score in the high 32 bits, tie rank in the low 32 bits."""
     # Adding +0.0 turns -0.0 into +0.0: trec_eval sees them as equal scores, so they must get equal keys.
-    bits = (scores.astype(np.float32) + np.float32(0.0)).view(np.uint32)
+    bits = (np.asarray(scores, dtype=np.float32) + np.float32(0.0)).view(np.uint32)
     # Negative scores: flip every bit (larger magnitude sorts lower); others: set the sign bit. The arithmetic
     # shift builds that mask without branching (this runs on every (query, document) pair).
-    flip = (bits.view(np.int32) >> 31).view(np.uint32) | _SIGN
-    keys: np.ndarray = (bits ^ flip).astype(np.uint64)
-    keys <<= np.uint64(32)
-    keys |= ranks.astype(np.uint64)
+    flip = (bits.view(np.int32) >> 31).view(np.uint32)
+    flip |= _SIGN
+    keys = np.empty(bits.shape, dtype=np.uint64)
+    # The two halves written in place through a uint32 view: no shift and no second uint64 pass.
+    halves = keys.view(np.uint32).reshape(*bits.shape, 2)
+    low, high = (0, 1) if sys.byteorder == "little" else (1, 0)
+    np.bitwise_xor(bits, flip, out=halves[..., high])
+    halves[..., low] = ranks
     return keys
 
 
