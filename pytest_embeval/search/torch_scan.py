@@ -34,6 +34,8 @@ def fits_on_device(documents: np.ndarray, device: str) -> bool:
 
     if not device.startswith("cuda"):
         return True
+    if not torch.cuda.is_available():  # an arm's record names a device this process cannot reach
+        return False
     free, _ = torch.cuda.mem_get_info(torch.device(device))
     return bool(documents.shape[0] * documents.shape[1] * 4 + _DEVICE_SCRATCH <= _FREE_SHARE * free)
 
