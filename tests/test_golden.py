@@ -1440,7 +1440,8 @@ def test_inclusions_are_read_and_part_of_the_fingerprint_only_when_given(tmp_pat
         == load(tmp_path / "plain-again", BASE, {"queries.jsonl": frequencies}).fingerprint()
     )
     tsv = "id\ttext\tshape\tlanguage\tfrequency\tinclusion\n" + "".join(
-        f"q{i}\tquery {i}\ts\ten\t{f}\t{p}\n" for i, f, p in ((1, "12", "0.5"), (2, "3", " 1 "), (3, "1", "1"), (4, "2", "1e-2"))
+        f"q{i}\tquery {i}\ts\ten\t{f}\t{p}\n"
+        for i, f, p in ((1, "12", "0.5"), (2, "3", " 1 "), (3, "1", "1"), (4, "2", "1e-2"))
     )
     from_tsv = load(tmp_path / "tsv", BASE.replace("queries.jsonl", "queries.tsv"), {"queries.tsv": tsv})
     assert [q.inclusion for q in from_tsv.queries] == [0.5, 1.0, 1.0, 0.01]

@@ -324,6 +324,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             "text": query.text,
             "strata": dict(query.fields),
             **({} if golden.weights is None else {"frequency": query.frequency}),
+            **({} if golden.weights is None or query.inclusion is None else {"inclusion": query.inclusion}),
             "scores": {
                 role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
                 for role, arm in arms.items()
