@@ -508,6 +508,8 @@ KNOWN = (
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
 G = "{d}/golden.yaml"
+#: A JSONL query with a frequency, up to its inclusion's value.
+INCLUDED = '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": '
 
 ERROR_CASES = [
     # --- the YAML file itself
@@ -1265,36 +1267,28 @@ ERROR_CASES = [
     # --- a query's inclusion: a probability in (0, 1], for every query or none, beside a frequency
     pytest.param(
         BASE,
-        {
-            "queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": 0}\n'
-        },
+        {"queries.jsonl": INCLUDED + "0}\n"},
         "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
         "got 0",
         id="inclusion-zero",
     ),
     pytest.param(
         BASE,
-        {
-            "queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": 1.5}\n'
-        },
+        {"queries.jsonl": INCLUDED + "1.5}\n"},
         "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
         "got 1.5",
         id="inclusion-above-one",
     ),
     pytest.param(
         BASE,
-        {
-            "queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": NaN}\n'
-        },
+        {"queries.jsonl": INCLUDED + "NaN}\n"},
         "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
         "got NaN",
         id="inclusion-nan",
     ),
     pytest.param(
         BASE,
-        {
-            "queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": false}\n'
-        },
+        {"queries.jsonl": INCLUDED + "false}\n"},
         "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
         "got false",
         id="inclusion-boolean",
@@ -1302,7 +1296,7 @@ ERROR_CASES = [
     pytest.param(
         BASE,
         {
-            "queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": 0.5}\n'
+            "queries.jsonl": INCLUDED + "0.5}\n"
             '{"_id": "q2", "text": "b", "shape": "s", "language": "en", "frequency": 1}\n'
         },
         "{d}/queries.jsonl:2: inclusion: query 'q2' has no inclusion while 'q1' (line 1) has one; "

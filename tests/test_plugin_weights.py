@@ -106,8 +106,8 @@ def test_drawn_queries_weigh_frequency_over_inclusion(pytester: pytest.Pytester,
         [
             "*traffic-weighted by frequency / inclusion; incumbent*",
             "overall*48 (Kish 48.0)*-0.375*WORSE",
-            "traffic-weighted by frequency / inclusion: means, Δ, CI, MDE and verdicts weigh each query by its "
-            "frequency over its inclusion probability*",
+            "traffic-weighted by frequency / inclusion: means, Δ, CI, MDE and verdicts weigh each query "
+            "by its frequency over its inclusion probability*",
         ]
     )
     (golden_set,) = json.loads(report_path.read_text(encoding="utf-8"))["golden_sets"]

@@ -239,7 +239,7 @@ class DataReader(NodeReader):
     def query_number(
         self, entries: Mapping[str, Entry], prefix: str, name: str, query_id: str
     ) -> float | None:
-        """An inline query's ``frequency`` or ``inclusion``, checked as a data file's are; None when absent."""
+        """An inline query's ``frequency`` or ``inclusion``, checked as a data file's are; None if absent."""
         if name not in entries:
             return None
         node = entries[name][1]

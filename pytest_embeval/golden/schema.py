@@ -234,8 +234,9 @@ class GoldenSet:
 
     @property
     def traffic_weighting(self) -> str | None:
-        """What a query's traffic weight is: `TRAFFIC_BY_INCLUSION` when the queries carry inclusion probabilities
-        (a drawn sample), ``frequency`` when they carry frequencies alone, None without frequencies."""
+        """What a query's traffic weight is: `TRAFFIC_BY_INCLUSION` when the queries carry inclusion
+        probabilities (a drawn sample), ``frequency`` when they carry frequencies alone, None without
+        frequencies."""
         if not self.queries or self.queries[0].frequency is None:
             return None
         return TRAFFIC_BY_INCLUSION if self.queries[0].inclusion is not None else TRAFFIC_BY_FREQUENCY
