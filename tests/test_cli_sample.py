@@ -67,8 +67,17 @@ def test_the_draw_equals_the_hand_computation(tmp_path: Path, embeval: Embeval) 
     by_text = {q["text"]: q for q in queries}
     # The first spelling seen, the frequency of all three, the stable id of the normalised text.
     assert by_text["Track my parcel"]["frequency"] == 40 and by_text["refund"]["frequency"] == 20
-    assert list(by_text["Track my parcel"]) == ["_id", "text", "language", "band", "frequency"]
+    assert list(by_text["Track my parcel"]) == ["_id", "text", "language", "band", "frequency", "inclusion"]
     assert all(q["frequency"] == 1 for q in queries if q["band"] == "tail" and q["text"] != "paket")
+    # Each query's inclusion is its cell's sampled over distinct: en head 1 of 1, torso 1 of 1, tail 5 of
+    # 30; de tail 5 of 6. So en's drawn queries stand for 40 + 20 + 5 x 6 = 90 searches, its traffic.
+    assert Counter((q["language"], q["band"], q["inclusion"]) for q in queries) == {
+        ("en", "head", 1.0): 1,
+        ("en", "torso", 1.0): 1,
+        ("en", "tail", 5 / 30): 5,
+        ("de", "tail", 5 / 6): 5,
+    }
+    assert sum(q["frequency"] / q["inclusion"] for q in queries if q["language"] == "en") == pytest.approx(90)
     lines = stdout.splitlines()
     assert lines[0] == (
         f"{log}: 100 searches, 38 distinct queries (case, whitespace and Unicode compatibility forms "
@@ -92,6 +101,9 @@ def test_the_draw_equals_the_hand_computation(tmp_path: Path, embeval: Embeval) 
         ("language=en", 7, 5),
         ("language=de", 5, 5),
     ]
+    assert sidecar["strata"][0]["bands"]["tail"] == {"distinct": 30, "sampled": 5, "inclusion": 5 / 30}
+    assert sidecar["strata"][1]["bands"]["head"] == {"distinct": 0, "sampled": 0}
+    assert sidecar["inclusion"].startswith("each query's inclusion probability")
     # 40 + 20 + 5 singletons of en; de: 5 of paket's and 4 singletons, or 5 singletons.
     covered = sum(q["frequency"] for q in queries) / 100
     assert sidecar["traffic_covered"] == pytest.approx(covered, abs=1e-6)
@@ -138,6 +150,11 @@ def test_the_sample_loads_as_a_golden_sets_queries_with_its_draw(tmp_path: Path,
     path.write_text(yaml.safe_dump(plan), encoding="utf-8")
     golden = load_golden(path)
     assert sorted(q.frequency for q in golden.queries)[-2:] == [20.0, 40.0]
+    # Each query weighs the traffic it stands for: en's 90 searches and de's 10 (give or take the draw:
+    # 6 with paket left out, 10.8 with it in).
+    en = sum(q.traffic_weight or 0 for q in golden.queries if q.fields["language"] == "en")
+    de = sum(q.traffic_weight or 0 for q in golden.queries if q.fields["language"] == "de")
+    assert en == pytest.approx(90) and de in (pytest.approx(6), pytest.approx(10.8))
     assert [s.name for s in golden.strata()] == [
         "overall",
         "language=de",
@@ -237,6 +254,12 @@ SAMPLE_BAD = [
         None,
         "--by 'frequency': a key of the queries file written, not a stratum field",
         id="reserved-by",
+    ),
+    pytest.param(
+        ["--by", "inclusion"],
+        None,
+        "--by 'inclusion': a key of the queries file written, not a stratum field",
+        id="reserved-by-inclusion",
     ),
 ]
 

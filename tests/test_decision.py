@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.reports.annotations import escape_data, escape_property, workflow_commands
 from pytest_embeval.run.decision import traffic_share
 
@@ -146,12 +147,31 @@ def with_frequencies(path: Path, frequency: Callable[[dict[str, Any]], float]) -
     return path
 
 
+def load_golden_drawn(path: Path, inclusion: tuple[float, float]) -> GoldenSet:
+    """The golden set at ``path`` with an inclusion on every query: ``inclusion`` (English, Spanish)."""
+    queries = path.parent / "support" / "queries.jsonl"
+    rows = [json.loads(line) for line in queries.read_text(encoding="utf-8").splitlines()]
+    text = "".join(
+        json.dumps({**row, "inclusion": inclusion[0] if row["language"] == "en" else inclusion[1]}) + "\n"
+        for row in rows
+    )
+    queries.write_text(text, encoding="utf-8")
+    return load_golden(path)
+
+
 def test_the_traffic_share_is_by_frequency_when_given_else_by_query_count(golden: Golden) -> None:
     counted = load_golden(golden())
     english = [query.id for query in counted.queries if query.fields["language"] == "en"]
     assert traffic_share(counted, english) == (0.5, "query count")
     weighted = load_golden(with_frequencies(golden(), lambda row: 1 if row["language"] == "en" else 3))
     assert traffic_share(weighted, english) == (0.25, "query frequency")
+    # Drawn English queries with inclusion 1/4 stand for 4 searches each, Spanish ones (inclusion 1) for 3:
+    # English is 24 x 4 / (24 x 4 + 24 x 3) = 4/7 of the traffic.
+    drawn = load_golden_drawn(
+        with_frequencies(golden(), lambda row: 1 if row["language"] == "en" else 3), (0.25, 1.0)
+    )
+    share, basis = traffic_share(drawn, english)
+    assert (share, basis) == (pytest.approx(4 / 7), "query frequency / inclusion")
 
 
 # --- the outcomes ---------------------------------------------------------------------------------------

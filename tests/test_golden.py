@@ -506,6 +506,8 @@ KNOWN = (
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
 G = "{d}/golden.yaml"
+#: A JSONL query with a frequency, up to its inclusion's value.
+INCLUDED = '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": '
 
 ERROR_CASES = [
     # --- the YAML file itself
@@ -1262,6 +1264,87 @@ ERROR_CASES = [
         f"{G}:5: strata[0]: 'frequency' is reserved for the query itself, not a stratum field",
         id="strata-frequency-reserved",
     ),
+    # --- a query's inclusion: a probability in (0, 1], for every query or none, beside a frequency
+    pytest.param(
+        BASE,
+        {"queries.jsonl": INCLUDED + "0}\n"},
+        "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
+        "got 0",
+        id="inclusion-zero",
+    ),
+    pytest.param(
+        BASE,
+        {"queries.jsonl": INCLUDED + "1.5}\n"},
+        "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
+        "got 1.5",
+        id="inclusion-above-one",
+    ),
+    pytest.param(
+        BASE,
+        {"queries.jsonl": INCLUDED + "NaN}\n"},
+        "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
+        "got NaN",
+        id="inclusion-nan",
+    ),
+    pytest.param(
+        BASE,
+        {"queries.jsonl": INCLUDED + "false}\n"},
+        "{d}/queries.jsonl:1: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
+        "got false",
+        id="inclusion-boolean",
+    ),
+    pytest.param(
+        BASE,
+        {
+            "queries.jsonl": INCLUDED + "0.5}\n"
+            '{"_id": "q2", "text": "b", "shape": "s", "language": "en", "frequency": 1}\n'
+        },
+        "{d}/queries.jsonl:2: inclusion: query 'q2' has no inclusion while 'q1' (line 1) has one; "
+        "give every query an inclusion or none",
+        id="inclusion-for-some-queries",
+    ),
+    pytest.param(
+        BASE,
+        {"queries.jsonl": '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "inclusion": 0.5}\n'},
+        "{d}/queries.jsonl:1: inclusion: query 'q1' has an inclusion but no frequency: an inclusion "
+        "probability corrects the frequency weights of a drawn sample (frequency / inclusion); give every "
+        "query its frequency",
+        id="inclusion-without-frequency",
+    ),
+    pytest.param(
+        BASE.replace("queries.jsonl", "queries.tsv"),
+        {"queries.tsv": "id\ttext\tshape\tlanguage\tfrequency\tinclusion\nq1\ta\ts\ten\t2\thalf\n"},
+        "{d}/queries.tsv:2: inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
+        "got 'half'",
+        id="inclusion-tsv-word",
+    ),
+    pytest.param(
+        INLINE_HEAD + "  - {id: q1, text: a, shape: s, relevant: {d1: 1}, frequency: 2, inclusion: -0.1}\n",
+        NO_DATA,
+        f"{G}:5: queries[0].inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
+        "got '-0.1'",
+        id="inclusion-inline-negative",
+    ),
+    pytest.param(
+        INLINE_HEAD + "  - {id: q1, text: a, shape: s, relevant: {d1: 1}, frequency: 2, inclusion: {p: 1}}\n",
+        NO_DATA,
+        f"{G}:5: queries[0].inclusion: query 'q1': inclusion must be a probability above 0 and at most 1, "
+        "got a mapping",
+        id="inclusion-inline-mapping",
+    ),
+    pytest.param(
+        INLINE_HEAD + "  - {id: q1, text: a, shape: s, relevant: {d1: 1}, inclusion: 1}\n",
+        NO_DATA,
+        f"{G}:5: queries: query 'q1' has an inclusion but no frequency: an inclusion probability corrects "
+        "the frequency weights of a drawn sample (frequency / inclusion); give every query its frequency",
+        id="inclusion-inline-without-frequency",
+    ),
+    pytest.param(
+        BASE.replace("strata: [shape, language]", "strata: [inclusion]"),
+        None,
+        f"{G}:5: strata[0]: 'inclusion' is reserved for the query itself, not a stratum field",
+        id="strata-inclusion-reserved",
+    ),
     pytest.param(
         BASE + "weights: frequency\n",
         None,
@@ -1330,6 +1413,51 @@ def test_frequencies_are_part_of_the_fingerprint_only_when_given(tmp_path: Path)
     second = load(tmp_path / "two", BASE, {"queries.jsonl": with_two})
     assert len({without.fingerprint(), first.fingerprint(), second.fingerprint()}) == 3
     assert without.plan_fingerprint() == first.plan_fingerprint() == second.plan_fingerprint()
+
+
+def test_inclusions_are_read_and_part_of_the_fingerprint_only_when_given(tmp_path: Path) -> None:
+    frequencies = QUERIES.replace('"language": "en"}', '"language": "en", "frequency": 3}')
+    frequencies = frequencies.replace('"language": "es"}', '"language": "es", "frequency": 0.5}')
+    drawn = frequencies.replace('"frequency": 3}', '"frequency": 3, "inclusion": 0.25}')
+    drawn = drawn.replace('"frequency": 0.5}', '"frequency": 0.5, "inclusion": 1}')
+    plain = load(tmp_path / "plain", BASE, {"queries.jsonl": frequencies})
+    golden = load(tmp_path / "drawn", BASE, {"queries.jsonl": drawn})
+    assert [q.inclusion for q in golden.queries] == [0.25, 1.0, 1.0, 0.25]
+    assert all(q.inclusion is None for q in plain.queries)
+    assert plain.fingerprint() != golden.fingerprint()
+    again = load(
+        tmp_path / "again", BASE, {"queries.jsonl": drawn.replace('"inclusion": 0.25', '"inclusion": 0.5', 1)}
+    )
+    assert again.fingerprint() != golden.fingerprint()
+    assert (
+        plain.fingerprint()
+        == load(tmp_path / "plain-again", BASE, {"queries.jsonl": frequencies}).fingerprint()
+    )
+    tsv = "id\ttext\tshape\tlanguage\tfrequency\tinclusion\n" + "".join(
+        f"q{i}\tquery {i}\ts\ten\t{f}\t{p}\n"
+        for i, f, p in ((1, "12", "0.5"), (2, "3", " 1 "), (3, "1", "1"), (4, "2", "1e-2"))
+    )
+    from_tsv = load(tmp_path / "tsv", BASE.replace("queries.jsonl", "queries.tsv"), {"queries.tsv": tsv})
+    assert [q.inclusion for q in from_tsv.queries] == [0.5, 1.0, 1.0, 0.01]
+    inline = INLINE.replace(
+        "language: en, relevant: {d1: 2", "language: en, frequency: 4, inclusion: 0.5, relevant: {d1: 2"
+    )
+    inline = inline.replace("language: es, relevant", "language: es, frequency: 1, inclusion: 1, relevant")
+    inline = inline.replace("language: en}", "language: en, frequency: 2.5, inclusion: 0.1}")
+    assert [q.inclusion for q in load(tmp_path / "inline", inline).queries] == [0.5, 1.0, 1.0, 0.1]
+
+
+def test_a_query_weighs_its_frequency_over_its_inclusion(tmp_path: Path) -> None:
+    # By hand: q1 (en) 3 / 0.25 = 12, q2 and q3 (es) 0.5 / 1 = 0.5, q4 (en) 3 / 0.25 = 12.
+    drawn = QUERIES.replace('"language": "en"}', '"language": "en", "frequency": 3, "inclusion": 0.25}')
+    drawn = drawn.replace('"language": "es"}', '"language": "es", "frequency": 0.5, "inclusion": 1}')
+    golden = load(tmp_path / "drawn", BASE + "weights: frequency\n", {"queries.jsonl": drawn})
+    assert golden.query_weights() == (12.0, 0.5, 0.5, 12.0)
+    assert golden.traffic_weighting == "frequency / inclusion"
+    frequencies = QUERIES.replace('"language": "en"}', '"language": "en", "frequency": 3}')
+    frequencies = frequencies.replace('"language": "es"}', '"language": "es", "frequency": 0.5}')
+    plain = load(tmp_path / "plain", BASE + "weights: frequency\n", {"queries.jsonl": frequencies})
+    assert plain.traffic_weighting == "frequency" and load(tmp_path / "none").traffic_weighting is None
 
 
 def test_weights_are_read_and_part_of_the_plan_only_when_given(tmp_path: Path) -> None:

@@ -69,8 +69,9 @@ def test_the_verdict_rests_on_the_weighted_mean_and_the_unweighted_is_shown_besi
     )
     report = json.loads(report_path.read_text(encoding="utf-8"))
     (golden_set,) = report["golden_sets"]
-    assert golden_set["weights"] == "frequency"
+    assert golden_set["weights"] == "frequency" and golden_set["traffic_weight"] == "frequency"
     assert {q["frequency"] for q in golden_set["queries"]} == {1, 100}
+    assert all("inclusion" not in q for q in golden_set["queries"])
     overall = golden_set["strata"][0]
     assert overall["weights"] == "frequency"
     assert overall["kish_n"] == pytest.approx(KISH_OVERALL)
@@ -86,6 +87,36 @@ def test_the_verdict_rests_on_the_weighted_mean_and_the_unweighted_is_shown_besi
     assert "| unweighted |" in md and "-0.375 [" in md and f"48 (Kish {KISH_OVERALL:.1f})" in md
     page = html.read_text(encoding="utf-8")
     assert "<th>unweighted</th>" in page and "traffic-weighted by frequency" in page
+
+
+def test_drawn_queries_weigh_frequency_over_inclusion(pytester: pytest.Pytester, golden: Golden) -> None:
+    # English queries: frequency 1 but inclusion 0.01, so each stands for 100 searches, as each Spanish one
+    # (frequency 100, inclusion 1) does: the weights are equal, and the weighted numbers the unweighted ones
+    # (Δ -18/48, WORSE, Kish 48), where frequency alone made English 1 % of the traffic and overall a TIE.
+    _weighted(golden, pytester.path)
+    queries = pytester.path / "support" / "queries.jsonl"
+    rows = [json.loads(line) for line in queries.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        row["inclusion"] = 0.01 if row["language"] == "en" else 1
+    queries.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    report_path = pytester.path / "r.json"
+    result = _run(pytester, f"--embeval-json={report_path}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*traffic-weighted by frequency / inclusion; incumbent*",
+            "overall*48 (Kish 48.0)*-0.375*WORSE",
+            "traffic-weighted by frequency / inclusion: means, Δ, CI, MDE and verdicts weigh each query "
+            "by its frequency over its inclusion probability*",
+        ]
+    )
+    (golden_set,) = json.loads(report_path.read_text(encoding="utf-8"))["golden_sets"]
+    assert (golden_set["weights"], golden_set["traffic_weight"]) == ("frequency", "frequency / inclusion")
+    assert {(q["frequency"], q["inclusion"]) for q in golden_set["queries"]} == {(1, 0.01), (100, 1)}
+    overall = golden_set["strata"][0]
+    assert overall["traffic_weight"] == "frequency / inclusion"
+    assert overall["kish_n"] == pytest.approx(48) and overall["delta"] == pytest.approx(-18 / 48)
+    assert overall["verdict"] == "WORSE" == overall["unweighted"]["verdict"]
 
 
 def test_the_unweighted_numbers_are_those_of_the_file_without_the_key(

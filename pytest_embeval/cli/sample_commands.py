@@ -171,6 +171,10 @@ def _sample(args: argparse.Namespace) -> int:
             band: {"distinct": distinct, "traffic_share": round(rows / log.rows, 6)}
             for band, (distinct, rows) in draw.bands.items()
         },
+        "inclusion": (
+            "each query's inclusion probability: its (stratum, band) cell's sampled / distinct queries; "
+            "weights: frequency weighs it by frequency / inclusion"
+        ),
         "strata": [stratum.record() for stratum in draw.strata],
         "traffic_covered": round(draw.traffic_covered, 6),
         "output": {"sha256": f"sha256:{_sha256(queries)}", "rows": len(draw.queries)},
@@ -274,8 +278,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "splits the traffic into frequency bands, allocates --size across the strata (every combination of "
         "the --by fields) in proportion to their traffic with --floor queries at least, and within a "
         "stratum across the bands by traffic, the head's multiplied by --head-boost, then draws distinct "
-        "queries without replacement. Writes the queries file (with stratum fields, band, frequency and a "
-        "stable id) and its .draw.json sidecar with the allocation table.",
+        "queries without replacement. Writes the queries file (with stratum fields, band, frequency, the "
+        "inclusion probability it was drawn with and a stable id) and its .draw.json sidecar with the "
+        "allocation table.",
     )
     sample_parser.add_argument("log", metavar="LOG", help="the query log (JSONL or TSV).")
     sample_parser.add_argument(

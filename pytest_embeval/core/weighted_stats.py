@@ -1,8 +1,10 @@
 """The traffic-weighted mean of paired differences, its standard error and its resamples.
 
-With a weight ``w_i > 0`` per query (how often it occurs in the traffic) the statistic is the ratio
-estimator ``Δ_w = Σ w_i d_i / Σ w_i`` of the paired differences ``d_i``: the mean difference a user of the
-traffic sees, if the traffic were these queries. The paired bootstrap resamples *queries* (a pair and its
+With a weight ``w_i > 0`` per query (the traffic it stands for: its frequency, over its inclusion
+probability when it was drawn by a known design) the statistic is the ratio estimator
+``Δ_w = Σ w_i d_i / Σ w_i`` of the paired differences ``d_i``: the mean difference a user of the traffic
+sees (with inclusion probabilities, Hájek's estimator of it over the population the sample was drawn
+from). The paired bootstrap resamples *queries* (a pair and its
 weight together) with replacement and recomputes the ratio on each resample, numerator and denominator
 both, so the randomness of the denominator (a resample that misses the head query carries less traffic)
 is in the interval.

@@ -11,6 +11,10 @@ usable as strata).
 
 A query's ``frequency`` (a JSON key or a TSV column) is how often it occurs in the traffic the golden set
 stands for, a positive number, given for every query of the file or for none.
+A query's ``inclusion`` (likewise) is the probability with which the sample it belongs to drew it from the
+population of distinct queries (``embeval sample`` writes it), a number above 0 and at most 1, for every
+query or none, and only beside a ``frequency``; the query then stands for frequency / inclusion of the
+traffic (`Query.traffic_weight`).
 
 Blank lines are skipped; a UTF-8 byte order mark is accepted; lines may end in CRLF. A file whose name ends in
 ``.gz``, ``.bz2``, ``.xz`` or ``.zst`` is decompressed first (`files.compressed`): line numbers are those of
@@ -42,6 +46,7 @@ from pytest_embeval.golden.filters import FieldReader, Filter, field_problem, fi
 
 __all__ = [
     "FREQUENCY",
+    "INCLUSION",
     "TEXT_FORMATS",
     "Document",
     "GoldenError",
@@ -51,6 +56,8 @@ __all__ = [
     "frequency_problem",
     "frequency_value",
     "id_problem",
+    "inclusion_problem",
+    "inclusion_value",
     "is_integer",
     "is_tsv_header",
     "json_object",
@@ -128,6 +135,18 @@ class Query:
     filters: Filter = field(default_factory=dict)
     #: how often the query occurs in the traffic (e.g. its count in the log it came from); None: not given
     frequency: float | None = None
+    #: the probability the sample it belongs to drew it with (``embeval sample``'s ``inclusion``, in (0, 1]);
+    #: None: not drawn by a known design, it stands for itself
+    inclusion: float | None = None
+
+    @property
+    def traffic_weight(self) -> float | None:
+        """The traffic the query stands for: its frequency over its inclusion probability (the Hájek
+        weight, so a sample's weighted mean estimates the traffic-weighted mean of the population it was
+        drawn from), its frequency when it has no inclusion; None without a frequency."""
+        if self.frequency is None:
+            return None
+        return self.frequency if self.inclusion is None else self.frequency / self.inclusion
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -213,21 +232,30 @@ def stratum_value(path: Path, key: str, line: int, query_id: str, name: str, val
 
 
 FREQUENCY = "frequency"
+INCLUSION = "inclusion"
+
+
+def _number(value: object) -> float | None:
+    """A JSON number or a TSV/YAML cell as a float; None when it is neither (a boolean is not a number)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _shown(value: object) -> str:
+    return repr(value) if isinstance(value, str) else _json_text(value)
 
 
 def frequency_value(path: Path, key: str, line: int, query_id: str, value: object) -> float:
     """A query's frequency as written: a finite number above 0 (a JSON number or a TSV/YAML cell)."""
-    number: float | None = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
+    number = _number(value)
     if number is None or not math.isfinite(number) or number <= 0:
-        shown = repr(value) if isinstance(value, str) else _json_text(value)
-        raise GoldenError(path, key, line, frequency_problem(query_id, shown))
+        raise GoldenError(path, key, line, frequency_problem(query_id, _shown(value)))
     return number
 
 
@@ -235,18 +263,41 @@ def frequency_problem(query_id: str, shown: str) -> str:
     return f"query {query_id!r}: frequency must be a number above 0, got {shown}"
 
 
-def check_frequencies(path: Path, queries: Sequence[Query], lines: Mapping[str, int], key: str) -> None:
-    """Every query has a frequency or none has: a traffic share computed from some queries' frequencies and
-    others' counts would mean nothing."""
-    given = [query for query in queries if query.frequency is not None]
-    if not given or len(given) == len(queries):
-        return
-    missing = next(query for query in queries if query.frequency is None)
-    problem = (
-        f"query {missing.id!r} has no frequency while {given[0].id!r} (line {lines[given[0].id]}) has one; "
-        "give every query a frequency or none"
-    )
-    raise GoldenError(path, key, lines[missing.id], problem)
+def inclusion_value(path: Path, key: str, line: int, query_id: str, value: object) -> float:
+    """A query's inclusion probability as written: a number above 0 and at most 1."""
+    number = _number(value)
+    if number is None or not 0 < number <= 1:  # NaN fails the comparison too
+        raise GoldenError(path, key, line, inclusion_problem(query_id, _shown(value)))
+    return number
+
+
+def inclusion_problem(query_id: str, shown: str) -> str:
+    return f"query {query_id!r}: inclusion must be a probability above 0 and at most 1, got {shown}"
+
+
+def check_frequencies(
+    path: Path, queries: Sequence[Query], lines: Mapping[str, int], key: str | None = None
+) -> None:
+    """Every query has a frequency or none has, and likewise an inclusion: a traffic share computed from some
+    queries' frequencies and others' counts would mean nothing. An inclusion needs a frequency: it corrects
+    the frequency weights of a drawn sample, and without them the run has no use for it. The error names
+    ``key``, or (None: a data file) the column or JSON key at fault."""
+    for name in (FREQUENCY, INCLUSION):
+        given = [query for query in queries if getattr(query, name) is not None]
+        if not given or len(given) == len(queries):
+            continue
+        missing = next(query for query in queries if getattr(query, name) is None)
+        problem = (
+            f"query {missing.id!r} has no {name} while {given[0].id!r} (line {lines[given[0].id]}) has one; "
+            f"give every query {'a' if name == FREQUENCY else 'an'} {name} or none"
+        )
+        raise GoldenError(path, key or name, lines[missing.id], problem)
+    if queries and queries[0].inclusion is not None and queries[0].frequency is None:
+        problem = (
+            f"query {queries[0].id!r} has an inclusion but no frequency: an inclusion probability corrects "
+            "the frequency weights of a drawn sample (frequency / inclusion); give every query its frequency"
+        )
+        raise GoldenError(path, key or INCLUSION, lines[queries[0].id], problem)
 
 
 def _checked_id(path: Path, key: str, line: int, value: str) -> str:
@@ -486,11 +537,13 @@ def read_queries(
             filters: Filter = {}
             if "filters" in record:
                 filters = _json_filter(path, line, record["filters"], query_id, document_fields)
-            frequency = None
+            frequency = inclusion = None
             if FREQUENCY in record:
                 frequency = frequency_value(path, FREQUENCY, line, query_id, record[FREQUENCY])
-            queries.append(Query(query_id, query_text, fields, filters, frequency))
-        check_frequencies(path, queries, first_line, FREQUENCY)
+            if INCLUSION in record:
+                inclusion = inclusion_value(path, INCLUSION, line, query_id, record[INCLUSION])
+            queries.append(Query(query_id, query_text, fields, filters, frequency, inclusion))
+        check_frequencies(path, queries, first_line)
         return queries
     for line, row, columns in _tsv_rows(path, text, documents=False):
         query_id = _checked_id(path, "id", line, row[columns.id])
@@ -505,11 +558,13 @@ def read_queries(
                     problem += " (a TSV file needs a header row naming its stratum columns)"
                 raise GoldenError(path, name, line, problem)
             fields[name] = stratum_value(path, name, line, query_id, name, row[columns.fields[name]])
-        frequency = None
+        frequency = inclusion = None
         if FREQUENCY in columns.fields:
             frequency = frequency_value(path, FREQUENCY, line, query_id, row[columns.fields[FREQUENCY]])
-        queries.append(Query(query_id, query_text, fields, frequency=frequency))
-    check_frequencies(path, queries, first_line, FREQUENCY)
+        if INCLUSION in columns.fields:
+            inclusion = inclusion_value(path, INCLUSION, line, query_id, row[columns.fields[INCLUSION]])
+        queries.append(Query(query_id, query_text, fields, frequency=frequency, inclusion=inclusion))
+    check_frequencies(path, queries, first_line)
     return queries
 
 

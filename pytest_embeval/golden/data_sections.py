@@ -15,6 +15,7 @@ import yaml
 
 from pytest_embeval.golden.data_files import (
     FREQUENCY,
+    INCLUSION,
     TEXT_FORMATS,
     Document,
     GoldenError,
@@ -22,6 +23,8 @@ from pytest_embeval.golden.data_files import (
     check_frequencies,
     frequency_problem,
     frequency_value,
+    inclusion_problem,
+    inclusion_value,
     missing_stratum_problem,
     read_documents,
     read_queries,
@@ -41,11 +44,12 @@ from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, NodeReader, descri
 DATA_KEYS = ("corpus", "queries", "qrels")
 
 
-_INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters", FREQUENCY)
+_INLINE_QUERY_KEYS = ("id", "text", "relevant", "filters", FREQUENCY, INCLUSION)
 
 
-#: Query keys that cannot name a stratum field (the query's id, text, judgments, filters and frequency).
-RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters", FREQUENCY})
+#: Query keys that cannot name a stratum field (the query's id, text, judgments, filters, frequency and
+#: inclusion probability).
+RESERVED_FIELDS = frozenset({"_id", "id", "text", "relevant", "filters", FREQUENCY, INCLUSION})
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,18 +264,28 @@ class DataReader(NodeReader):
             filters: Filter = {}
             if "filters" in entries:
                 filters = self.filters(entries["filters"][1], f"{prefix}.filters", query_id, document_fields)
-            frequency = None
-            if FREQUENCY in entries:
-                frequency_node = entries[FREQUENCY][1]
-                key = f"{prefix}.{FREQUENCY}"
-                if not isinstance(frequency_node, yaml.ScalarNode) or frequency_node.tag == NULL_TAG:
-                    problem = frequency_problem(query_id, describe_node(frequency_node))
-                    raise self.error(frequency_node, key, problem)
-                line = node_line(frequency_node)
-                frequency = frequency_value(self.path, key, line, query_id, str(frequency_node.value))
-            queries.append(Query(query_id, text, fields, filters, frequency))
+            frequency = self.query_number(entries, prefix, FREQUENCY, query_id)
+            inclusion = self.query_number(entries, prefix, INCLUSION, query_id)
+            queries.append(Query(query_id, text, fields, filters, frequency, inclusion))
         check_frequencies(self.path, queries, first_line, "queries")
         return queries, qrels
+
+    def query_number(
+        self, entries: Mapping[str, Entry], prefix: str, name: str, query_id: str
+    ) -> float | None:
+        """An inline query's ``frequency`` or ``inclusion``, checked as a data file's are; None if absent."""
+        if name not in entries:
+            return None
+        node = entries[name][1]
+        key = f"{prefix}.{name}"
+        problem_of, value_of = (
+            (frequency_problem, frequency_value)
+            if name == FREQUENCY
+            else (inclusion_problem, inclusion_value)
+        )
+        if not isinstance(node, yaml.ScalarNode) or node.tag == NULL_TAG:
+            raise self.error(node, key, problem_of(query_id, describe_node(node)))
+        return value_of(self.path, key, node_line(node), query_id, str(node.value))
 
     def filters(self, node: yaml.Node, key: str, query_id: str, document_fields: AbstractSet[str]) -> Filter:
         """An inline query's filters, values taken as written (as stratum values are)."""

@@ -31,8 +31,8 @@ Decisions the schema leaves open, taken here:
 * ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
   least 2 (hnswlib cannot build a graph with M = 1).
 * ``weights: frequency`` makes every verdict rest on the traffic-weighted means, each query weighted by its
-  ``frequency`` (which every query must then have); it is part of the plan, in its fingerprint only when
-  given.
+  ``frequency`` (which every query must then have), over its ``inclusion`` when the queries have one
+  (`data_files.Query.traffic_weight`); it is part of the plan, in its fingerprint only when given.
 * ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
   file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
   the fingerprint: the judgments are, and the guidelines change no score.

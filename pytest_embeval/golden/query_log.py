@@ -15,7 +15,9 @@ from the cumulative traffic share of all distinct queries, most frequent first (
 across its bands by traffic too, the head's multiplied by the boost, each band capped at its distinct
 queries (`sampling.apportion`), and draws each (stratum, band) cell's queries uniformly without
 replacement, with a generator seeded from the seed and the cell's name, so a cell's draw depends on
-nothing else.
+nothing else. Every query of a cell is drawn with the same probability, the cell's sampled over its
+distinct queries: the query's *inclusion*, written beside its frequency so that a run weighs it by
+frequency / inclusion, the traffic it stands for in the log (`data_files.Query.traffic_weight`).
 """
 
 from __future__ import annotations
@@ -210,10 +212,19 @@ class DrawnQuery:
     #: stratum field -> value, ``band`` included
     fields: Mapping[str, str]
     frequency: int
+    #: the probability the design drew it with: its (stratum, band) cell's sampled over distinct queries
+    inclusion: float
 
     def record(self) -> dict[str, Any]:
-        """The queries-file line: ``_id``, ``text``, the fields, ``frequency`` (the golden loader's keys)."""
-        return {"_id": self.id, "text": self.text, **self.fields, "frequency": self.frequency}
+        """The queries-file line: ``_id``, ``text``, the fields, ``frequency`` and ``inclusion`` (the golden
+        loader's keys)."""
+        return {
+            "_id": self.id,
+            "text": self.text,
+            **self.fields,
+            "frequency": self.frequency,
+            "inclusion": self.inclusion,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +250,10 @@ class StratumDraw:
             "distinct": self.distinct,
             "floor": self.floor,
             "sampled": self.sampled,
-            "bands": {band: {"distinct": d, "sampled": s} for band, (d, s) in self.bands.items()},
+            "bands": {
+                band: {"distinct": d, "sampled": s, **({"inclusion": s / d} if s else {})}
+                for band, (d, s) in self.bands.items()
+            },
             "below_floor": self.below_floor,
         }
 
@@ -310,9 +324,8 @@ def draw_queries(
                 query = pool[i]
                 fields = dict(zip(log.fields, query.values, strict=True))
                 fields[BAND] = band
-                drawn.append(
-                    DrawnQuery(_query_id(query.key, query.values), query.text, fields, query.frequency)
-                )
+                query_id = _query_id(query.key, query.values)
+                drawn.append(DrawnQuery(query_id, query.text, fields, query.frequency, k / len(pool)))
         strata.append(
             StratumDraw(
                 name,

@@ -45,6 +45,8 @@ __all__ = [
     "OVERALL",
     "SCHEMA_VERSION",
     "TEXTLESS_SHOWN",
+    "TRAFFIC_BY_FREQUENCY",
+    "TRAFFIC_BY_INCLUSION",
     "WEIGHTS",
     "CorpusSample",
     "GoldenSet",
@@ -109,8 +111,12 @@ HNSW_RECALL_TARGET = "recall_target"
 TEXTLESS_SHOWN = 5
 
 
-#: What a golden file's ``weights`` may name: each query weighted by its ``frequency`` in the traffic.
+#: What a golden file's ``weights`` may name: each query weighted by its ``frequency`` in the traffic (over
+#: its ``inclusion`` probability when the queries carry one: `Query.traffic_weight`).
 WEIGHTS = ("frequency",)
+#: `GoldenSet.traffic_weighting`: each query weighs its frequency, or its frequency over its inclusion.
+TRAFFIC_BY_FREQUENCY = "frequency"
+TRAFFIC_BY_INCLUSION = "frequency / inclusion"
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,13 +229,24 @@ class GoldenSet:
     draws: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def query_weights(self) -> tuple[float, ...] | None:
-        """Each query's weight, in query order, under ``weights``; None without it."""
+        """Each query's weight, in query order, under ``weights``: the traffic it stands for
+        (`Query.traffic_weight`: frequency / inclusion, or frequency); None without ``weights``."""
         if self.weights is None:
             return None
-        missing = next((query.id for query in self.queries if query.frequency is None), None)
+        weights = [query.traffic_weight for query in self.queries]
+        missing = next((q.id for q, w in zip(self.queries, weights, strict=True) if w is None), None)
         if missing is not None:
             raise ValueError(f"weights: {self.weights} but query {missing!r} has no frequency")
-        return tuple(float(query.frequency or 0.0) for query in self.queries)
+        return tuple(float(w or 0.0) for w in weights)
+
+    @property
+    def traffic_weighting(self) -> str | None:
+        """What a query's traffic weight is: `TRAFFIC_BY_INCLUSION` when the queries carry inclusion
+        probabilities (a drawn sample), ``frequency`` when they carry frequencies alone, None without
+        frequencies."""
+        if not self.queries or self.queries[0].frequency is None:
+            return None
+        return TRAFFIC_BY_INCLUSION if self.queries[0].inclusion is not None else TRAFFIC_BY_FREQUENCY
 
     def strata(self) -> tuple[Stratum, ...]:
         """'overall' first, then each field in ``strata_fields`` order, values sorted; ids in file order.
@@ -342,6 +359,8 @@ class GoldenSet:
                 row.append({name: list(values) for name, values in query.filters.items()})
             if query.frequency is not None:  # only then, so sets without frequencies keep their fingerprints
                 row.append({"frequency": query.frequency})
+            if query.inclusion is not None:  # likewise
+                row.append({"inclusion": query.inclusion})
             digest.update(b"query " + _canonical(row) + b"\n")
         judgments = sorted(
             (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()

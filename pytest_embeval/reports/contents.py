@@ -94,7 +94,7 @@ def interval_words(golden: Mapping[str, Any]) -> str:
     interval, ties = golden.get("interval", "percentile"), golden.get("ties", "docid")
     adjusted = golden.get("multiple_comparisons", "none")
     level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
-    weighted = f", traffic-weighted by {golden['weights']}" if "weights" in golden else ""
+    weighted = f", traffic-weighted by {_traffic_weight(golden)}" if "weights" in golden else ""
     return f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}{weighted}"
 
 
@@ -207,14 +207,27 @@ def strata_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     ]
 
 
+def _traffic_weight(golden: Mapping[str, Any]) -> str:
+    """What a query weighs under ``weights``: ``frequency`` or ``frequency / inclusion`` (a report written
+    before ``traffic_weight`` existed: its ``weights``)."""
+    return str(golden.get("traffic_weight", golden["weights"]))
+
+
 def _weights_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[Note]:
     """Under ``weights``: what the numbers are, and the strata whose verdict the weights change."""
     if "weights" not in golden:
         return []
+    weight = _traffic_weight(golden)
+    what = (
+        "its frequency"
+        if weight == golden["weights"]
+        else "its frequency over its inclusion probability (the traffic it stands for in the log it was "
+        "drawn from)"
+    )
     notes = [
         Note(
-            f"traffic-weighted by {golden['weights']}: means, Δ, CI, MDE and verdicts weigh each query by "
-            "its frequency; Kish: the effective number of queries (min_queries applies to it); "
+            f"traffic-weighted by {weight}: means, Δ, CI, MDE and verdicts weigh each query by {what}; "
+            "Kish: the effective number of queries (min_queries applies to it); "
             "unweighted: every query once, as without the key; W/L counts queries."
         )
     ]
@@ -490,7 +503,7 @@ def settings_table(golden: Mapping[str, Any]) -> Table:
         ("bootstrap resamples", f"{golden['bootstrap']:,}"),
         ("interval", interval_words(golden)),
         *(
-            [("weights", f"{golden['weights']}: the verdicts rest on the traffic-weighted means")]
+            [("weights", f"{_traffic_weight(golden)}: the verdicts rest on the traffic-weighted means")]
             if "weights" in golden
             else []
         ),

@@ -126,15 +126,17 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
 
 
 def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
-    """Under ``weights``: which weights the stratum's numbers are (``weights``), and beside them the stratum
-    unweighted (``unweighted``: the primary comparison, the verdict and reason, each guard's verdict), what
-    the file without the key decides; nothing without weights."""
+    """Under ``weights``: which weights the stratum's numbers are (``weights``, and ``traffic_weight``: what
+    a query weighs), and beside them the stratum unweighted (``unweighted``: the primary comparison, the
+    verdict and reason, each guard's verdict), what the file without the key decides; nothing without
+    weights."""
     unweighted = outcome.unweighted
     if golden.weights is None or unweighted is None:
         return {}
     primary, decision = str(golden.metric), unweighted.decision
     return {
         "weights": golden.weights,
+        "traffic_weight": golden.traffic_weighting,
         "unweighted": {
             **comparison_record(unweighted.comparisons[primary]),
             "verdict": decision.verdict.value,
@@ -330,6 +332,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             "text": query.text,
             "strata": dict(query.fields),
             **({} if golden.weights is None else {"frequency": query.frequency}),
+            **({} if golden.weights is None or query.inclusion is None else {"inclusion": query.inclusion}),
             "scores": {
                 role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
                 for role, arm in arms.items()
@@ -370,8 +373,13 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "interval": golden.interval,
         "ties": golden.ties,
         "multiple_comparisons": golden.multiple_comparisons,
-        # Only when declared, so that a report without weights keeps its shape.
-        **({"weights": golden.weights} if golden.weights is not None else {}),
+        # Only when declared, so that a report without weights keeps its shape; ``traffic_weight``: what a
+        # query weighs, ``frequency`` or (a drawn sample's queries) ``frequency / inclusion``.
+        **(
+            {"weights": golden.weights, "traffic_weight": golden.traffic_weighting}
+            if golden.weights is not None
+            else {}
+        ),
         "index": _index_record(golden),
         "depth": ranked_depth(golden),
         "split": golden.split,

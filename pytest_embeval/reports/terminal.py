@@ -165,7 +165,8 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
     plain = record.get("unweighted")
     if plain is not None:
         lines.append(
-            f"traffic-weighted by {record['weights']} (n={record['n']}, Kish {record['kish_n']:.1f}); "
+            f"traffic-weighted by {record.get('traffic_weight', record['weights'])} (n={record['n']}, "
+            f"Kish {record['kish_n']:.1f}); "
             f"unweighted: Δ {fmt_number(plain['delta'], True)} {fmt_interval(plain['ci'])}, "
             f"{plain['verdict']}"
         )

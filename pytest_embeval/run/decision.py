@@ -13,8 +13,10 @@ The rule, tried in order:
 * otherwise **change the target**.
 
 The traffic share is that of ``overall``'s queries (queries kept ``separate`` are not traffic): weighted by
-the queries' ``frequency`` when the golden set gives one, else one per query; `DecisionOutcome.basis`
-says which.
+the traffic each query stands for when the golden set gives frequencies (`Query.traffic_weight`: its
+frequency, over its inclusion probability when the queries were drawn by ``embeval sample``, so the share
+estimates that of the log the sample was drawn from), else one per query; `DecisionOutcome.basis` says
+which.
 """
 
 from __future__ import annotations
@@ -37,14 +39,16 @@ from pytest_embeval.golden.decision_spec import (
     ROUTED,
     DecisionSpec,
 )
-from pytest_embeval.golden.schema import OVERALL, GoldenSet
+from pytest_embeval.golden.schema import OVERALL, TRAFFIC_BY_FREQUENCY, TRAFFIC_BY_INCLUSION, GoldenSet
 from pytest_embeval.run.control import check_control
 from pytest_embeval.run.pipeline import ArmFault, ArmResult, GoldenRun, Reranked, run_arm
 from pytest_embeval.run.stratum_evaluation import StratumOutcome, evaluate_golden
 
 __all__ = [
+    "BASES",
     "BY_COUNT",
     "BY_FREQUENCY",
+    "BY_FREQUENCY_INCLUSION",
     "OUTCOME_WORDS",
     "DecisionOutcome",
     "decide_run",
@@ -57,7 +61,11 @@ __all__ = [
 #: How each outcome is written in reports and on the decision item.
 OUTCOME_WORDS = {PROCEED: "PROCEED", ROUTED: "PROCEED WITH ROUTING", CHANGE_TARGET: "CHANGE THE TARGET"}
 BY_FREQUENCY = "query frequency"
+#: the frequency over the inclusion probability: the traffic a drawn query stands for in its log
+BY_FREQUENCY_INCLUSION = "query frequency / inclusion"
 BY_COUNT = "query count"
+#: `GoldenSet.traffic_weighting` -> the basis it gives the traffic share
+BASES = {None: BY_COUNT, TRAFFIC_BY_FREQUENCY: BY_FREQUENCY, TRAFFIC_BY_INCLUSION: BY_FREQUENCY_INCLUSION}
 #: How the default routing target is named.
 INCUMBENT = "incumbent"
 
@@ -70,7 +78,7 @@ class DecisionOutcome:
     routed: tuple[str, ...]
     #: the share of the traffic those strata's queries carry; None when nothing was routed
     traffic_share: float | None
-    #: what the traffic share is measured by: `BY_FREQUENCY` or `BY_COUNT`
+    #: what the traffic share is measured by: `BY_FREQUENCY`, `BY_FREQUENCY_INCLUSION` or `BY_COUNT`
     basis: str
     #: the system serving the routed queries: ``incumbent`` or the route's arm spec
     to: str
@@ -89,16 +97,16 @@ def traffic_share(golden: GoldenSet, query_ids: Sequence[str]) -> tuple[float, s
     """The share of ``overall``'s traffic that ``query_ids`` carry, and what it is measured by."""
     overall = golden.strata()[0].query_ids
     by_id = {query.id: query for query in golden.queries}
-    with_frequency = all(query.frequency is not None for query in golden.queries)
+    weighting = golden.traffic_weighting  # the loader made sure every query has a frequency or none has
 
     def weight(query_id: str) -> float:
-        frequency = by_id[query_id].frequency
-        return float(frequency) if with_frequency and frequency is not None else 1.0
+        traffic = by_id[query_id].traffic_weight
+        return 1.0 if weighting is None or traffic is None else traffic
 
     chosen = set(query_ids)
     total = sum(weight(qid) for qid in overall)
     moved = sum(weight(qid) for qid in overall if qid in chosen)
-    return (moved / total if total else 0.0), (BY_FREQUENCY if with_frequency else BY_COUNT)
+    return (moved / total if total else 0.0), BASES[weighting]
 
 
 def route_arm(spec: str, incumbent: Retriever, candidate: Retriever) -> Retriever:

@@ -10,11 +10,11 @@ With a reranker, each stratum is also compared on the queries reranked for it, b
 reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the family's p-values) rest on
 the after-rerank comparison, and the ties and slices stay the first stage's.
 
-With ``weights: frequency`` every comparison is traffic-weighted (each query by its frequency), the verdicts,
-the family and the ties rest on the weighted comparisons, the floor applies to Kish's effective number of
-queries, and the queries driving a disputed mean are ranked by their weighted contribution; each stratum
-also carries the outcome of the same run unweighted (`StratumOutcome.unweighted`), exactly what the file
-without the key decides.
+With ``weights: frequency`` every comparison is traffic-weighted (each query by `GoldenSet.query_weights`:
+its frequency, over its inclusion probability when it has one), the verdicts, the family and the ties rest
+on the weighted comparisons, the floor applies to Kish's effective number of queries, and the queries
+driving a disputed mean are ranked by their weighted contribution; each stratum also carries the outcome of
+the same run unweighted (`StratumOutcome.unweighted`), exactly what the file without the key decides.
 """
 
 from __future__ import annotations
