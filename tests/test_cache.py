@@ -585,7 +585,7 @@ def test_a_damaged_pack_in_a_read_only_cache_is_counted_once(
 
     for module in (cache_module, packs_module):
         monkeypatch.setattr(module, "write_named", refuse)
-    monkeypatch.setattr(cache_module, "unlink_if_same", refuse)
+    monkeypatch.setattr(cache_module, "remove_damaged", refuse)
     cache = fresh(tmp_path)
     np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
     assert model.encoded == [("document", TEXTS[2])]
@@ -637,21 +637,73 @@ def test_a_chain_of_replacements_by_other_processes_is_followed_to_its_end(
     assert packs(tmp_path) == [pack]  # the last replacement holds the very bytes of the first pack
 
 
-def test_a_damaged_pack_is_deleted_only_if_it_is_still_the_file_that_was_read(tmp_path: Path) -> None:
-    """File systems reuse a deleted file's inode at once, so a good pack merged back under a damaged pack's
-    name can have the damaged file's inode: the change time tells them apart (the same inode written again
-    stands for it here), and the good pack is left alone."""
-    path = tmp_path / "x.pack"
-    path.write_bytes(b"damaged")
-    with path.open("rb") as handle:
-        identity = packs_module.file_identity(handle)
-    time.sleep(0.05)  # past the file system's clock tick
-    with path.open("r+b") as handle:  # the same inode, written again: another file for the cache
-        handle.write(b"healthy")
-    assert os.stat(path).st_ino == identity[1]
-    assert not packs_module.unlink_if_same(path, identity) and path.read_bytes() == b"healthy"
-    with path.open("rb") as handle:
-        assert packs_module.unlink_if_same(path, packs_module.file_identity(handle)) and not path.exists()
+def test_a_listed_pack_replaced_before_its_index_is_read_is_found_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader lists the folder; before it reads the listed pack's index, another process writes a
+    replacement (after the listing) and deletes the listed pack: the reader lists again, and recomputes
+    nothing."""
+    model, arm, pack = stored(tmp_path)
+    real = cache_module.read_index
+    replaced: list[Path] = []
+
+    def replaced_just_before(path: Path, shelf: Any) -> Any:
+        if not replaced:
+            replaced.append(path)
+            fresh(tmp_path).store(arm, "document", TEXTS[::-1], reference(TEXTS[::-1]))
+            path.unlink()
+        return real(path, shelf)
+
+    monkeypatch.setattr(cache_module, "read_index", replaced_just_before)
+    reader = fresh(tmp_path)
+    np.testing.assert_array_equal(reader.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert replaced == [pack] and model.encoded == [] and reader.stats() == CacheStats(read=150)
+
+
+def test_a_good_pack_that_takes_a_damaged_packs_name_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes meet one damaged pack. The first to finish deletes it, recomputes the lost row and
+    merges it with the intact ones: the very bytes first written, under the damaged pack's name. When that
+    lands after the second process found the file damaged and before it deletes it, the second must not
+    delete the good pack (nor count the lost row again): every text stays cached."""
+    model, arm, pack = stored(tmp_path)
+    original = pack.read_bytes()
+    flip(pack, vectors_offset(150) + 2 * DIM * 4)
+    real = packs_module._holds_its_name
+    raced: list[EmbeddingCache] = []
+
+    def other_process_lands(handle: Any, path: Path) -> bool:
+        holds = real(handle, path)
+        if not raced:  # the second process has found the file damaged: the first one runs to its end
+            raced.append(fresh(tmp_path))
+            raced[0].embed(arm, TEXTS, "document")
+            assert pack.read_bytes() == original
+        return holds
+
+    monkeypatch.setattr(packs_module, "_holds_its_name", other_process_lands)
+    second = fresh(tmp_path)
+    np.testing.assert_array_equal(second.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert raced[0].stats() == CacheStats(read=149, embedded=1, corrupt=1)
+    assert second.stats() == CacheStats(read=149, embedded=1, corrupt=0)
+    assert model.encoded == [("document", TEXTS[2])] * 2
+    assert not list(pack.parent.glob(".*"))  # nothing left aside
+    assert pack.read_bytes() == original
+    model.encoded.clear()
+    again = fresh(tmp_path)
+    again.embed(arm, TEXTS, "document")
+    assert model.encoded == [] and again.stats() == CacheStats(read=150)
+
+
+def test_remove_damaged_deletes_only_a_file_whose_bytes_are_not_its_name(tmp_path: Path) -> None:
+    good = tmp_path / f"{hashlib.sha256(b'vectors').hexdigest()}.pack"
+    good.write_bytes(b"vectors")
+    assert not packs_module.remove_damaged(good) and good.read_bytes() == b"vectors"
+    damaged = tmp_path / f"{hashlib.sha256(b'vectors!').hexdigest()}.pack"
+    damaged.write_bytes(b"vectorz!")
+    assert packs_module.remove_damaged(damaged) and not damaged.exists()
+    assert not packs_module.remove_damaged(damaged)  # gone already: deleted by another process
+    assert sorted(tmp_path.iterdir()) == [good]
 
 
 class Shared:

@@ -27,10 +27,10 @@ atomic: readers see a whole pack or none. Its name is the sha256 of its bytes, s
 same pack write identical bytes under the same name, and whichever rename lands last changes nothing. Two
 processes that embed overlapping texts write different packs with some keys in common: a duplicate costs disk,
 never correctness, as any intact copy serves. A merge, like the repair of a damaged pack, writes the new pack
-before it deletes the old ones, so a reader that finds a pack gone scans again and finds its rows. The worst
-a race can do is delete a good pack (a process discarding a damaged pack just as another rewrote the same
-bytes under that name), which costs a recomputation, never a wrong vector. Packs are not fsync'ed: one torn by
-a crash fails its checksums like any other damage.
+before it deletes the old ones, so a reader that finds a pack gone, when it reads it or when it indexes a
+file it listed, scans again and finds its rows. A damaged pack is deleted only while it is still the damaged
+file: another process's good pack written under its name meanwhile stays (`packs.remove_damaged`). Packs are
+not fsync'ed: one torn by a crash fails its checksums like any other damage.
 
 A cache folder that cannot be created, read or written (under a file, read-only, disk full) never fails the
 run: what cannot be read is embedded, and the first error that kept vectors from being stored is kept in
@@ -57,12 +57,11 @@ from pytest_embeval.cache.packs import (
     KIND_CODES,
     PACK_ROWS,
     DamagedPack,
-    Identity,
     Pack,
     Shelf,
-    file_identity,
     read_index,
-    unlink_if_same,
+    remove_damaged,
+    unlink_pack,
     write_named,
     write_pack,
 )
@@ -75,9 +74,10 @@ __all__ = ["MERGE_BELOW", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
 MERGE_BELOW = PACK_ROWS // 4
 
 # Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them and
-# embedding them again. Replacements come in chains: two workers that meet one damaged pack each repair it
-# (its intact rows rewritten) and then merge the repair with the rows they recomputed, each step deleting
-# the pack the other may be about to read; three attempts were seen to run out (xdist, under load).
+# embedding them again, and listings of a folder whose listed pack vanished before its index was read.
+# Replacements come in chains: two workers that meet one damaged pack each repair it (its intact rows
+# rewritten) and then merge the repair with the rows they recomputed, each step deleting the pack the other
+# may be about to read.
 _ATTEMPTS = 8
 
 
@@ -377,7 +377,7 @@ class EmbeddingCache:
             shelf.forget(pack)
             # Kept if it cannot be deleted (Windows, while a reader holds it open): a duplicate costs disk.
             with contextlib.suppress(OSError):
-                unlink_if_same(pack.path)
+                unlink_pack(pack.path)
 
     # ---------------------------------------------------------------------------------------------- internals
 
@@ -402,10 +402,19 @@ class EmbeddingCache:
 
     def _scan(self, shelf: Shelf) -> None:
         """Index the packs that appeared since the last scan (other processes write them too)."""
+        # A listed pack deleted before its index is read was replaced (a merge, a repair) by a pack written
+        # before the deletion, and so maybe after the listing: the folder is listed again to find it.
+        for _ in range(_ATTEMPTS):
+            if not self._scan_listing(shelf):
+                return
+
+    def _scan_listing(self, shelf: Shelf) -> bool:
+        """Index the new packs of one listing of the shelf's folder; True if one vanished meanwhile."""
         try:
             names = sorted(os.listdir(shelf.directory))
         except OSError:  # not there yet, or a cache folder that cannot be read (under a file, say)
-            return
+            return False
+        vanished = False
         for name in names:
             if not name.endswith(".pack") or name in shelf.seen:
                 continue
@@ -415,14 +424,16 @@ class EmbeddingCache:
                 pack = read_index(path, shelf)
             except FileNotFoundError:  # deleted meanwhile by another process
                 shelf.seen.discard(name)
+                vanished = True
                 continue
             except OSError:  # unreadable (permissions, I/O): not used, nor read again by this process
                 continue
             except DamagedPack as damage:
-                self._discard(shelf, path, damage.entries, damage.identity)
+                self._discard(shelf, path, damage.entries)
                 continue
             if pack is not None:
                 shelf.add(pack)
+        return vanished
 
     def _read(
         self, shelf: Shelf, pack: Pack, into: np.ndarray | None = None
@@ -434,7 +445,6 @@ class EmbeddingCache:
         n = len(pack.keys)
         try:
             with pack.path.open("rb") as handle:
-                identity = file_identity(handle)
                 handle.seek(pack.offset)
                 if into is None:
                     raw: bytes | memoryview = handle.read(n * row_bytes + 1)
@@ -459,12 +469,10 @@ class EmbeddingCache:
         ]
         vectors = np.frombuffer(raw, dtype=FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
         if size != n * row_bytes or not intact.all():
-            self._replace(shelf, pack, vectors, intact, identity)
+            self._replace(shelf, pack, vectors, intact)
         return vectors, intact
 
-    def _replace(
-        self, shelf: Shelf, pack: Pack, vectors: np.ndarray, intact: np.ndarray, identity: Identity
-    ) -> None:
+    def _replace(self, shelf: Shelf, pack: Pack, vectors: np.ndarray, intact: np.ndarray) -> None:
         """Rewrite a damaged pack's intact rows into a new pack, then delete it and count what was lost."""
         rows = np.flatnonzero(intact)
         shelf.forget(pack)
@@ -479,14 +487,14 @@ class EmbeddingCache:
                 shelf.add(kept)
                 if kept.path == pack.path:
                     return  # nothing lost, bytes appended: the rewrite took the damaged file's place
-        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size), identity)
+        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size))
 
-    def _discard(self, shelf: Shelf, path: Path, entries: int, identity: Identity) -> None:
+    def _discard(self, shelf: Shelf, path: Path, entries: int) -> None:
         """Delete a damaged pack and count its lost entries, unless another process deleted it first (and
-        counted them): ``identity`` is the file that was read, and a file that took its name since (another
-        process's repair or merge, with the same name when it holds the same vectors) is left alone."""
+        counted them); a good pack that took its name since (another process's merge of its repair, with
+        the same name when it holds the same vectors) is left alone (`remove_damaged`)."""
         try:
-            first = unlink_if_same(path, identity)
+            first = remove_damaged(path)
         except OSError:  # a read-only cache keeps it: not to be read (nor counted) again by this process
             shelf.seen.add(path.name)
             first = True
