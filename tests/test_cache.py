@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -598,6 +599,57 @@ def test_a_damaged_pack_in_a_read_only_cache_is_counted_once(
 # ------------------------------------------------------------------------------------------------ concurrency
 
 
+class Held(Recorder):
+    """A Recorder whose first encoder call waits for ``go``, after saying it started."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.go = threading.Event(), threading.Event()
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        self.started.set()
+        assert self.go.wait(10)
+        return super().encode_document(texts)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="claims need fcntl")
+def test_texts_another_process_is_embedding_are_waited_for_not_embedded_again(tmp_path: Path) -> None:
+    """Two processes (two xdist workers running golden sets with texts in common) embed overlapping texts at
+    once: the second waits for the first's claim, reads what it stored, and embeds only the rest."""
+    first_model, second_model = Held(), Recorder()
+    first_arm, second_arm = resolve_model(first_model), resolve_model(second_model)
+    assert first_arm.digest == second_arm.digest  # one model, as two processes see it
+    first = threading.Thread(target=lambda: fresh(tmp_path).embed(first_arm, TEXTS[:100], "document"))
+    first.start()
+    assert first_model.started.wait(10)
+    second = fresh(tmp_path)
+    texts = TEXTS[50:]
+    done: list[np.ndarray] = []
+    waiting = threading.Thread(target=lambda: done.append(second.embed(second_arm, texts, "document")))
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive() and second_model.encoded == []  # waiting for the first process's claim
+    first_model.go.set()
+    first.join(10)
+    waiting.join(10)
+    np.testing.assert_array_equal(done[0], reference(texts))
+    assert second_model.encoded == [("document", text) for text in TEXTS[100:]]
+    assert second.stats() == CacheStats(read=50, embedded=50)
+    assert not list(tmp_path.rglob("*.claim"))
+
+
+def test_a_claim_left_by_a_killed_process_is_ignored_and_deleted(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    cache = fresh(tmp_path)
+    cache.embed(arm, TEXTS[:1], "document")
+    (shelf,) = {pack.parent for pack in packs(tmp_path)}
+    left = shelf / ".4242-0000dead.claim"  # its process is gone, and its lock with it
+    left.write_bytes(b"".join(text_key(text) for text in TEXTS))
+    cache.embed(arm, TEXTS, "document")
+    assert len(model.encoded) == 150 and not left.exists()
+
+
 def test_a_pack_replaced_by_another_process_is_found_again(tmp_path: Path) -> None:
     model, arm, pack = stored(tmp_path)
     reader = fresh(tmp_path)
@@ -687,7 +739,7 @@ def test_a_good_pack_that_takes_a_damaged_packs_name_is_left_alone(
     assert raced[0].stats() == CacheStats(read=149, embedded=1, corrupt=1)
     assert second.stats() == CacheStats(read=149, embedded=1, corrupt=0)
     assert model.encoded == [("document", TEXTS[2])] * 2
-    assert not list(pack.parent.glob(".*"))  # nothing left aside
+    assert not list(pack.parent.glob("*.tmp"))  # nothing left aside
     assert pack.read_bytes() == original
     model.encoded.clear()
     again = fresh(tmp_path)

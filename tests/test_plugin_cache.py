@@ -222,6 +222,19 @@ def test_corrupt_entries_are_recomputed_and_reported_once(
     assert log.take() == []
 
 
+def test_texts_two_golden_sets_share_are_embedded_once_on_two_workers(
+    pytester: pytest.Pytester, golden: Golden, log: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    golden()
+    golden("second", strata=["shape"])  # the same texts, run by the other worker at the same time
+    monkeypatch.setenv("EMBEVAL_FAKE_SECONDS", "0.3")  # each encoder call: so the two workers overlap
+    run(pytester, *GOOD_VS_BAD, "-n", "2").stdout.fnmatch_lines(
+        [cache_line(read=ALL_TEXTS, embedded=ALL_TEXTS)]
+    )
+    embedded = log.take()
+    assert len(embedded) == len(set(embedded)) == ALL_TEXTS
+
+
 def test_json_reports_are_identical_with_and_without_xdist_and_cache(
     pytester: pytest.Pytester, golden: Golden, log: Log
 ) -> None:

@@ -21,7 +21,9 @@ A pack's index is verified before any of it is used and every row against its cr
 a truncated or bit-flipped pack is detected: its intact rows are rewritten into a new pack, the damaged file
 is deleted, and the lost entries are counted (the plugin reports the count once) and embedded again.
 
-No lock is needed for concurrent writers (xdist workers, CI jobs sharing the directory). A pack is written
+Processes sharing the folder (xdist workers, CI jobs) embed a text they all need once: each claims the
+texts it is about to embed, and one that needs texts another is embedding waits for them and reads them
+(`claims`). No lock is needed for concurrent writers. A pack is written
 to a uniquely named temporary file in its directory and moved into place with ``os.replace``, which is
 atomic: readers see a whole pack or none. Its name is the sha256 of its bytes, so two processes writing the
 same pack write identical bytes under the same name, and whichever rename lands last changes nothing. Two
@@ -52,6 +54,7 @@ from typing import Protocol
 import numpy as np
 
 from pytest_embeval.arms.embedding import Arm, EncoderError, Kind, embed, validate_texts
+from pytest_embeval.cache.claims import Claim, claim
 from pytest_embeval.cache.packs import (
     FLOAT,
     KIND_CODES,
@@ -150,38 +153,18 @@ class EmbeddingCache:
             keys = [text_key(text) for text in unique]
         shelf = self._shelf(arm, kind)
         who = f"{role} encoder {arm.spec!r}" if role else f"encoder {arm.spec!r}"
-        vectors, found, tokens = self._find(shelf, keys, who=who, kind=kind)
+        vectors, found, tokens, held = self._find_or_claim(shelf, keys, who=who, kind=kind)
         self._count(read=int(found.sum()))
         if arm.usage is not None and found.any():
             arm.usage.add(cached_tokens=int(tokens[found].sum()))
         missing_rows = np.flatnonzero(~found)
         if missing_rows.size:
-            missing = [unique[row] for row in missing_rows.tolist()]
-            # This call's packs, with their rows: merged from memory rather than read back.
-            stored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
-            def keep(rows: np.ndarray, batch: np.ndarray, tokens: np.ndarray | None) -> None:
-                # In text order (a batch comes longest text first): the pack does not depend on batching.
-                order = np.argsort(rows, kind="stable")
-                chunk = [missing[row] for row in rows[order].tolist()]
-                self._count(embedded=len(chunk))
-                try:
-                    written = self._store(
-                        shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
-                    )
-                except OSError as error:  # a read-only or full cache must not fail the comparison
-                    self._count(write_error=f"{type(error).__name__}: {error}")
-                else:
-                    stored.update((pack.path.name, (rows, counts)) for pack, rows, counts in written)
-
+            assert held is not None  # claimed: no other process is embedding them
             try:
-                fresh = embed(arm, missing, kind, progress=progress, role=role, on_batch=keep)
-            except Exception:
-                if stored:
-                    self._merge(shelf, keys, stored)
-                raise
-            if stored:
-                self._merge(shelf, keys, stored)
+                missing = [unique[row] for row in missing_rows.tolist()]
+                fresh = self._embed_missing(shelf, arm, keys, missing, kind, progress=progress, role=role)
+            finally:
+                held.release()  # after the merge: whoever waited for these texts reads the final packs
             if vectors is None:  # nothing was cached: the fresh vectors are all of them, in order
                 vectors = fresh
             elif fresh.shape[1] != vectors.shape[1]:
@@ -193,6 +176,70 @@ class EmbeddingCache:
             return vectors
         row_of = {text: row for row, text in enumerate(unique)}
         return vectors[[row_of[text] for text in texts]]
+
+    def _embed_missing(
+        self,
+        shelf: Shelf,
+        arm: Arm,
+        keys: Sequence[bytes],
+        missing: list[str],
+        kind: Kind,
+        *,
+        progress: Callable[[int, int], None] | None,
+        role: str | None,
+    ) -> np.ndarray:
+        """Embed the ``missing`` texts of a call of the text ``keys``, storing each encoder call's vectors
+        as it returns and merging the call's packs at the end (`_merge`)."""
+        # This call's packs, with their rows: merged from memory rather than read back.
+        stored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+        def keep(rows: np.ndarray, batch: np.ndarray, tokens: np.ndarray | None) -> None:
+            # In text order (a batch comes longest text first): the pack does not depend on batching.
+            order = np.argsort(rows, kind="stable")
+            chunk = [missing[row] for row in rows[order].tolist()]
+            self._count(embedded=len(chunk))
+            try:
+                written = self._store(
+                    shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
+                )
+            except OSError as error:  # a read-only or full cache must not fail the comparison
+                self._count(write_error=f"{type(error).__name__}: {error}")
+            else:
+                stored.update((pack.path.name, (rows, counts)) for pack, rows, counts in written)
+
+        try:
+            fresh = embed(arm, missing, kind, progress=progress, role=role, on_batch=keep)
+        except Exception:
+            if stored:
+                self._merge(shelf, keys, stored)
+            raise
+        if stored:
+            self._merge(shelf, keys, stored)
+        return fresh
+
+    def _find_or_claim(
+        self, shelf: Shelf, keys: Sequence[bytes], *, who: str, kind: Kind
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, Claim | None]:
+        """`_find`, and a claim on the texts still missing (`claims`): those another process is embedding
+        are waited for and looked up again, so two processes embed a text they share once."""
+        vectors, found, tokens = self._find(shelf, keys, who=who, kind=kind)
+        while not found.all():
+            pending = np.flatnonzero(~found)
+            held = claim(shelf.directory, [keys[i] for i in pending.tolist()])
+            if held is not None:
+                return vectors, found, tokens, held
+            more, more_found, more_tokens = self._find(
+                shelf, [keys[i] for i in pending.tolist()], who=who, kind=kind
+            )
+            if more is None:
+                continue
+            if vectors is None:
+                vectors = _result_matrix(len(keys), more.shape[1])
+            elif more.shape[1] != vectors.shape[1]:
+                raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], more.shape[1]])
+            rows = pending[more_found]
+            vectors[rows], tokens[rows], found[rows] = more[more_found], more_tokens[more_found], True
+        return vectors, found, tokens, None
 
     def lookup(self, arm: Keyed, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``texts`` that have an intact entry, by text."""
