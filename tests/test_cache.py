@@ -827,3 +827,15 @@ def test_processes_writing_the_same_entries_at_once_all_end_valid(tmp_path: Path
     cache = fresh(root)
     found = cache.lookup(resolve_model(Shared()), "document", [f"text {i}" for i in range(450)])
     assert len(found) == 450 and cache.stats().corrupt == 0
+
+
+def test_a_lookup_sets_the_last_use_of_the_packs_it_reads(tmp_path: Path) -> None:
+    """Last use is a pack's modification time (what `embeval cache prune` goes by): set when a lookup reads
+    a pack last used more than an hour ago, not when only its index is read."""
+    _, arm, pack = stored(tmp_path)
+    old = time.time_ns() - 2 * 86400 * 10**9
+    os.utime(pack, ns=(old, old))
+    assert fresh(tmp_path).contains(arm, "document", TEXTS).all()
+    assert pack.stat().st_mtime_ns == old
+    fresh(tmp_path).lookup(arm, "document", TEXTS[:1])
+    assert pack.stat().st_mtime_ns > time.time_ns() - 60 * 10**9

@@ -23,6 +23,7 @@ import hashlib
 import os
 import secrets
 import struct
+import time
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,8 @@ class Pack:
     keys: tuple[bytes, ...]
     crcs: np.ndarray
     tokens: np.ndarray  # per row, uint32
+    #: the file's modification time when indexed or written: when it was last used (see `store`)
+    modified_ns: int = 0
 
 
 class DamagedPack(Exception):
@@ -147,7 +150,8 @@ def _prefixes(keys: np.ndarray) -> np.ndarray:
 def read_index(path: Path, shelf: Shelf) -> Pack | None:
     """The verified index of a pack; None for another model's pack (left alone); `DamagedPack` if unusable."""
     with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+        status = os.fstat(handle.fileno())
+        size = status.st_size
         head = handle.read(_FIELDS.size + _SHA)
         if len(head) < _FIELDS.size + _SHA or not head.startswith((_MAGIC, _MAGIC_V1)):
             raise DamagedPack(1)
@@ -169,7 +173,13 @@ def read_index(path: Path, shelf: Shelf) -> Pack | None:
     else:
         tokens = np.zeros(n, dtype="<u4")
     return Pack(
-        path=path, dim=dim, offset=_FIELDS.size + _SHA + len(index), keys=keys, crcs=crcs, tokens=tokens
+        path=path,
+        dim=dim,
+        offset=_FIELDS.size + _SHA + len(index),
+        keys=keys,
+        crcs=crcs,
+        tokens=tokens,
+        modified_ns=status.st_mtime_ns,
     )
 
 
@@ -195,6 +205,7 @@ def write_pack(shelf: Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, token
         keys=keys,
         crcs=crcs,
         tokens=counts,
+        modified_ns=time.time_ns(),
     )
 
 

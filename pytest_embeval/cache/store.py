@@ -34,6 +34,12 @@ file it listed, scans again and finds its rows. A damaged pack is deleted only w
 file: another process's good pack written under its name meanwhile stays (`packs.remove_damaged`). Packs are
 not fsync'ed: one torn by a crash fails its checksums like any other damage.
 
+A pack's modification time is when it was last used: a lookup that reads a pack last modified more than
+`USE_RESOLUTION_NS` ago sets it to now (one ``utime`` per pack and hour, never a write of its bytes), and
+``embeval cache prune`` removes the least recently used first. Not the access time: file systems mounted
+``noatime`` or ``relatime`` do not keep it, and a CI cache saved and restored as an archive keeps
+modification times only.
+
 A cache folder that cannot be created, read or written (under a file, read-only, disk full) never fails the
 run: what cannot be read is embedded, and the first error that kept vectors from being stored is kept in
 `CacheStats.write_error` for the plugin's one line.
@@ -45,6 +51,7 @@ import contextlib
 import itertools
 import mmap
 import os
+import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,11 +77,14 @@ from pytest_embeval.cache.packs import (
 )
 from pytest_embeval.core.canonical import KeyedTexts, text_key
 
-__all__ = ["MERGE_BELOW", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
+__all__ = ["MERGE_BELOW", "USE_RESOLUTION_NS", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
 
 #: Packs with fewer rows are merged when an `EmbeddingCache.embed` call that stored something ends. Bigger
 #: packs are left alone, so a session that adds a few texts rewrites at most this many rows.
 MERGE_BELOW = PACK_ROWS // 4
+
+#: How stale a pack's last use (its modification time) may be before a lookup that reads it sets it anew.
+USE_RESOLUTION_NS = 3600 * 10**9
 
 # Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them and
 # embedding them again, and listings of a folder whose listed pack vanished before its index was read.
@@ -124,6 +134,7 @@ class EmbeddingCache:
         self.root = Path(root)
         self._shelves: dict[tuple[str, Kind], Shelf] = {}
         self._stats = CacheStats()
+        self._used: set[Path] = set()  # packs whose last use this process has set
 
     def stats(self) -> CacheStats:
         return self._stats
@@ -517,6 +528,10 @@ class EmbeddingCache:
         vectors = np.frombuffer(raw, dtype=FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
         if size != n * row_bytes or not intact.all():
             self._replace(shelf, pack, vectors, intact)
+        elif pack.modified_ns < time.time_ns() - USE_RESOLUTION_NS and pack.path not in self._used:
+            self._used.add(pack.path)
+            with contextlib.suppress(OSError):  # a read-only cache: its packs' last use stays as it was
+                os.utime(pack.path)
         return vectors, intact
 
     def _replace(self, shelf: Shelf, pack: Pack, vectors: np.ndarray, intact: np.ndarray) -> None:
