@@ -42,6 +42,8 @@ __all__ = [
     "DamagedPack",
     "Pack",
     "Shelf",
+    "check_pack",
+    "pack_entries",
     "read_index",
     "remove_damaged",
     "unlink_pack",
@@ -147,8 +149,9 @@ def _prefixes(keys: np.ndarray) -> np.ndarray:
     return keys.view(">u8")[::4].astype(np.uint64) if keys.size else np.empty(0, dtype=np.uint64)
 
 
-def read_index(path: Path, shelf: Shelf) -> Pack | None:
-    """The verified index of a pack; None for another model's pack (left alone); `DamagedPack` if unusable."""
+def read_index(path: Path, shelf: Shelf | None) -> Pack | None:
+    """The verified index of a pack; None for another model's pack than the shelf's (left alone);
+    `DamagedPack` if unusable."""
     with path.open("rb") as handle:
         status = os.fstat(handle.fileno())
         size = status.st_size
@@ -164,7 +167,7 @@ def read_index(path: Path, shelf: Shelf) -> Pack | None:
         index = handle.read(n * row_index)
     if hashlib.sha256(head[: _FIELDS.size] + index).digest() != head[_FIELDS.size :]:
         raise DamagedPack(entries)
-    if (model, code) != (shelf.model, shelf.code):
+    if shelf is not None and (model, code) != (shelf.model, shelf.code):
         return None  # not this model's: a misplaced file, or a 64-bit digest-prefix collision
     keys = tuple(index[i * _SHA : (i + 1) * _SHA] for i in range(n))
     crcs = np.frombuffer(index, dtype="<u4", count=n, offset=n * _SHA)
@@ -181,6 +184,37 @@ def read_index(path: Path, shelf: Shelf) -> Pack | None:
         tokens=tokens,
         modified_ns=status.st_mtime_ns,
     )
+
+
+def pack_entries(path: Path) -> int:
+    """The rows a pack's header declares, unverified (0 if it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_FIELDS.size)
+    except OSError:
+        return 0
+    if len(head) < _FIELDS.size or not head.startswith((_MAGIC, _MAGIC_V1)):
+        return 0
+    return int(_FIELDS.unpack(head)[3])
+
+
+def check_pack(path: Path) -> tuple[int, int]:
+    """``(entries, lost)`` of a pack, every row read and checked: all entries are lost when its header or
+    index is damaged, the rows missing or failing their crc32 otherwise (bytes appended are no damage)."""
+    try:
+        pack = read_index(path, None)
+    except DamagedPack as damage:
+        return damage.entries, damage.entries
+    assert pack is not None
+    n, row_bytes = len(pack.keys), pack.dim * FLOAT.itemsize
+    lost = 0
+    with path.open("rb") as handle:
+        handle.seek(pack.offset)
+        for crc in pack.crcs.tolist():
+            row = handle.read(row_bytes)
+            if len(row) < row_bytes or zlib.crc32(row) != crc:
+                lost += 1
+    return n, lost
 
 
 def write_pack(shelf: Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tokens: np.ndarray) -> Pack:
