@@ -32,6 +32,7 @@ __all__ = [
     "inventory",
     "orphans",
     "prune",
+    "repair",
     "verify",
 ]
 
@@ -150,8 +151,9 @@ def prune(
     now_ns: int | None = None,
 ) -> Pruned:
     """Remove the packs last used more than ``older_than_ns`` ago, every pack of the ``models`` (folder
-    names, as `ModelShelf.digest`), then the least recently used packs until the cache (`CacheInventory.size`
-    less what goes) is at most ``max_size`` bytes; and the orphaned temporary files, always."""
+    names, as `ModelShelf.digest`), then the least recently used packs until the packs left take at most
+    ``max_size`` bytes; and the orphaned temporary files, always. HNSW graphs are left: a run rebuilds a
+    deleted one, but nothing records their use."""
     now = time.time_ns() if now_ns is None else now_ns
     held = inventory(root, now_ns=now)
     chosen: dict[Path, tuple[int, int]] = {}  # pack: (size, entries)
@@ -168,7 +170,7 @@ def prune(
             else:
                 candidates.append((used, path.name, path, status.st_size))
     if max_size is not None:
-        remaining = held.size - held.orphans_size - sum(size for size, _ in chosen.values())
+        remaining = sum(shelf.size for shelf in held.shelves) - sum(size for size, _ in chosen.values())
         for _, _, path, size in sorted(candidates):  # least recently used first
             if remaining <= max_size:
                 break

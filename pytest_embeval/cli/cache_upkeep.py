@@ -262,7 +262,7 @@ def add_cache_command(commands: Any, default_cache: str, cache_help: str) -> Non
         help="remove packs last used before --older-than, a --model's, or the least recently used beyond "
         "--max-size; orphaned temporary files always.",
         description="Remove packs whole: those last used more than --older-than ago, every pack of each "
-        "--model, then the least recently used until the cache is at most --max-size; and, always, "
+        "--model, then the least recently used until the packs take at most --max-size; and, always, "
         "temporary files a killed run left. Says how many bytes were freed.",
     )
     prune_parser.add_argument(
@@ -279,7 +279,8 @@ def add_cache_command(commands: Any, default_cache: str, cache_help: str) -> Non
     prune_parser.add_argument(
         "--max-size",
         metavar="SIZE",
-        help="then remove the least recently used packs until the cache is at most SIZE: 2GB, 500MB, 1.5GiB.",
+        help="then remove the least recently used packs until the packs take at most SIZE: 2GB, 500MB, "
+        "1.5GiB.",
     )
     prune_parser.add_argument(
         "--dry-run", action="store_true", help="say what would be removed; remove nothing."
