@@ -47,7 +47,7 @@ class ModelShelf:
     """The packs of one model and kind."""
 
     digest: str  # the folder's name: the first 16 hex digits of the model's digest
-    name: str  # the model's name in its fingerprint.json ("?" if unreadable)
+    name: str  # the model's name in its fingerprint.json, else its class ("?" if unreadable)
     kind: Kind
     packs: tuple[Path, ...]
     entries: int  # rows in the packs' headers (a text held by two packs counts twice)
@@ -220,8 +220,13 @@ def _model_name(folder: Path) -> str:
         fingerprint = json.loads((folder / "fingerprint.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "?"
-    name = fingerprint.get("name") if isinstance(fingerprint, dict) else None
-    return name if isinstance(name, str) and name else "?"
+    if not isinstance(fingerprint, dict):
+        return "?"
+    # A module:attr model's name; a model folder's fingerprint names no model, only its class and files.
+    for field in ("name", "class"):
+        if isinstance(fingerprint.get(field), str) and fingerprint[field]:
+            return str(fingerprint[field])
+    return "?"
 
 
 def _packs(folder: Path) -> list[Path]:
