@@ -8,6 +8,7 @@ answers it, so each model's retrieval, and therefore every verdict, is known in 
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 
@@ -102,7 +103,8 @@ def failing_factory() -> AxisModel:
 
 class CountingModel(AxisModel):
     """An AxisModel that appends "<name> TAB <kind> TAB <text>" to the file named by $EMBEVAL_FAKE_LOG for
-    every text it encodes, so a test can see what a pytest run (a subprocess, an xdist worker) embedded."""
+    every text it encodes, so a test can see what a pytest run (a subprocess, an xdist worker) embedded;
+    each call takes $EMBEVAL_FAKE_SECONDS (default 0), for runs that must overlap."""
 
     def encode_document(self, texts: list[str]) -> np.ndarray:
         self._log("document", texts)
@@ -118,6 +120,7 @@ class CountingModel(AxisModel):
             # One append per call: O_APPEND keeps concurrent workers' lines whole.
             with open(path, "a", encoding="utf-8") as log:
                 log.write("".join(f"{self.name}\t{kind}\t{text}\n" for text in texts))
+        time.sleep(float(os.environ.get("EMBEVAL_FAKE_SECONDS", "0")))
 
 
 good = AxisModel("good")

@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -585,7 +586,7 @@ def test_a_damaged_pack_in_a_read_only_cache_is_counted_once(
 
     for module in (cache_module, packs_module):
         monkeypatch.setattr(module, "write_named", refuse)
-    monkeypatch.setattr(cache_module, "unlink_if_same", refuse)
+    monkeypatch.setattr(cache_module, "remove_damaged", refuse)
     cache = fresh(tmp_path)
     np.testing.assert_array_equal(cache.embed(arm, TEXTS, "document"), reference(TEXTS))
     assert model.encoded == [("document", TEXTS[2])]
@@ -596,6 +597,57 @@ def test_a_damaged_pack_in_a_read_only_cache_is_counted_once(
 
 
 # ------------------------------------------------------------------------------------------------ concurrency
+
+
+class Held(Recorder):
+    """A Recorder whose first encoder call waits for ``go``, after saying it started."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.go = threading.Event(), threading.Event()
+
+    def encode_document(self, texts: list[str]) -> np.ndarray:
+        self.started.set()
+        assert self.go.wait(10)
+        return super().encode_document(texts)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="claims need fcntl")
+def test_texts_another_process_is_embedding_are_waited_for_not_embedded_again(tmp_path: Path) -> None:
+    """Two processes (two xdist workers running golden sets with texts in common) embed overlapping texts at
+    once: the second waits for the first's claim, reads what it stored, and embeds only the rest."""
+    first_model, second_model = Held(), Recorder()
+    first_arm, second_arm = resolve_model(first_model), resolve_model(second_model)
+    assert first_arm.digest == second_arm.digest  # one model, as two processes see it
+    first = threading.Thread(target=lambda: fresh(tmp_path).embed(first_arm, TEXTS[:100], "document"))
+    first.start()
+    assert first_model.started.wait(10)
+    second = fresh(tmp_path)
+    texts = TEXTS[50:]
+    done: list[np.ndarray] = []
+    waiting = threading.Thread(target=lambda: done.append(second.embed(second_arm, texts, "document")))
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive() and second_model.encoded == []  # waiting for the first process's claim
+    first_model.go.set()
+    first.join(10)
+    waiting.join(10)
+    np.testing.assert_array_equal(done[0], reference(texts))
+    assert second_model.encoded == [("document", text) for text in TEXTS[100:]]
+    assert second.stats() == CacheStats(read=50, embedded=50)
+    assert not list(tmp_path.rglob("*.claim"))
+
+
+def test_a_claim_left_by_a_killed_process_is_ignored_and_deleted(tmp_path: Path) -> None:
+    model = Recorder()
+    arm = resolve_model(model)
+    cache = fresh(tmp_path)
+    cache.embed(arm, TEXTS[:1], "document")
+    (shelf,) = {pack.parent for pack in packs(tmp_path)}
+    left = shelf / ".4242-0000dead.claim"  # its process is gone, and its lock with it
+    left.write_bytes(b"".join(text_key(text) for text in TEXTS))
+    cache.embed(arm, TEXTS, "document")
+    assert len(model.encoded) == 150 and not left.exists()
 
 
 def test_a_pack_replaced_by_another_process_is_found_again(tmp_path: Path) -> None:
@@ -637,21 +689,73 @@ def test_a_chain_of_replacements_by_other_processes_is_followed_to_its_end(
     assert packs(tmp_path) == [pack]  # the last replacement holds the very bytes of the first pack
 
 
-def test_a_damaged_pack_is_deleted_only_if_it_is_still_the_file_that_was_read(tmp_path: Path) -> None:
-    """File systems reuse a deleted file's inode at once, so a good pack merged back under a damaged pack's
-    name can have the damaged file's inode: the change time tells them apart (the same inode written again
-    stands for it here), and the good pack is left alone."""
-    path = tmp_path / "x.pack"
-    path.write_bytes(b"damaged")
-    with path.open("rb") as handle:
-        identity = packs_module.file_identity(handle)
-    time.sleep(0.05)  # past the file system's clock tick
-    with path.open("r+b") as handle:  # the same inode, written again: another file for the cache
-        handle.write(b"healthy")
-    assert os.stat(path).st_ino == identity[1]
-    assert not packs_module.unlink_if_same(path, identity) and path.read_bytes() == b"healthy"
-    with path.open("rb") as handle:
-        assert packs_module.unlink_if_same(path, packs_module.file_identity(handle)) and not path.exists()
+def test_a_listed_pack_replaced_before_its_index_is_read_is_found_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader lists the folder; before it reads the listed pack's index, another process writes a
+    replacement (after the listing) and deletes the listed pack: the reader lists again, and recomputes
+    nothing."""
+    model, arm, pack = stored(tmp_path)
+    real = cache_module.read_index
+    replaced: list[Path] = []
+
+    def replaced_just_before(path: Path, shelf: Any) -> Any:
+        if not replaced:
+            replaced.append(path)
+            fresh(tmp_path).store(arm, "document", TEXTS[::-1], reference(TEXTS[::-1]))
+            path.unlink()
+        return real(path, shelf)
+
+    monkeypatch.setattr(cache_module, "read_index", replaced_just_before)
+    reader = fresh(tmp_path)
+    np.testing.assert_array_equal(reader.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert replaced == [pack] and model.encoded == [] and reader.stats() == CacheStats(read=150)
+
+
+def test_a_good_pack_that_takes_a_damaged_packs_name_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes meet one damaged pack. The first to finish deletes it, recomputes the lost row and
+    merges it with the intact ones: the very bytes first written, under the damaged pack's name. When that
+    lands after the second process found the file damaged and before it deletes it, the second must not
+    delete the good pack (nor count the lost row again): every text stays cached."""
+    model, arm, pack = stored(tmp_path)
+    original = pack.read_bytes()
+    flip(pack, vectors_offset(150) + 2 * DIM * 4)
+    real = packs_module._holds_its_name
+    raced: list[EmbeddingCache] = []
+
+    def other_process_lands(handle: Any, path: Path) -> bool:
+        holds = real(handle, path)
+        if not raced:  # the second process has found the file damaged: the first one runs to its end
+            raced.append(fresh(tmp_path))
+            raced[0].embed(arm, TEXTS, "document")
+            assert pack.read_bytes() == original
+        return holds
+
+    monkeypatch.setattr(packs_module, "_holds_its_name", other_process_lands)
+    second = fresh(tmp_path)
+    np.testing.assert_array_equal(second.embed(arm, TEXTS, "document"), reference(TEXTS))
+    assert raced[0].stats() == CacheStats(read=149, embedded=1, corrupt=1)
+    assert second.stats() == CacheStats(read=149, embedded=1, corrupt=0)
+    assert model.encoded == [("document", TEXTS[2])] * 2
+    assert not list(pack.parent.glob("*.tmp"))  # nothing left aside
+    assert pack.read_bytes() == original
+    model.encoded.clear()
+    again = fresh(tmp_path)
+    again.embed(arm, TEXTS, "document")
+    assert model.encoded == [] and again.stats() == CacheStats(read=150)
+
+
+def test_remove_damaged_deletes_only_a_file_whose_bytes_are_not_its_name(tmp_path: Path) -> None:
+    good = tmp_path / f"{hashlib.sha256(b'vectors').hexdigest()}.pack"
+    good.write_bytes(b"vectors")
+    assert not packs_module.remove_damaged(good) and good.read_bytes() == b"vectors"
+    damaged = tmp_path / f"{hashlib.sha256(b'vectors!').hexdigest()}.pack"
+    damaged.write_bytes(b"vectorz!")
+    assert packs_module.remove_damaged(damaged) and not damaged.exists()
+    assert not packs_module.remove_damaged(damaged)  # gone already: deleted by another process
+    assert sorted(tmp_path.iterdir()) == [good]
 
 
 class Shared:
@@ -723,3 +827,15 @@ def test_processes_writing_the_same_entries_at_once_all_end_valid(tmp_path: Path
     cache = fresh(root)
     found = cache.lookup(resolve_model(Shared()), "document", [f"text {i}" for i in range(450)])
     assert len(found) == 450 and cache.stats().corrupt == 0
+
+
+def test_a_lookup_sets_the_last_use_of_the_packs_it_reads(tmp_path: Path) -> None:
+    """Last use is a pack's modification time (what `embeval cache prune` goes by): set when a lookup reads
+    a pack last used more than an hour ago, not when only its index is read."""
+    _, arm, pack = stored(tmp_path)
+    old = time.time_ns() - 2 * 86400 * 10**9
+    os.utime(pack, ns=(old, old))
+    assert fresh(tmp_path).contains(arm, "document", TEXTS).all()
+    assert pack.stat().st_mtime_ns == old
+    fresh(tmp_path).lookup(arm, "document", TEXTS[:1])
+    assert pack.stat().st_mtime_ns > time.time_ns() - 60 * 10**9

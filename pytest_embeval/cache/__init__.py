@@ -1,4 +1,5 @@
-"""The embedding cache: content-addressed packs of unit vectors (`store`, the pack format in `packs`),
+"""The embedding cache: content-addressed packs of unit vectors (`store`, the pack format in `packs`, the
+texts processes are embedding now in `claims`),
 filled ahead of a run in deterministic shards (`sharding`), across a Ray cluster (`ray_data`) or from
 vectors a batch job computed (`vector_import`).
 

@@ -11,16 +11,19 @@ with no pickle anywhere::
 
 Packs written by pytest-embeval 0.1 (b"EMBVPK01", no token counts) are read as costing no tokens. A pack's
 index is verified before any of it is used (`read_index`); a pack is written to a uniquely named temporary
-file and renamed into place under the sha256 of its bytes (`write_pack`); a file's identity includes its
-change time, so a damaged pack is deleted only while it is still the file that was read (`unlink_if_same`).
-`Shelf` is what this process has indexed of one model and kind, found through `_Locator`.
+file and renamed into place under the sha256 of its bytes (`write_pack`), so a file whose bytes hash to its
+name is a good pack and any other is damaged, which is how a damaged pack is deleted without ever deleting
+the good one another process put under its name (`remove_damaged`). `Shelf` is what this process has
+indexed of one model and kind, found through `_Locator`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import struct
+import time
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,12 +40,13 @@ __all__ = [
     "KIND_CODES",
     "PACK_ROWS",
     "DamagedPack",
-    "Identity",
     "Pack",
     "Shelf",
-    "file_identity",
+    "check_pack",
+    "pack_entries",
     "read_index",
-    "unlink_if_same",
+    "remove_damaged",
+    "unlink_pack",
     "write_named",
     "write_pack",
 ]
@@ -82,16 +86,16 @@ class Pack:
     keys: tuple[bytes, ...]
     crcs: np.ndarray
     tokens: np.ndarray  # per row, uint32
+    #: the file's modification time when indexed or written: when it was last used (see `store`)
+    modified_ns: int = 0
 
 
 class DamagedPack(Exception):
-    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable),
-    ``identity`` which file it was (see `file_identity`)."""
+    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable)."""
 
-    def __init__(self, entries: int, identity: Identity) -> None:
+    def __init__(self, entries: int) -> None:
         super().__init__(entries)
         self.entries = entries
-        self.identity = identity
 
 
 class _Locator:
@@ -145,24 +149,25 @@ def _prefixes(keys: np.ndarray) -> np.ndarray:
     return keys.view(">u8")[::4].astype(np.uint64) if keys.size else np.empty(0, dtype=np.uint64)
 
 
-def read_index(path: Path, shelf: Shelf) -> Pack | None:
-    """The verified index of a pack; None for another model's pack (left alone); `DamagedPack` if unusable."""
+def read_index(path: Path, shelf: Shelf | None) -> Pack | None:
+    """The verified index of a pack; None for another model's pack than the shelf's (left alone);
+    `DamagedPack` if unusable."""
     with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        identity = file_identity(handle)
+        status = os.fstat(handle.fileno())
+        size = status.st_size
         head = handle.read(_FIELDS.size + _SHA)
         if len(head) < _FIELDS.size + _SHA or not head.startswith((_MAGIC, _MAGIC_V1)):
-            raise DamagedPack(1, identity)
+            raise DamagedPack(1)
         magic, model, code, n, dim = _FIELDS.unpack_from(head)
         # Before the header is verified, n is only plausible if a writer could have written it.
         entries = n if 1 <= n <= PACK_ROWS else 1
         row_index = _SHA + _CRC + (_TOKENS if magic == _MAGIC else 0)
         if len(head) + n * row_index > size:
-            raise DamagedPack(entries, identity)  # truncated inside its index (or n is damaged)
+            raise DamagedPack(entries)  # truncated inside its index (or n is damaged)
         index = handle.read(n * row_index)
     if hashlib.sha256(head[: _FIELDS.size] + index).digest() != head[_FIELDS.size :]:
-        raise DamagedPack(entries, identity)
-    if (model, code) != (shelf.model, shelf.code):
+        raise DamagedPack(entries)
+    if shelf is not None and (model, code) != (shelf.model, shelf.code):
         return None  # not this model's: a misplaced file, or a 64-bit digest-prefix collision
     keys = tuple(index[i * _SHA : (i + 1) * _SHA] for i in range(n))
     crcs = np.frombuffer(index, dtype="<u4", count=n, offset=n * _SHA)
@@ -171,8 +176,45 @@ def read_index(path: Path, shelf: Shelf) -> Pack | None:
     else:
         tokens = np.zeros(n, dtype="<u4")
     return Pack(
-        path=path, dim=dim, offset=_FIELDS.size + _SHA + len(index), keys=keys, crcs=crcs, tokens=tokens
+        path=path,
+        dim=dim,
+        offset=_FIELDS.size + _SHA + len(index),
+        keys=keys,
+        crcs=crcs,
+        tokens=tokens,
+        modified_ns=status.st_mtime_ns,
     )
+
+
+def pack_entries(path: Path) -> int:
+    """The rows a pack's header declares, unverified (0 if it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_FIELDS.size)
+    except OSError:
+        return 0
+    if len(head) < _FIELDS.size or not head.startswith((_MAGIC, _MAGIC_V1)):
+        return 0
+    return int(_FIELDS.unpack(head)[3])
+
+
+def check_pack(path: Path) -> tuple[int, int]:
+    """``(entries, lost)`` of a pack, every row read and checked: all entries are lost when its header or
+    index is damaged, the rows missing or failing their crc32 otherwise (bytes appended are no damage)."""
+    try:
+        pack = read_index(path, None)
+    except DamagedPack as damage:
+        return damage.entries, damage.entries
+    assert pack is not None
+    n, row_bytes = len(pack.keys), pack.dim * FLOAT.itemsize
+    lost = 0
+    with path.open("rb") as handle:
+        handle.seek(pack.offset)
+        for crc in pack.crcs.tolist():
+            row = handle.read(row_bytes)
+            if len(row) < row_bytes or zlib.crc32(row) != crc:
+                lost += 1
+    return n, lost
 
 
 def write_pack(shelf: Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, tokens: np.ndarray) -> Pack:
@@ -197,6 +239,7 @@ def write_pack(shelf: Shelf, keys: tuple[bytes, ...], vectors: np.ndarray, token
         keys=keys,
         crcs=crcs,
         tokens=counts,
+        modified_ns=time.time_ns(),
     )
 
 
@@ -210,32 +253,49 @@ def write_named(path: Path, parts: Sequence[bytes]) -> None:
             raise
 
 
-#: Which file a handle or path is: device, inode and change time (see `file_identity`).
-Identity = tuple[int, int, int]
-
-
-def file_identity(handle: BinaryIO) -> Identity:
-    """Which file an open handle reads: a file written under the same name is another. The change time is
-    part of it because a file system reuses a deleted file's inode at once: another process's repair of a
-    damaged pack, merged back under the pack's own name, could get the damaged file's inode, and a second
-    reader of the damaged file would then delete that good pack and count its rows lost a second time."""
-    return _status_identity(os.fstat(handle.fileno()))
-
-
-def _status_identity(status: os.stat_result) -> Identity:
-    return status.st_dev, status.st_ino, status.st_ctime_ns
-
-
-def unlink_if_same(path: Path, identity: Identity | None = None) -> bool:
-    """Delete ``path`` (only if it is still the file ``identity`` names); False if another process already
-    did, or put another file there."""
+def unlink_pack(path: Path) -> bool:
+    """Delete ``path``; False if another process already did."""
     try:
-        if identity is not None and _status_identity(os.stat(path)) != identity:
-            return False
         os.unlink(path)
     except FileNotFoundError:
         return False
     return True
+
+
+def remove_damaged(path: Path) -> bool:
+    """Delete the pack at ``path`` if it is damaged (its bytes do not hash to its name); False if it is gone
+    already, or if a good pack took its place since it was found damaged (left there).
+
+    Two processes that meet one damaged pack both repair it, and the first one to merge the repair with the
+    rows it recomputed writes the very bytes the damaged file was written with, under the same name. To
+    check which file is there and then delete by name would delete that good pack whenever the other process
+    lands in between (a lookup then embeds again every text it held: one xdist run in 45, under load). So
+    the file is moved aside atomically, under a temporary name, while the damaged file is held open (its
+    inode cannot be reused meanwhile), and deleted only if what was moved is that file; another process's
+    good pack, moved by that very race, goes back under its name.
+    """
+    aside = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        with path.open("rb") as handle:
+            if _holds_its_name(handle, path):
+                return False
+            os.rename(path, aside)
+            moved_it = os.path.samestat(os.fstat(handle.fileno()), os.stat(aside))
+    except FileNotFoundError:  # deleted by another process meanwhile
+        return False
+    if not moved_it:
+        os.replace(aside, path)
+        return False
+    os.unlink(aside)
+    return True
+
+
+def _holds_its_name(handle: BinaryIO, path: Path) -> bool:
+    """Whether the bytes ``handle`` reads from its start hash to ``path``'s name (`write_pack`)."""
+    digest = hashlib.sha256()
+    while chunk := handle.read(2**20):
+        digest.update(chunk)
+    return digest.hexdigest() == path.stem
 
 
 class Shelf:

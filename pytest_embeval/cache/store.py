@@ -21,16 +21,24 @@ A pack's index is verified before any of it is used and every row against its cr
 a truncated or bit-flipped pack is detected: its intact rows are rewritten into a new pack, the damaged file
 is deleted, and the lost entries are counted (the plugin reports the count once) and embedded again.
 
-No lock is needed for concurrent writers (xdist workers, CI jobs sharing the directory). A pack is written
+Processes sharing the folder (xdist workers, CI jobs) embed a text they all need once: each claims the
+texts it is about to embed, and one that needs texts another is embedding waits for them and reads them
+(`claims`). No lock is needed for concurrent writers. A pack is written
 to a uniquely named temporary file in its directory and moved into place with ``os.replace``, which is
 atomic: readers see a whole pack or none. Its name is the sha256 of its bytes, so two processes writing the
 same pack write identical bytes under the same name, and whichever rename lands last changes nothing. Two
 processes that embed overlapping texts write different packs with some keys in common: a duplicate costs disk,
 never correctness, as any intact copy serves. A merge, like the repair of a damaged pack, writes the new pack
-before it deletes the old ones, so a reader that finds a pack gone scans again and finds its rows. The worst
-a race can do is delete a good pack (a process discarding a damaged pack just as another rewrote the same
-bytes under that name), which costs a recomputation, never a wrong vector. Packs are not fsync'ed: one torn by
-a crash fails its checksums like any other damage.
+before it deletes the old ones, so a reader that finds a pack gone, when it reads it or when it indexes a
+file it listed, scans again and finds its rows. A damaged pack is deleted only while it is still the damaged
+file: another process's good pack written under its name meanwhile stays (`packs.remove_damaged`). Packs are
+not fsync'ed: one torn by a crash fails its checksums like any other damage.
+
+A pack's modification time is when it was last used: a lookup that reads a pack last modified more than
+`USE_RESOLUTION_NS` ago sets it to now (one ``utime`` per pack and hour, never a write of its bytes), and
+``embeval cache prune`` removes the least recently used first. Not the access time: file systems mounted
+``noatime`` or ``relatime`` do not keep it, and a CI cache saved and restored as an archive keeps
+modification times only.
 
 A cache folder that cannot be created, read or written (under a file, read-only, disk full) never fails the
 run: what cannot be read is embedded, and the first error that kept vectors from being stored is kept in
@@ -43,6 +51,7 @@ import contextlib
 import itertools
 import mmap
 import os
+import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,32 +61,36 @@ from typing import Protocol
 import numpy as np
 
 from pytest_embeval.arms.embedding import Arm, EncoderError, Kind, embed, validate_texts
+from pytest_embeval.cache.claims import Claim, claim
 from pytest_embeval.cache.packs import (
     FLOAT,
     KIND_CODES,
     PACK_ROWS,
     DamagedPack,
-    Identity,
     Pack,
     Shelf,
-    file_identity,
     read_index,
-    unlink_if_same,
+    remove_damaged,
+    unlink_pack,
     write_named,
     write_pack,
 )
 from pytest_embeval.core.canonical import KeyedTexts, text_key
 
-__all__ = ["MERGE_BELOW", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
+__all__ = ["MERGE_BELOW", "USE_RESOLUTION_NS", "CacheStats", "EmbeddingCache", "Keyed", "text_key"]
 
 #: Packs with fewer rows are merged when an `EmbeddingCache.embed` call that stored something ends. Bigger
 #: packs are left alone, so a session that adds a few texts rewrites at most this many rows.
 MERGE_BELOW = PACK_ROWS // 4
 
+#: How stale a pack's last use (its modification time) may be before a lookup that reads it sets it anew.
+USE_RESOLUTION_NS = 3600 * 10**9
+
 # Lookups of texts whose pack vanished mid-read (replaced by another process) before giving up on them and
-# embedding them again. Replacements come in chains: two workers that meet one damaged pack each repair it
-# (its intact rows rewritten) and then merge the repair with the rows they recomputed, each step deleting
-# the pack the other may be about to read; three attempts were seen to run out (xdist, under load).
+# embedding them again, and listings of a folder whose listed pack vanished before its index was read.
+# Replacements come in chains: two workers that meet one damaged pack each repair it (its intact rows
+# rewritten) and then merge the repair with the rows they recomputed, each step deleting the pack the other
+# may be about to read.
 _ATTEMPTS = 8
 
 
@@ -121,6 +134,7 @@ class EmbeddingCache:
         self.root = Path(root)
         self._shelves: dict[tuple[str, Kind], Shelf] = {}
         self._stats = CacheStats()
+        self._used: set[Path] = set()  # packs whose last use this process has set
 
     def stats(self) -> CacheStats:
         return self._stats
@@ -150,38 +164,18 @@ class EmbeddingCache:
             keys = [text_key(text) for text in unique]
         shelf = self._shelf(arm, kind)
         who = f"{role} encoder {arm.spec!r}" if role else f"encoder {arm.spec!r}"
-        vectors, found, tokens = self._find(shelf, keys, who=who, kind=kind)
+        vectors, found, tokens, held = self._find_or_claim(shelf, keys, who=who, kind=kind)
         self._count(read=int(found.sum()))
         if arm.usage is not None and found.any():
             arm.usage.add(cached_tokens=int(tokens[found].sum()))
         missing_rows = np.flatnonzero(~found)
         if missing_rows.size:
-            missing = [unique[row] for row in missing_rows.tolist()]
-            # This call's packs, with their rows: merged from memory rather than read back.
-            stored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
-            def keep(rows: np.ndarray, batch: np.ndarray, tokens: np.ndarray | None) -> None:
-                # In text order (a batch comes longest text first): the pack does not depend on batching.
-                order = np.argsort(rows, kind="stable")
-                chunk = [missing[row] for row in rows[order].tolist()]
-                self._count(embedded=len(chunk))
-                try:
-                    written = self._store(
-                        shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
-                    )
-                except OSError as error:  # a read-only or full cache must not fail the comparison
-                    self._count(write_error=f"{type(error).__name__}: {error}")
-                else:
-                    stored.update((pack.path.name, (rows, counts)) for pack, rows, counts in written)
-
+            assert held is not None  # claimed: no other process is embedding them
             try:
-                fresh = embed(arm, missing, kind, progress=progress, role=role, on_batch=keep)
-            except Exception:
-                if stored:
-                    self._merge(shelf, keys, stored)
-                raise
-            if stored:
-                self._merge(shelf, keys, stored)
+                missing = [unique[row] for row in missing_rows.tolist()]
+                fresh = self._embed_missing(shelf, arm, keys, missing, kind, progress=progress, role=role)
+            finally:
+                held.release()  # after the merge: whoever waited for these texts reads the final packs
             if vectors is None:  # nothing was cached: the fresh vectors are all of them, in order
                 vectors = fresh
             elif fresh.shape[1] != vectors.shape[1]:
@@ -193,6 +187,70 @@ class EmbeddingCache:
             return vectors
         row_of = {text: row for row, text in enumerate(unique)}
         return vectors[[row_of[text] for text in texts]]
+
+    def _embed_missing(
+        self,
+        shelf: Shelf,
+        arm: Arm,
+        keys: Sequence[bytes],
+        missing: list[str],
+        kind: Kind,
+        *,
+        progress: Callable[[int, int], None] | None,
+        role: str | None,
+    ) -> np.ndarray:
+        """Embed the ``missing`` texts of a call of the text ``keys``, storing each encoder call's vectors
+        as it returns and merging the call's packs at the end (`_merge`)."""
+        # This call's packs, with their rows: merged from memory rather than read back.
+        stored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+        def keep(rows: np.ndarray, batch: np.ndarray, tokens: np.ndarray | None) -> None:
+            # In text order (a batch comes longest text first): the pack does not depend on batching.
+            order = np.argsort(rows, kind="stable")
+            chunk = [missing[row] for row in rows[order].tolist()]
+            self._count(embedded=len(chunk))
+            try:
+                written = self._store(
+                    shelf, arm, chunk, batch[order], None if tokens is None else tokens[order]
+                )
+            except OSError as error:  # a read-only or full cache must not fail the comparison
+                self._count(write_error=f"{type(error).__name__}: {error}")
+            else:
+                stored.update((pack.path.name, (rows, counts)) for pack, rows, counts in written)
+
+        try:
+            fresh = embed(arm, missing, kind, progress=progress, role=role, on_batch=keep)
+        except Exception:
+            if stored:
+                self._merge(shelf, keys, stored)
+            raise
+        if stored:
+            self._merge(shelf, keys, stored)
+        return fresh
+
+    def _find_or_claim(
+        self, shelf: Shelf, keys: Sequence[bytes], *, who: str, kind: Kind
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, Claim | None]:
+        """`_find`, and a claim on the texts still missing (`claims`): those another process is embedding
+        are waited for and looked up again, so two processes embed a text they share once."""
+        vectors, found, tokens = self._find(shelf, keys, who=who, kind=kind)
+        while not found.all():
+            pending = np.flatnonzero(~found)
+            held = claim(shelf.directory, [keys[i] for i in pending.tolist()])
+            if held is not None:
+                return vectors, found, tokens, held
+            more, more_found, more_tokens = self._find(
+                shelf, [keys[i] for i in pending.tolist()], who=who, kind=kind
+            )
+            if more is None:
+                continue
+            if vectors is None:
+                vectors = _result_matrix(len(keys), more.shape[1])
+            elif more.shape[1] != vectors.shape[1]:
+                raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], more.shape[1]])
+            rows = pending[more_found]
+            vectors[rows], tokens[rows], found[rows] = more[more_found], more_tokens[more_found], True
+        return vectors, found, tokens, None
 
     def lookup(self, arm: Keyed, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``texts`` that have an intact entry, by text."""
@@ -377,7 +435,7 @@ class EmbeddingCache:
             shelf.forget(pack)
             # Kept if it cannot be deleted (Windows, while a reader holds it open): a duplicate costs disk.
             with contextlib.suppress(OSError):
-                unlink_if_same(pack.path)
+                unlink_pack(pack.path)
 
     # ---------------------------------------------------------------------------------------------- internals
 
@@ -402,10 +460,19 @@ class EmbeddingCache:
 
     def _scan(self, shelf: Shelf) -> None:
         """Index the packs that appeared since the last scan (other processes write them too)."""
+        # A listed pack deleted before its index is read was replaced (a merge, a repair) by a pack written
+        # before the deletion, and so maybe after the listing: the folder is listed again to find it.
+        for _ in range(_ATTEMPTS):
+            if not self._scan_listing(shelf):
+                return
+
+    def _scan_listing(self, shelf: Shelf) -> bool:
+        """Index the new packs of one listing of the shelf's folder; True if one vanished meanwhile."""
         try:
             names = sorted(os.listdir(shelf.directory))
         except OSError:  # not there yet, or a cache folder that cannot be read (under a file, say)
-            return
+            return False
+        vanished = False
         for name in names:
             if not name.endswith(".pack") or name in shelf.seen:
                 continue
@@ -415,14 +482,16 @@ class EmbeddingCache:
                 pack = read_index(path, shelf)
             except FileNotFoundError:  # deleted meanwhile by another process
                 shelf.seen.discard(name)
+                vanished = True
                 continue
             except OSError:  # unreadable (permissions, I/O): not used, nor read again by this process
                 continue
             except DamagedPack as damage:
-                self._discard(shelf, path, damage.entries, damage.identity)
+                self._discard(shelf, path, damage.entries)
                 continue
             if pack is not None:
                 shelf.add(pack)
+        return vanished
 
     def _read(
         self, shelf: Shelf, pack: Pack, into: np.ndarray | None = None
@@ -434,7 +503,6 @@ class EmbeddingCache:
         n = len(pack.keys)
         try:
             with pack.path.open("rb") as handle:
-                identity = file_identity(handle)
                 handle.seek(pack.offset)
                 if into is None:
                     raw: bytes | memoryview = handle.read(n * row_bytes + 1)
@@ -459,12 +527,14 @@ class EmbeddingCache:
         ]
         vectors = np.frombuffer(raw, dtype=FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
         if size != n * row_bytes or not intact.all():
-            self._replace(shelf, pack, vectors, intact, identity)
+            self._replace(shelf, pack, vectors, intact)
+        elif pack.modified_ns < time.time_ns() - USE_RESOLUTION_NS and pack.path not in self._used:
+            self._used.add(pack.path)
+            with contextlib.suppress(OSError):  # a read-only cache: its packs' last use stays as it was
+                os.utime(pack.path)
         return vectors, intact
 
-    def _replace(
-        self, shelf: Shelf, pack: Pack, vectors: np.ndarray, intact: np.ndarray, identity: Identity
-    ) -> None:
+    def _replace(self, shelf: Shelf, pack: Pack, vectors: np.ndarray, intact: np.ndarray) -> None:
         """Rewrite a damaged pack's intact rows into a new pack, then delete it and count what was lost."""
         rows = np.flatnonzero(intact)
         shelf.forget(pack)
@@ -479,14 +549,14 @@ class EmbeddingCache:
                 shelf.add(kept)
                 if kept.path == pack.path:
                     return  # nothing lost, bytes appended: the rewrite took the damaged file's place
-        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size), identity)
+        self._discard(shelf, pack.path, len(pack.keys) - int(rows.size))
 
-    def _discard(self, shelf: Shelf, path: Path, entries: int, identity: Identity) -> None:
+    def _discard(self, shelf: Shelf, path: Path, entries: int) -> None:
         """Delete a damaged pack and count its lost entries, unless another process deleted it first (and
-        counted them): ``identity`` is the file that was read, and a file that took its name since (another
-        process's repair or merge, with the same name when it holds the same vectors) is left alone."""
+        counted them); a good pack that took its name since (another process's merge of its repair, with
+        the same name when it holds the same vectors) is left alone (`remove_damaged`)."""
         try:
-            first = unlink_if_same(path, identity)
+            first = remove_damaged(path)
         except OSError:  # a read-only cache keeps it: not to be read (nor counted) again by this process
             shelf.seen.add(path.name)
             first = True

@@ -1,4 +1,5 @@
-"""``embeval embed`` and ``embeval import``: filling the embedding cache without running the comparison.
+"""``embeval embed`` and ``embeval import``: filling the embedding cache without running the comparison
+(``embeval cache``, keeping it: `cache_upkeep`).
 
 ``embed`` embeds a golden set's texts with one model, in deterministic shards (`sharding`), locally or
 across a Ray cluster (`ray_data`); ``import`` brings in vectors a batch job computed (`vector_import`). Both
@@ -30,6 +31,7 @@ from pytest_embeval.cache.sharding import (
     shard_blocks,
 )
 from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.cli.cache_upkeep import add_cache_command
 from pytest_embeval.cli.support import EXIT_FAILED, EXIT_OK, CliError
 from pytest_embeval.cli.support import golden_set as _golden
 from pytest_embeval.run.control import short_digest
@@ -220,7 +222,7 @@ def _check_cached_dimension(cache: EmbeddingCache, arm: Arm, kind: Kind, texts: 
 
 
 def add_commands(commands: Any) -> None:
-    """Add ``embed`` and ``import`` to the ``embeval`` parser's subcommands."""
+    """Add ``embed``, ``import`` and ``cache`` to the ``embeval`` parser's subcommands."""
     embed_parser = commands.add_parser(
         "embed",
         help="fill the embedding cache with a golden set's texts for a model, in shards, without comparing.",
@@ -279,3 +281,5 @@ def add_commands(commands: Any) -> None:
     )
     import_parser.add_argument("--cache-dir", type=Path, default=Path(DEFAULT_CACHE), help=_CACHE_HELP)
     import_parser.set_defaults(run=_import)
+
+    add_cache_command(commands, DEFAULT_CACHE, _CACHE_HELP)

@@ -1,0 +1,18 @@
+# embeval cache on the shipped demo: what the cache holds after a run, a prune of the packs last used more
+# than 30 days ago (the candidate's, made to look 40 days old here), and the next run embedding exactly what
+# was pruned; then a check of every pack.
+demo_project --cached
+shown_any_status "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
+# (the candidate's folder: the static model's fingerprint has no max_seq_length)
+candidate=$(dirname "$(grep -l '"max_seq_length":null' .embeval_cache/embeddings/*/fingerprint.json)")
+touch -d '40 days ago' "$candidate"/*/*.pack
+echo '--8<-- [start:stats]'
+show embeval cache stats
+echo '--8<-- [end:stats]'
+echo '--8<-- [start:prune]'
+show embeval cache prune --older-than 30d
+shown_any_status "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
+echo '--8<-- [end:prune]'
+echo '--8<-- [start:verify]'
+show embeval cache verify
+echo '--8<-- [end:verify]'

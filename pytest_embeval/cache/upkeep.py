@@ -1,0 +1,290 @@
+"""Keeping a cache folder: what it holds (`inventory`), which packs are damaged (`verify`), and removing what
+is no longer wanted (`prune`), for ``embeval cache stats|verify|prune``.
+
+Everything here is safe while runs use the folder. Packs are only ever deleted whole (a run that finds one
+gone embeds its texts again, as after any other process's deletion), never rewritten; a damaged pack is
+deleted only while it is still the damaged file (`packs.remove_damaged`). A pack's last use is its
+modification time, which lookups set (see `store`), so "least recently used" needs no index of its own that
+processes would have to update together. Temporary files are removed only when orphaned: named by a process
+that no longer runs on this machine, or older than `ORPHAN_AGE_NS` (a write takes well under a second).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from pytest_embeval.arms.embedding import KINDS, Kind
+from pytest_embeval.cache.packs import check_pack, pack_entries, remove_damaged, unlink_pack
+
+__all__ = [
+    "ORPHAN_AGE_NS",
+    "CacheInventory",
+    "Damage",
+    "ModelShelf",
+    "Pruned",
+    "inventory",
+    "orphans",
+    "prune",
+    "repair",
+    "verify",
+]
+
+#: A temporary file this old is orphaned whoever wrote it.
+ORPHAN_AGE_NS = 3600 * 10**9
+
+_WRITER_PID = re.compile(r"\.(\d+)-[0-9a-f]+\.tmp\Z")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelShelf:
+    """The packs of one model and kind."""
+
+    digest: str  # the folder's name: the first 16 hex digits of the model's digest
+    name: str  # the model's name in its fingerprint.json, else its class ("?" if unreadable)
+    kind: Kind
+    packs: tuple[Path, ...]
+    entries: int  # rows in the packs' headers (a text held by two packs counts twice)
+    size: int  # bytes
+    last_use_ns: int  # the latest modification time of its packs
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CacheInventory:
+    shelves: tuple[ModelShelf, ...]  # by model name, digest, kind
+    graphs: tuple[Path, ...]  # HNSW graphs (graphs/)
+    graphs_size: int
+    orphans: tuple[Path, ...]
+    orphans_size: int
+
+    @property
+    def size(self) -> int:
+        """Bytes of packs, graphs and orphaned temporary files."""
+        return sum(shelf.size for shelf in self.shelves) + self.graphs_size + self.orphans_size
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Damage:
+    path: Path
+    entries: int
+    lost: int  # entries that cannot be read: all of them when the header or index is damaged
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pruned:
+    """What a prune removed (or would remove, ``dry_run``)."""
+
+    packs: tuple[Path, ...]
+    entries: int
+    orphans: tuple[Path, ...]
+    freed: int  # bytes
+
+
+def inventory(root: Path, *, now_ns: int | None = None) -> CacheInventory:
+    """What the cache folder ``root`` holds; only pack headers are read."""
+    shelves = []
+    for folder in _model_folders(root):
+        name = _model_name(folder)
+        for kind in KINDS:
+            packs = _packs(folder / kind)
+            if not packs:
+                continue
+            status = [_status(path) for path in packs]
+            present = [(path, st) for path, st in zip(packs, status, strict=True) if st is not None]
+            if not present:
+                continue
+            shelves.append(
+                ModelShelf(
+                    digest=folder.name,
+                    name=name,
+                    kind=kind,
+                    packs=tuple(path for path, _ in present),
+                    entries=sum(pack_entries(path) for path, _ in present),
+                    size=sum(st.st_size for _, st in present),
+                    last_use_ns=max(st.st_mtime_ns for _, st in present),
+                )
+            )
+    shelves.sort(key=lambda shelf: (shelf.name, shelf.digest, KINDS.index(shelf.kind)))
+    graphs = sorted((root / "graphs").glob("*.hnsw")) if (root / "graphs").is_dir() else []
+    graphs = [path for path in graphs if not path.name.startswith(".")]
+    found = orphans(root, now_ns=now_ns)
+    return CacheInventory(
+        shelves=tuple(shelves),
+        graphs=tuple(graphs),
+        graphs_size=sum(_size(path) for path in graphs),
+        orphans=tuple(found),
+        orphans_size=sum(_size(path) for path in found),
+    )
+
+
+def verify(root: Path) -> Iterator[Damage]:
+    """The damaged packs under ``root``: every pack's header, index and rows are read and checked."""
+    for folder in _model_folders(root):
+        for kind in KINDS:
+            for path in _packs(folder / kind):
+                try:
+                    entries, lost = check_pack(path)
+                except FileNotFoundError:  # deleted by a run meanwhile (merged, repaired)
+                    continue
+                if lost:
+                    yield Damage(path, entries, lost)
+
+
+def repair(damage: Iterable[Damage]) -> list[Damage]:
+    """Delete the damaged packs (a run embeds their texts again); those this call deleted."""
+    return [one for one in damage if remove_damaged(one.path)]
+
+
+def prune(
+    root: Path,
+    *,
+    older_than_ns: int | None = None,
+    models: Sequence[str] = (),
+    max_size: int | None = None,
+    dry_run: bool = False,
+    now_ns: int | None = None,
+) -> Pruned:
+    """Remove the packs last used more than ``older_than_ns`` ago, every pack of the ``models`` (folder
+    names, as `ModelShelf.digest`), then the least recently used packs until the packs left take at most
+    ``max_size`` bytes; and the orphaned temporary files, always. HNSW graphs are left: a run rebuilds a
+    deleted one, but nothing records their use."""
+    now = time.time_ns() if now_ns is None else now_ns
+    held = inventory(root, now_ns=now)
+    chosen: dict[Path, tuple[int, int]] = {}  # pack: (size, entries)
+    candidates = []
+    for shelf in held.shelves:
+        for path in shelf.packs:
+            status = _status(path)
+            if status is None:
+                continue
+            used = status.st_mtime_ns
+            whole = shelf.digest in models or (older_than_ns is not None and used < now - older_than_ns)
+            if whole:
+                chosen[path] = (status.st_size, pack_entries(path))
+            else:
+                candidates.append((used, path.name, path, status.st_size))
+    if max_size is not None:
+        remaining = sum(shelf.size for shelf in held.shelves) - sum(size for size, _ in chosen.values())
+        for _, _, path, size in sorted(candidates):  # least recently used first
+            if remaining <= max_size:
+                break
+            chosen[path] = (size, pack_entries(path))
+            remaining -= size
+    removed = [path for path in chosen if dry_run or unlink_pack(path)]
+    orphan_sizes = {path: _size(path) for path in held.orphans}
+    gone = [path for path in held.orphans if dry_run or _unlink_quietly(path)]
+    if not dry_run:
+        for digest in models:
+            _remove_model_folder(root / "embeddings" / digest)
+    return Pruned(
+        packs=tuple(removed),
+        entries=sum(chosen[path][1] for path in removed),
+        orphans=tuple(gone),
+        freed=sum(chosen[path][0] for path in removed) + sum(orphan_sizes[path] for path in gone),
+    )
+
+
+def orphans(root: Path, *, now_ns: int | None = None) -> list[Path]:
+    """Temporary files under ``root`` that no running write will move into place: named by a process not
+    running on this machine, or older than `ORPHAN_AGE_NS` (HNSW build scratch files: by age alone)."""
+    now = time.time_ns() if now_ns is None else now_ns
+    found = []
+    for path in sorted(_temporary_files(root)):
+        status = _status(path)
+        if status is None:
+            continue
+        match = _WRITER_PID.search(path.name)
+        if status.st_mtime_ns < now - ORPHAN_AGE_NS or (match is not None and not _running(int(match[1]))):
+            found.append(path)
+    return found
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+
+
+def _model_folders(root: Path) -> list[Path]:
+    embeddings = root / "embeddings"
+    if not embeddings.is_dir():
+        return []
+    return sorted(path for path in embeddings.iterdir() if path.is_dir())
+
+
+def _model_name(folder: Path) -> str:
+    try:
+        fingerprint = json.loads((folder / "fingerprint.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "?"
+    if not isinstance(fingerprint, dict):
+        return "?"
+    # A module:attr model's name; a model folder's fingerprint names no model, only its class and files.
+    for field in ("name", "class"):
+        if isinstance(fingerprint.get(field), str) and fingerprint[field]:
+            return str(fingerprint[field])
+    return "?"
+
+
+def _packs(folder: Path) -> list[Path]:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [folder / name for name in sorted(names) if name.endswith(".pack") and not name.startswith(".")]
+
+
+def _temporary_files(root: Path) -> Iterator[Path]:
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".tmp") or (name.startswith(".build-") and name.endswith(".hnsw")):
+                yield Path(folder, name)
+
+
+def _status(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:  # deleted meanwhile by a run (merged, repaired)
+        return None
+
+
+def _size(path: Path) -> int:
+    status = _status(path)
+    return 0 if status is None else status.st_size
+
+
+def _running(pid: int) -> bool:
+    """Whether a process of this id runs on this machine (where that cannot be asked: assumed so)."""
+    if os.name == "nt":  # os.kill would end it
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's
+        return True
+    return True
+
+
+def _unlink_quietly(path: Path) -> bool:
+    try:
+        path.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _remove_model_folder(folder: Path) -> None:
+    """The model's folder, once its packs are gone; kept if a run is writing into it meanwhile."""
+    for kind in KINDS:
+        with contextlib.suppress(OSError):
+            (folder / kind / ".claims.lock").unlink()
+        with contextlib.suppress(OSError):
+            (folder / kind).rmdir()  # not empty: a run stores vectors there now
+    with contextlib.suppress(OSError):
+        if os.listdir(folder) == ["fingerprint.json"]:
+            (folder / "fingerprint.json").unlink()
+            folder.rmdir()
