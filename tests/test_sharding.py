@@ -30,10 +30,13 @@ Result = CliResult
 
 
 def packs(cache: Path) -> dict[str, bytes]:
-    """Every file of a cache folder's embeddings, by path under it: what byte-identical means."""
+    """Every file of a cache folder's embeddings, by path under it: what byte-identical means. Not the
+    claims' lock file (``.claims.lock``), which an embedding process leaves for the next to coordinate by."""
     root = cache / "embeddings"
     return {
-        path.relative_to(root).as_posix(): path.read_bytes() for path in root.rglob("*") if path.is_file()
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in root.rglob("*")
+        if path.is_file() and path.name != ".claims.lock"
     }
 
 
