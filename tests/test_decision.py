@@ -477,7 +477,7 @@ def test_workflow_commands_escape_as_github_specifies() -> None:
         ],
     }
     assert workflow_commands(golden, {"strata.kind": 7}) == [
-        "::warning file=dir%2Cwith%3Aodd.yaml,line=7,title=embeval g%3A kind=a%2Cb WORSE::"
+        "::error file=dir%2Cwith%3Aodd.yaml,line=7,title=embeval g%3A kind=a%2Cb WORSE (routed)::"
         "kind=a,b: WORSE — two%0Alines"
     ]
 

@@ -1,8 +1,9 @@
 """GitHub Actions workflow commands for a golden set of the merged report: an ``::error`` per WORSE stratum
 at the line of the golden file that declares its stratum field (1 for ``overall``, or when the line is not
 known), and a ``::notice`` with the decision at the ``decision:`` line, so the pull request's diff view
-shows them. A WORSE stratum that a decision to proceed with routing covers is a ``::warning``: it fails
-nothing. The plugin prints them only under ``GITHUB_ACTIONS=true``.
+shows them. A WORSE stratum that a decision to proceed with routing covers is still an ``::error`` (the
+candidate is worse there: that is why it is routed), its title saying it is routed. The plugin prints them
+only under ``GITHUB_ACTIONS=true``.
 
 Escaping is GitHub's (actions/toolkit ``command.ts``): in the message ``%``, ``\\r`` and ``\\n``; in a
 property also ``:`` and ``,``.
@@ -41,13 +42,13 @@ def workflow_commands(golden: Mapping[str, Any], declared: Mapping[str, int]) ->
         name = stratum["stratum"]
         field, _, _ = name.partition("=")
         line = declared.get(f"strata.{field}", 1) if "=" in name else 1
+        routed = " (routed)" if stratum.get("covered_by_routing") else ""
         properties = {
             "file": golden["path"],
             "line": line,
-            "title": f"embeval {golden['name']}: {name} WORSE",
+            "title": f"embeval {golden['name']}: {name} WORSE{routed}",
         }
-        kind = "warning" if stratum.get("covered_by_routing") else "error"
-        commands.append(_command(kind, properties, f"{name}: WORSE — {stratum['reason']}"))
+        commands.append(_command("error", properties, f"{name}: WORSE — {stratum['reason']}"))
     decision = golden.get("decision")
     if decision is not None:
         properties = {
