@@ -145,6 +145,59 @@ def test_a_large_random_corpus_equals_the_float64_search_in_any_blocks() -> None
         assert_same(found, expected)
 
 
+@pytest.mark.parametrize("order", ["ascending", "descending", "sparse-start"])
+def test_the_scans_floor_keeps_every_shortlisted_document_in_any_corpus_order(order: str) -> None:
+    """The scan makes keys only of pairs at or above a query's floor (its width-th best score so far): a
+    corpus in ascending score order raises the floor in every block, a descending one settles it in the
+    first, a filter allowing nothing in the first blocks leaves it unset until later; the results are the
+    oracle's in every block size, with and without float64 products."""
+    rng = np.random.default_rng(list(map(ord, order)))
+    query = normalised(rng.standard_normal((1, 16))).astype(np.float32)
+    documents = normalised(rng.standard_normal((3_000, 16))).astype(np.float32)
+    documents[::7] = documents[1::7]  # ties straddling block edges
+    scores = (documents.astype(np.float64) @ query[0].astype(np.float64)).astype(np.float32)
+    documents = documents[np.argsort(scores if order == "ascending" else -scores, kind="stable")]
+    queries = np.vstack([query, normalised(rng.standard_normal((4, 16))).astype(np.float32)])
+    doc_ids = [f"d{i}" for i in rng.permutation(3_000).tolist()]
+    allowed, masks = None, None
+    if order == "sparse-start":
+        pool = np.ones((2, 3_000), dtype=bool)
+        pool[1, :2_000] = False
+        pool[1, 2_000:] = rng.random(1_000) < 0.1
+        rows = np.array([1, 0, 1, 0, 1])
+        allowed, masks = Allowed(masks=pool, rows=rows), pool[rows]
+    for k in (1, 40, 150):
+        expected = oracle(queries, documents, k, doc_ids, masks)
+        for block in (1, 50, 999, 8192):
+            found = exact_search(queries, documents, k, doc_ids=doc_ids, block_size=block, allowed=allowed)
+            assert_same(found, expected)
+        assert_same(float64_search(queries, documents, k, doc_ids=doc_ids, allowed=allowed), expected)
+
+
+def test_pairs_below_the_floor_are_never_made_into_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path is the one taken: of a corpus in descending score order, after the first block's
+    shortlist only the pairs tied with the floor become keys (not one key per pair, as a full scan makes)."""
+    made: list[int] = []
+    original = exact.ranking_keys
+
+    def counting(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        made.append(np.asarray(scores).size)
+        return original(scores, ranks)
+
+    monkeypatch.setattr(exact, "ranking_keys", counting)
+    rng = np.random.default_rng(11)
+    query = normalised(rng.standard_normal((1, 32))).astype(np.float32)
+    documents = normalised(rng.standard_normal((20_000, 32))).astype(np.float32)
+    scores = (documents.astype(np.float64) @ query[0].astype(np.float64)).astype(np.float32)
+    documents = documents[np.argsort(-scores, kind="stable")]
+    doc_ids = [f"d{i:05d}" for i in range(20_000)]
+    found = exact_search(query, documents, 10, doc_ids=doc_ids, block_size=1_000)
+    assert_same(found, oracle(query, documents, 10, doc_ids, None))
+    width = exact.shortlist_width(10, 20_000)
+    # the first block's width pairs (and any tied with its floor), the rescored shortlist's width keys
+    assert sum(made) <= 2 * width + 10, made
+
+
 def test_most_queries_are_settled_by_the_float32_shortlist(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fast path is the one taken: ordinary queries never reach the float64 scan, all-tied ones do."""
     searched: list[int] = []

@@ -46,12 +46,15 @@ __all__ = [
 ]
 
 DEFAULT_BLOCK_SIZE = 8192
-# Scratch memory per (query block x document block) step; about 40 bytes per pair are live at once. 48 MB
-# (150 queries a block against 8,192 documents): the peak memory of a run at 200,000 x 1,500 within 1.5 x the
-# two arms' vectors, at about the search time of 128 MB (benchmarks/README.md, "At the practice's scale").
+# Scratch memory per (query block x document block) step. 48 MB: about 600 queries a block against 8,192
+# documents (`_BYTES_PER_PAIR`), the peak memory of a run at 200,000 x 1,500 within 1.5 x the two arms'
+# vectors; query blocks of 256 to 1,500 searched 200,000 x 1,500 x 512 within 7 % of each other.
 SCRATCH_BYTES = 48 * 2**20
-_BYTES_PER_PAIR = 40
+# Live per (query, document) pair of a block: its float32 score, its comparison with the query's floor, its
+# mask and the copy a first block's partition makes (float64 products: 12 more).
+_BYTES_PER_PAIR = 10
 _SIGN = np.uint32(0x80000000)
+_LOWEST32 = np.finfo(np.float32).min
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
@@ -306,25 +309,76 @@ def _scan(
     dtype: type[np.floating],
 ) -> np.ndarray:
     """The ``width`` largest ranking keys of every query, in no order, its scores the products computed in
-    ``dtype`` and rounded to float32."""
+    ``dtype`` and rounded to float32; a query allowed fewer documents has zero keys (no document) for the
+    rest.
+
+    Each query keeps a *floor*: the float32 score of its width-th best key so far (until it has width,
+    the lowest finite float32). A pair scoring below its query's floor has at least width better keys
+    already and cannot enter the shortlist, so of each block only the pairs at or above the floor are made
+    into keys: one comparison per pair instead of a key and a partition (after the first blocks, a few
+    pairs per query in a block pass). A query's first block that holds width allowed documents sets its
+    floor to the block's own width-th best score (one partition of that block).
+    """
     n_queries, n_docs = q.shape[0], d.shape[0]
     doc_block = min(block_size, n_docs)
-    query_block = query_block_size or max(1, SCRATCH_BYTES // (_BYTES_PER_PAIR * (doc_block + width)))
-    best = np.zeros((n_queries, 0), dtype=np.uint64)
+    per_pair = _BYTES_PER_PAIR if np.dtype(dtype) == np.float32 else _BYTES_PER_PAIR + 12
+    query_block = query_block_size or max(1, SCRATCH_BYTES // (per_pair * doc_block))
+    best = np.zeros((n_queries, width), dtype=np.uint64)
+    floor = np.full(n_queries, _LOWEST32, dtype=np.float32)
     # Documents outermost: each document block is converted once (not at all when it has the dtype).
     for d_start in range(0, n_docs, doc_block):
         d_block = d[d_start : d_start + doc_block].astype(dtype, copy=False)
         block_ranks = ranks[d_start : d_start + doc_block]
-        merged: list[np.ndarray] = []
         for q_start in range(0, n_queries, query_block):
-            q_block = q[q_start : q_start + query_block].astype(dtype, copy=False)
-            keys = ranking_keys(q_block @ d_block.T, block_ranks)
+            rows = slice(q_start, q_start + query_block)
+            scores = (q[rows].astype(dtype, copy=False) @ d_block.T).astype(np.float32, copy=False)
             if allowed is not None:
-                block_masks = allowed.masks[:, d_start : d_start + doc_block]
-                query_masks(keys, block_masks[allowed.rows[q_start : q_start + query_block]])
-            merged.append(_top(np.concatenate([best[q_start : q_start + query_block], keys], axis=1), width))
-        best = np.concatenate(merged, axis=0)
+                # Masked pairs score -inf: below every floor, so never a key.
+                masks = allowed.masks[allowed.rows[rows], d_start : d_start + doc_block]
+                np.copyto(scores, -np.inf, where=~masks)
+            _raise_first_floors(floor[rows], scores, width)
+            best[rows] = _merged(best[rows], scores, floor[rows], block_ranks)
+            _raise_floors(floor[rows], best[rows])
     return best
+
+
+def _raise_first_floors(floor: np.ndarray, scores: np.ndarray, width: int) -> None:
+    """Raise the floor of every query still without one (`_LOWEST32`) to this block's width-th best score,
+    where the block holds width allowed (finite) scores for it."""
+    if scores.shape[1] < width:
+        return
+    unset = np.flatnonzero(floor == _LOWEST32)
+    if unset.size == 0:
+        return
+    column = scores.shape[1] - width
+    nth = np.partition(scores[unset], column, axis=1)[:, column]
+    finite = np.isfinite(nth)
+    floor[unset[finite]] = nth[finite]
+
+
+def _merged(kept: np.ndarray, scores: np.ndarray, floor: np.ndarray, block_ranks: np.ndarray) -> np.ndarray:
+    """The width (``kept.shape[1]``) largest keys of each query among ``kept`` and the block's pairs at or
+    above its floor."""
+    n_rows, n_columns = scores.shape
+    passing = np.flatnonzero(scores >= floor[:, None])
+    if passing.size == 0:
+        return kept
+    rows, columns = np.divmod(passing, n_columns)
+    keys = ranking_keys(scores.reshape(-1)[passing], block_ranks[columns])
+    counts = np.bincount(rows, minlength=n_rows)
+    # np.flatnonzero is row-major: each row's pairs are contiguous, so a pair's place in its row's list is its
+    # index less the row's first index.
+    starts = np.cumsum(counts) - counts
+    placed = np.zeros((n_rows, int(counts.max())), dtype=np.uint64)
+    placed[rows, np.arange(passing.size) - starts[rows]] = keys
+    return _top(np.concatenate([kept, placed], axis=1), kept.shape[1])
+
+
+def _raise_floors(floor: np.ndarray, kept: np.ndarray) -> None:
+    """Raise each query's floor to the score of its smallest kept key, once it keeps width documents."""
+    smallest = kept.min(axis=1)
+    full = smallest >= _SCORED
+    floor[full] = np.maximum(floor[full], key_scores(smallest[full]))
 
 
 def _float32_rounds(
@@ -434,10 +488,15 @@ def ranking_keys(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
 
 
 def decode_keys(keys: np.ndarray, position_of_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    high = (keys >> np.uint64(32)).astype(np.uint32)
-    bits = np.where(high & _SIGN, high ^ _SIGN, ~high).astype(np.uint32)
     positions = position_of_rank[(keys & _LOW32).astype(np.int64)]
-    return positions.astype(np.int64), bits.view(np.float32)
+    return positions.astype(np.int64), key_scores(keys)
+
+
+def key_scores(keys: np.ndarray) -> np.ndarray:
+    """The float32 scores of ranking keys (a masked key's is meaningless: see `padded`)."""
+    high = (keys >> np.uint64(32)).astype(np.uint32)
+    bits: np.ndarray = np.where(high & _SIGN, high ^ _SIGN, ~high).astype(np.uint32).view(np.float32)
+    return bits
 
 
 #: `query_masks`'s keys by the mask's bool: masked out keeps the tie rank alone, allowed keeps the whole key.
