@@ -50,6 +50,8 @@ def golden_inputs(path: str | PathLike[str], shown: str | None = None) -> Golden
     inputs.files[location.resolve()] = f"the golden file {inputs.golden}"
     try:
         root = yaml.compose(read_text(location), Loader=yaml.SafeLoader)
+        if root is None:  # an empty file names no input (loading it says what is wrong)
+            return inputs
         reader = NodeReader(location)
         top = reader.entries(root, None)
     except (GoldenError, yaml.YAMLError):
