@@ -24,14 +24,17 @@ from pytest_embeval.search.exact import exact_search, float64_search
 DEPTH = 100
 
 
-def floor(queries: np.ndarray, documents: np.ndarray, dtype: type[np.floating]) -> None:
-    """The benchmarks' floor (as in bench_scale.py): query blocks of 256, document blocks of 8,192."""
+def floor(queries: np.ndarray, documents: np.ndarray, dtype: type[np.floating], select: bool = True) -> None:
+    """The benchmarks' floor (as in bench_scale.py): query blocks of 256, document blocks of 8,192; without
+    ``select``, the products alone (no top k kept: the hardware's matmul, below any search)."""
     for q_start in range(0, queries.shape[0], 256):
         q = queries[q_start : q_start + 256].astype(dtype, copy=False)
         best_scores, best_rows = None, None
         for d_start in range(0, documents.shape[0], 8192):
             block = documents[d_start : d_start + 8192].astype(dtype, copy=False)
             scores = (q @ block.T).astype(np.float32, copy=False)
+            if not select:
+                continue
             rows = np.arange(d_start, d_start + scores.shape[1])[None, :].repeat(scores.shape[0], 0)
             if best_scores is not None and best_rows is not None:
                 scores = np.concatenate([best_scores, scores], axis=1)
@@ -64,6 +67,7 @@ def main() -> None:
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     doc_ids = [f"d{i:07d}" for i in range(args.docs)]
     runs: dict[str, Callable[[], object]] = {
+        "float32 matmul alone (no top k)": lambda: floor(queries, documents, np.float32, select=False),
         "floor, float32 products": lambda: floor(queries, documents, np.float32),
         "floor, float64 products": lambda: floor(queries, documents, np.float64),
         "exact_search (float32 shortlist)": lambda: exact_search(queries, documents, DEPTH, doc_ids=doc_ids),
