@@ -1,6 +1,7 @@
 """Exact search alone, in one process, against the blocked-matmul floors it replaces: the float32 shortlist
 with float64 rescoring (`exact_search`), the float64 scan it reproduces bit for bit (`float64_search`), and
-plain numpy loops (blocked matmul + ``argpartition`` of the top k, float32 products and float64 ones).
+plain numpy loops (blocked matmul + ``argpartition`` of the top k, float32 products and float64 ones), and
+the float32 blocked matmul alone, keeping nothing (no search can be faster).
 
     python benchmarks/bench_exact.py [--docs 100000] [--queries 600] [--dimension 512] [--repeat 3]
 
@@ -71,7 +72,9 @@ def main() -> None:
         "floor, float32 products": lambda: floor(queries, documents, np.float32),
         "floor, float64 products": lambda: floor(queries, documents, np.float64),
         "exact_search (float32 shortlist)": lambda: exact_search(queries, documents, DEPTH, doc_ids=doc_ids),
-        "float64_search (before)": lambda: float64_search(queries, documents, DEPTH, doc_ids=doc_ids),
+        "float64_search (float64 products)": lambda: float64_search(
+            queries, documents, DEPTH, doc_ids=doc_ids
+        ),
     }
     print(
         f"{args.docs:,} x {args.dimension} documents, {args.queries:,} queries, top {DEPTH}, "
@@ -80,7 +83,7 @@ def main() -> None:
     seconds = {name: best_of(args.repeat, work) for name, work in runs.items()}
     base = seconds["floor, float32 products"]
     for name, value in seconds.items():
-        print(f"{name:36s} {value:7.2f} s  {value / base:5.2f} x the float32 floor")
+        print(f"{name:38s} {value:7.2f} s  {value / base:5.2f} x the float32 floor")
     same = all(
         a.tobytes() == b.tobytes()
         for a, b in zip(

@@ -372,7 +372,7 @@ def main() -> None:
     peak = min(rerun.peak for rerun in reruns)
     print()
     print(f"summary: {args.docs:,} chunks x {args.queries:,} queries, best of {args.rounds} rounds")
-    print(f"{'cached rerun, start to exit':50s}{rerun_wall:7.1f} s wall {rerun_cpu:7.1f} s cpu")
+    print(f"{'cached rerun, start to exit':58s}{rerun_wall:7.1f} s wall {rerun_cpu:7.1f} s cpu")
     for dtype, measured in floors.items():
         # The floor's own work, without its start-up and the drawing of random vectors.
         work_wall = min(parts["read"][0] + sum(wall for wall, _ in parts["search"]) for _, parts in measured)
@@ -380,8 +380,8 @@ def main() -> None:
         floor_wall = min(floor.wall for floor, _ in measured)
         floor_cpu = min(floor.cpu for floor, _ in measured)
         work = "read + float32 matmul alone" if dtype == "matmul" else "read + exact search"
-        print(f"{f'{dtype} floor, {work} (timed inside)':50s}{work_wall:7.1f} s wall {work_cpu:7.1f} s cpu")
-        print(f"{f'{dtype} floor process, start to exit':50s}{floor_wall:7.1f} s wall {floor_cpu:7.1f} s cpu")
+        print(f"{f'{dtype} floor, {work} (timed inside)':58s}{work_wall:7.1f} s wall {work_cpu:7.1f} s cpu")
+        print(f"{f'{dtype} floor process, start to exit':58s}{floor_wall:7.1f} s wall {floor_cpu:7.1f} s cpu")
         wall_ratio, cpu_ratio = rerun_wall / work_wall, rerun_cpu / work_cpu
         verdict = ""
         if dtype == TARGET_FLOOR:
