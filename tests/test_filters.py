@@ -369,7 +369,7 @@ def test_filtered_hnsw_recall_is_measured_against_filtered_exact_search_and_repo
     graph = HnswIndex(documents, doc_ids=doc_ids, M=4, ef_construction=8, seed=0)
     approximate, _ = graph.search(queries, 60, ef_search=8, allowed=plan.allowed)
     assert stats.ann_recall == pytest.approx(ann_recall(approximate, exact))
-    from pytest_embeval.reports.json_report import index_record
+    from pytest_embeval.reports.arm_records import index_record
 
     assert index_record(result.index)["filtered"] is True
 

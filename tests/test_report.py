@@ -11,14 +11,9 @@ from test_pipeline import DIMENSIONS, DOCUMENTS, hash_arm, make_golden
 
 from pytest_embeval.arms.usage import UsageCount
 from pytest_embeval.golden.schema import IndexSpec
+from pytest_embeval.reports.arm_records import usage_record
 from pytest_embeval.reports.capacity_contents import usage_line
-from pytest_embeval.reports.json_report import (
-    control_diff,
-    golden_record,
-    report_json,
-    usage_record,
-    without_timings,
-)
+from pytest_embeval.reports.json_report import control_diff, golden_record, report_json, without_timings
 from pytest_embeval.reports.terminal import golden_table
 from pytest_embeval.run.pipeline import golden_control, run_golden
 

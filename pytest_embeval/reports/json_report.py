@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pytest_embeval.arms.dense import DenseRetriever
 from pytest_embeval.arms.rerank import RerankOutcome
-from pytest_embeval.arms.resolve import Component
-from pytest_embeval.arms.retriever import IndexStats, Retriever
-from pytest_embeval.arms.usage import UsageCount, cost
-from pytest_embeval.core.capacity import ArmCapacity, Estimate, Latency, Production, TokenCount, project
 from pytest_embeval.core.stats import PairedComparison
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.coverage import coverage
+
+# Record is every record's type, re-exported: the report's users import it from here.
+from pytest_embeval.reports.arm_records import Record as Record
+from pytest_embeval.reports.arm_records import arm_record, device_record, number
 from pytest_embeval.run.control import short_digest
 from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING
 from pytest_embeval.run.pipeline import ArmResult, GoldenRun, ranked_depth
@@ -43,13 +41,6 @@ RECALL_TARGET_HELD = (
     "vectors need to reach it"
 )
 
-Record = dict[str, Any]
-
-
-def _number(value: float) -> float | None:
-    """NaN (undefined) and infinite (unbounded interval) values are None: strict JSON has neither."""
-    return float(value) if math.isfinite(value) else None
-
 
 def comparison_record(comparison: PairedComparison) -> Record:
     """One comparison's numbers; a weighted one's (``weights``) are the weighted means, Δ, interval, sd and
@@ -59,18 +50,18 @@ def comparison_record(comparison: PairedComparison) -> Record:
         "n": comparison.n,
         "effective_n": comparison.effective_n,
         "excluded": comparison.excluded,
-        "incumbent": _number(comparison.incumbent_mean),
-        "candidate": _number(comparison.candidate_mean),
-        "delta": _number(comparison.delta),
-        "ci": [_number(comparison.ci_low), _number(comparison.ci_high)],
+        "incumbent": number(comparison.incumbent_mean),
+        "candidate": number(comparison.candidate_mean),
+        "delta": number(comparison.delta),
+        "ci": [number(comparison.ci_low), number(comparison.ci_high)],
         "interval": comparison.interval,
         "ci_confidence": comparison.confidence,
-        "p_value": _number(comparison.p_value),
-        "sd": _number(comparison.sd),
+        "p_value": number(comparison.p_value),
+        "sd": number(comparison.sd),
         "wins": comparison.wins,
         "losses": comparison.losses,
-        "sign_p": _number(comparison.sign_p),
-        "mde": _number(comparison.mde),
+        "sign_p": number(comparison.sign_p),
+        "mde": number(comparison.mde),
         "note": comparison.note,
         **weighted,
     }
@@ -198,75 +189,6 @@ def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:
     }
 
 
-def _latency_record(latency: Latency) -> Record:
-    # Four significant digits: the timer's noise is larger than that from one run to the next.
-    return {"p50": float(f"{latency.p50_ms:.4g}"), "p95": float(f"{latency.p95_ms:.4g}")}
-
-
-def index_record(stats: IndexStats) -> Record:
-    """One arm's index: kind, dimension, memory; for hnsw also its parameters as built, its ANN recall against
-    exact search and, under ``timings``, its per-query latency and exact search's."""
-    record: Record = {"kind": stats.kind, "dimension": stats.dimension, "memory_bytes": stats.memory_bytes}
-    if stats.hnsw is not None:
-        hnsw = stats.hnsw
-        record.update(hnsw.parameters)
-        if hnsw.recall_target is not None:
-            record["recall_target"] = hnsw.recall_target
-        record["ann_recall"] = _number(hnsw.ann_recall)
-        record["sample"] = hnsw.sample
-        if hnsw.filtered:
-            record["filtered"] = True
-        record["timings"] = {
-            "latency_ms": _latency_record(hnsw.latency),
-            "exact_latency_ms": _latency_record(hnsw.exact_latency),
-        }
-    return record
-
-
-def _arm_record(result: ArmResult, production: Production | None) -> Record:
-    record: Record = {
-        "spec": result.arm.spec,
-        "fingerprint": result.arm.fingerprint,
-        "prompts": dict(result.arm.prompts),
-        "index": None if result.index is None else index_record(result.index),
-        "usage": None if result.usage is None else usage_record(result.usage, _price(result.arm)),
-    }
-    if result.capacity is not None and production is not None:
-        record["capacity"] = capacity_record(result.capacity, production)
-    # Only for the arms that are not embedding arms, so embedding arms' records keep their shape.
-    if result.arm.kind != "dense":
-        record["kind"] = result.arm.kind
-    if result.components:
-        record["components"] = [_component_record(part) for part in result.components]
-    return record
-
-
-def _device(arm: Retriever) -> Record | None:
-    """An embedding arm's `devices.DeviceRecord` as a dict (a fused arm's: its first embedding part's);
-    None for an arm that does not say where it runs (a custom encoder, an endpoint, BM25)."""
-    if isinstance(arm, DenseRetriever):
-        return None if arm.arm.device is None else dict(arm.arm.device.as_dict())
-    return next((found for part in arm.parts if (found := _device(part)) is not None), None)
-
-
-def _price(arm: Retriever) -> float | None:
-    """An embedding arm's price per million tokens; arms that embed nothing themselves have none."""
-    return arm.arm.price_per_million_tokens if isinstance(arm, DenseRetriever) else None
-
-
-def _component_record(part: Component) -> Record:
-    record: Record = {
-        "spec": part.spec,
-        "kind": part.kind,
-        "fingerprint": part.fingerprint,
-        "prompts": dict(part.prompts),
-        "index": None if part.index is None else index_record(part.index),
-    }
-    if part.parts:
-        record["components"] = [_component_record(inner) for inner in part.parts]
-    return record
-
-
 def _pipeline_record(run: GoldenRun) -> Record:
     """What the golden set's pipeline adds to plain retrieval: filters, folding, a reranker."""
     golden, held = run.golden, run.held
@@ -301,20 +223,6 @@ def _pipeline_record(run: GoldenRun) -> Record:
     return record
 
 
-def usage_record(usage: UsageCount, price_per_million_tokens: float | None) -> Record:
-    """What an endpoint arm spent on one golden set: ``tokens`` as the endpoint reported them, ``requests``,
-    ``cached_tokens`` (what the texts served from the embedding cache had cost: not spent), and with a
-    declared price their ``cost`` and ``cached_cost`` (None without one)."""
-    return {
-        "tokens": usage.tokens,
-        "requests": usage.requests,
-        "cached_tokens": usage.cached_tokens,
-        "price_per_million_tokens": price_per_million_tokens,
-        "cost": cost(usage.tokens, price_per_million_tokens),
-        "cached_cost": cost(usage.cached_tokens, price_per_million_tokens),
-    }
-
-
 def golden_record(run: GoldenRun, path: str) -> Record:
     """The golden-set part of the report: settings, models, fingerprints, every query under both arms, and
     each arm's judged@k per stratum (``coverage``), computed here where the judgments are at hand."""
@@ -334,7 +242,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             **({} if golden.weights is None else {"frequency": query.frequency}),
             **({} if golden.weights is None or query.inclusion is None else {"inclusion": query.inclusion}),
             "scores": {
-                role: {name: _number(float(values[i])) for name, values in arm.per_query.items()}
+                role: {name: number(float(values[i])) for name, values in arm.per_query.items()}
                 for role, arm in arms.items()
             },
             "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
@@ -359,7 +267,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             **({"draws": {key: dict(draw) for key, draw in golden.draws.items()}} if golden.draws else {}),
             # Where each arm's model ran: not held constant (vectors agree across devices to float32
             # rounding, and share cache entries), so, like a timing, it may differ between runs that agree.
-            "timings": {"devices": {role: _device(getattr(run, role).arm) for role in ROLES}},
+            "timings": {"devices": {role: device_record(getattr(run, role).arm) for role in ROLES}},
         },
         "metric": str(golden.metric),
         "guards": dict(golden.guards),
@@ -389,8 +297,8 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         **_sample_record(golden),
         **_recall_target_record(run),
         **_pipeline_record(run),
-        "incumbent": _arm_record(run.incumbent, golden.production),
-        "candidate": _arm_record(run.candidate, golden.production),
+        "incumbent": arm_record(run.incumbent, golden.production),
+        "candidate": arm_record(run.candidate, golden.production),
         "queries": queries,
         "coverage": [dataclasses.asdict(row) for row in coverage(golden, rankings, k=golden.metric.k)],
     }
@@ -401,7 +309,7 @@ def _after_rerank(arms: Mapping[str, ArmResult], row: int) -> Record:
     after = {role: arm.reranked for role, arm in arms.items() if arm.reranked is not None}
     return {
         "scores": {
-            role: {name: _number(float(values[row])) for name, values in one.per_query.items()}
+            role: {name: number(float(values[row])) for name, values in one.per_query.items()}
             for role, one in after.items()
         },
         "ranked": {role: list(one.ranked[row]) for role, one in after.items()},
@@ -464,71 +372,14 @@ def _slices_record(outcome: StratumOutcome) -> Record:
             {
                 "fraction": one.fraction,
                 "documents": one.documents,
-                "delta": _number(one.comparison.delta),
-                "ci": [_number(one.comparison.ci_low), _number(one.comparison.ci_high)],
+                "delta": number(one.comparison.delta),
+                "ci": [number(one.comparison.ci_low), number(one.comparison.ci_high)],
                 "verdict": one.verdict.value,
             }
             for one in outcome.slices
         ],
         "gap_moving": outcome.gap_moving,
         "slices_note": GAP_STILL_MOVING if outcome.gap_moving else None,
-    }
-
-
-def _tokens_record(count: TokenCount | None) -> Record | None:
-    if count is None:
-        return None
-    return {**dataclasses.asdict(count), "per_text": _number(count.per_text)}
-
-
-def _estimate_record(estimate: Estimate | None) -> Record | None:
-    return None if estimate is None else {"value": estimate.value, "assumes": estimate.assumes}
-
-
-def capacity_record(capacity: ArmCapacity, production: Production) -> Record:
-    """One arm's capacity: what this run measured, and its projection to ``production`` (each figure with
-    what it assumes). Throughput and latency, and what is derived from latency, are under ``timings``."""
-    throughput = capacity.throughput
-    encoding = None
-    if throughput is not None:
-        encoding = {
-            "texts": throughput.texts,
-            "seconds": float(f"{throughput.seconds:.4g}"),
-            "texts_per_second": float(f"{throughput.texts_per_second:.4g}"),
-            "tokens_per_second": (
-                None if throughput.tokens_per_second is None else float(f"{throughput.tokens_per_second:.4g}")
-            ),
-        }
-    projection = project(capacity, production)
-    projected: Record = {
-        "documents": projection.documents,
-        "index_bytes": _estimate_record(projection.index_bytes),
-        "embedding_tokens": _estimate_record(projection.embedding_tokens),
-        "embedding_cost": _estimate_record(projection.embedding_cost),
-        "memory_cost_per_month": _estimate_record(projection.memory_cost_per_month),
-    }
-    if projection.query_tokens_per_month is not None:
-        projected["query_tokens_per_month"] = _estimate_record(projection.query_tokens_per_month)
-        projected["query_cost_per_month"] = _estimate_record(projection.query_cost_per_month)
-        projected["timings"] = {
-            "search_core_hours_per_month": _estimate_record(projection.search_core_hours_per_month)
-        }
-    return {
-        "measured": {
-            "documents": capacity.documents,
-            "dimension": capacity.dimension,
-            "dtype": capacity.dtype,
-            "bytes_per_vector": capacity.bytes_per_vector,
-            "index": capacity.index_kind,
-            "index_bytes": capacity.index_bytes,
-            "document_tokens": _tokens_record(capacity.document_tokens),
-            "query_tokens": _tokens_record(capacity.query_tokens),
-            "price_per_million_tokens": capacity.price_per_million_tokens,
-            "latency_ef": capacity.latency_ef,
-            # encoding is None when no document was encoded in this run (all from the embedding cache)
-            "timings": {"encoding": encoding, "latency_ms": _latency_record(capacity.latency)},
-        },
-        "production": projected,
     }
 
 
