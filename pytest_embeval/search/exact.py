@@ -495,8 +495,8 @@ def decode_keys(keys: np.ndarray, position_of_rank: np.ndarray) -> tuple[np.ndar
 def key_scores(keys: np.ndarray) -> np.ndarray:
     """The float32 scores of ranking keys (a masked key's is meaningless: see `padded`)."""
     high = (keys >> np.uint64(32)).astype(np.uint32)
-    bits: np.ndarray = np.where(high & _SIGN, high ^ _SIGN, ~high).astype(np.uint32).view(np.float32)
-    return bits
+    scores: np.ndarray = np.where(high & _SIGN, high ^ _SIGN, ~high).astype(np.uint32).view(np.float32)
+    return scores
 
 
 #: `query_masks`'s keys by the mask's bool: masked out keeps the tie rank alone, allowed keeps the whole key.
