@@ -1,36 +1,53 @@
 from __future__ import annotations
 
-import contextlib
 import json
+import sys
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _pytest.pytester
 import pytest
 import yaml
 
-# pytester's in-process runs unload every module they import, and numpy's and scipy's extension modules
-# cannot load twice in one process: import the whole embeval code path here, once, before any run.
-import pytest_embeval.plugin.items  # noqa: F401
+import pytest_embeval
 from pytest_embeval.reports.json_report import without_timings  # noqa: F401  (the tests import it from here)
 
-
-def _load_the_http_client() -> None:
-    """The OpenAI client loads its transport (httpx's connection modules) on its first request; loaded
-    first inside an in-process run and unloaded after it, the client no longer recognises its own connection
-    errors. One request to a port nothing listens on loads it here, once."""
-    try:
-        import openai
-    except ImportError:
-        return
-    from openai_server import free_port
-
-    client = openai.OpenAI(api_key="unused", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
-    with contextlib.suppress(openai.APIConnectionError):
-        client.embeddings.create(model="unused", input=["unused"])
+#: Where this interpreter's installed libraries live: the virtualenv's site-packages, and this package (an
+#: editable install lives in the repository).
+_LIBRARIES = (
+    sysconfig.get_path("purelib"),
+    sysconfig.get_path("platlib"),
+    str(Path(pytest_embeval.__file__).parent),
+)
 
 
-_load_the_http_client()
+def _of_an_installed_library(name: str) -> bool:
+    module = sys.modules.get(name)
+    where = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", ())), None)
+    return isinstance(where, str) and where.startswith(_LIBRARIES)
+
+
+class _KeepingInstalledLibraries(_pytest.pytester.SysModulesSnapshot):
+    """pytester's snapshot of ``sys.modules``, which also keeps the modules of installed libraries.
+
+    After each in-process run (and each test that uses pytester), pytester drops every module imported since
+    the snapshot, so that the next run imports the test's own modules afresh. A library does not survive
+    that. torch registers its operators with its C core once per process: imported again, it fails with
+    "Only a single TORCH_LIBRARY can be used to register the namespace c10d_functional", or crashes inside
+    torch._C. numpy's and scipy's extension modules cannot load twice. The OpenAI client no longer recognises
+    its own connection errors once httpx's modules are loaded afresh. A module of this package loaded afresh
+    holds classes that are not those the tests imported. So a library's modules are kept, as in any real
+    process; the test's own modules, which never live among the installed libraries, are dropped as before."""
+
+    def __init__(self, preserve: Callable[[str], bool] | None = None) -> None:
+        super().__init__(
+            lambda name: _of_an_installed_library(name) or (preserve is not None and preserve(name))
+        )
+
+
+_pytest.pytester.SysModulesSnapshot = _KeepingInstalledLibraries  # type: ignore[misc]
 
 FAKE_MODELS = Path(__file__).with_name("fake_models.py")
 

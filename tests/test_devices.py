@@ -327,24 +327,15 @@ def test_a_device_option_that_is_not_a_device_is_a_usage_error(
     assert usage_line(result) == "ERROR: --embeval-device must be auto, cpu, cuda, cuda:N or mps, got 'gpu'"
 
 
-def run_apart(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """`run` in a pytest process of its own: for runs that import torch. pytester's in-process runs drop
-    every module they imported when the test ends, and torch does not survive being imported a second time
-    in one process (the next run's import fails inside torch._C, at random, with a SystemError)."""
-    return pytester.runpytest_subprocess("--embeval", "-p", "no:cacheprovider", *args)
-
-
 def test_a_device_this_machine_lacks_is_a_usage_error_before_any_work(
     pytester: pytest.Pytester, golden: Golden, minilm: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     golden()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     pytester.makeini("[pytest]\nembeval_device = cuda:7\n")
-    result = run_apart(
-        pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad"
-    )
+    result = run(pytester, "--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad")
     assert usage_line(result).startswith("ERROR: embeval_device (ini file): device 'cuda:7' does not exist: ")
-    result = run_apart(
+    result = run(
         pytester,
         f"--embeval-incumbent={minilm}?device=cuda:7",
         "--embeval-candidate=fake_models:bad",
@@ -361,7 +352,7 @@ def test_the_header_line_says_where_each_arm_runs(
 ) -> None:
     golden()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    result = run_apart(
+    result = run(
         pytester,
         "--co",
         f"--embeval-incumbent={minilm}",

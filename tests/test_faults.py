@@ -54,7 +54,7 @@ class Fault:
     setup: Setup | None = None
     #: pytest outcome counts when items ran
     outcomes: dict[str, int] | None = None
-    #: run pytest in a subprocess (for cases that import torch, which must not load twice in one process)
+    #: run pytest in a subprocess, with HF_HUB_OFFLINE set: huggingface_hub reads it once, when first imported
     subprocess: bool = False
     #: also run with ``-n 2`` (pytest-xdist): for faults the plugin finds at collection or after it
     xdist: bool = False
@@ -452,7 +452,6 @@ FAULTS = [
         candidate="./models/mini",
         args=("--embeval-json=models/mini/report.json", "--embeval-no-cache"),
         setup=lambda root: link_minilm(root / "models" / "mini"),
-        subprocess=True,
     ),
     Fault(
         "md-same-as-html",
@@ -953,7 +952,6 @@ FAULTS = [
             compress("support/corpus.jsonl", lambda data: zstd_compress(data), ".zst"),
             write("conftest.py", "import sys\n\nsys.modules['zstandard'] = None  # as if not installed\n"),
         ),
-        subprocess=True,
     ),
     Fault(
         "corpus-gzip-misnamed",
