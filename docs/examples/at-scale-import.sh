@@ -1,4 +1,5 @@
 # Vectors computed by a job of your own, brought into the cache with embeval import.
+# compared without digests: the demo's static model is distilled on each machine, and its weights follow that machine's CPU kernels in their last bits
 cp -r "$REPO/golden" .
 mkdir -p .embeval_cache/models && ln -s "$EMBEVAL_DEMO_CACHE" .embeval_cache/models/static-minilm-pca256
 cat > job.py <<'EOF'

@@ -1,4 +1,5 @@
 # embeval cache on the shipped demo: what the cache holds after a run, a prune of the packs last used more
+# compared without digests: the demo's static model is distilled on each machine, and its weights follow that machine's CPU kernels in their last bits
 # than 30 days ago (the candidate's, made to look 40 days old here), and the next run embedding exactly what
 # was pruned; then a check of every pack. A cache of its own, filled by the first run: a copy of the
 # repository's would show whatever else has been run there (other golden sets, other models).

@@ -5,7 +5,7 @@ spec='openai:e5-small-v2?base_url=http://127.0.0.1:9/v1&api_key_env=TEI_KEY&max_
 status=0
 pytest --embeval golden/support.yaml --embeval-incumbent "$spec" > out.txt || status=$?
 printf '$ pytest --embeval golden/support.yaml --embeval-incumbent '\''%s'\''\n' "$spec"
-sed -n '/^golden\/support\.yaml /p' out.txt
+sed -n '/^golden\/support\.yaml ./p' out.txt  # its results (a slow start prints progress, and the name again, first)
 echo '...'
 sed -n '/^=* embeval =*$/,$p' out.txt
 echo "(exit $status)"
