@@ -20,6 +20,14 @@ def rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+@pytest.mark.parametrize("value", [1.0, 0.25, 0.0])
+def test_the_weighted_mean_of_equal_values_is_that_value_whatever_the_weights(value: float) -> None:
+    frequencies = np.array([1.0] * 24 + [100.0] * 24)  # a golden set's traffic weights: 0.01 is inexact
+    assert weighted_stats.weighted_mean(np.full(48, value), frequencies) == value
+    weights = rng(3).uniform(0.1, 50.0, 1001)
+    assert weighted_stats.weighted_mean(np.full(1001, value), weights) == value
+
+
 def test_hand_derived_ratio_estimator_its_linearised_sd_and_kish_n() -> None:
     # d = (1, 0, 0), w = (2, 1, 1): Δ_w = 2/4 = 0.5; e = (0.5, -0.5, -0.5); Σ w² e² = 4/4 + 1/4 + 1/4 = 1.5;
     # V = n/(n-1) · 1.5 / 4² = 1.5 · 1.5 / 16 = 0.140625, se 0.375; sd of the linearised values

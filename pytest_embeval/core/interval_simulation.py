@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from pytest_embeval.core.metrics import evaluate
 from pytest_embeval.core.stats import paired_bootstrap_ci, stable_seed
-from pytest_embeval.core.weighted_stats import kish_n
+from pytest_embeval.core.weighted_stats import kish_n, weighted_mean
 
 __all__ = [
     "Rates",
@@ -159,7 +159,7 @@ def simulate_weighted(
             f"population and frequencies must be non-empty 1-D arrays of one shape, got {values.shape} "
             f"and {weights.shape}"
         )
-    target = float(np.dot(weights, values) / weights.sum())
+    target = weighted_mean(values, weights)
     draws = np.random.default_rng(stable_seed("weighted calibration", str(seed), n))
     resamples = np.random.default_rng(stable_seed("weighted calibration", str(seed), n, interval))
     low, high, kish = np.empty(simulations), np.empty(simulations), np.empty(simulations)
