@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_embeval.core import stats
+from pytest_embeval.core import bootstrap_intervals
 from pytest_embeval.core.stats import (
     DEFAULT_INTERVAL,
     EXACT_SIGN_TEST,
@@ -449,7 +449,7 @@ def test_studentized_statistic_has_the_exact_bootstrap_distribution() -> None:
     with np.errstate(divide="ignore", invalid="ignore"):
         exact = np.abs(x.mean(1) - d.mean()) / (x.std(1, ddof=1) / 2)
     exact[x.std(1) == 0] = math.inf  # a constant resample other than Δ itself
-    resampled = stats._Studentized(d, 60_000, rng(34), None).t
+    resampled = bootstrap_intervals.StudentizedInterval(d, 60_000, rng(34), None).t
     values = np.unique(np.round(exact, 9))
     observed = np.array([np.count_nonzero(np.isclose(resampled, v, rtol=1e-9)) for v in values])
     expected = np.array([np.count_nonzero(np.isclose(exact, v, rtol=1e-9)) for v in values]) / 256 * 60_000
@@ -490,7 +490,7 @@ def test_studentized_width_matches_student_t_for_normal_data_at_the_floor() -> N
 def test_where_the_studentized_interval_is_unbounded_the_percentile_one_runs(
     d: list[float], low: float, high: float
 ) -> None:
-    t = stats._Studentized(np.array(d), 2000, rng(37), None).t
+    t = bootstrap_intervals.StudentizedInterval(np.array(d), 2000, rng(37), None).t
     assert np.mean(np.isinf(t)) > 0.05
     message = (
         "the studentized interval is unbounded (too many resamples have no spread): percentile interval of "
@@ -507,7 +507,7 @@ def test_where_the_studentized_interval_is_unbounded_the_percentile_one_runs(
 
 def test_the_studentized_p_value_counts_the_resamples_without_spread() -> None:
     d = np.array([0.0] * 17 + [0.5, 0.5, -0.2])  # 2 % of resamples flat: the interval is still bounded
-    t = stats._Studentized(d, 4000, rng(38), None).t
+    t = bootstrap_intervals.StudentizedInterval(d, 4000, rng(38), None).t
     assert 0 < np.mean(np.isinf(t)) < 0.05
     c = compare_paired(np.zeros(20), d, n_resamples=4000, rng=rng(38))
     assert c.interval == "studentized" and c.note is None
@@ -545,7 +545,7 @@ def test_p_value_is_below_alpha_exactly_when_the_interval_excludes_zero(interval
 def test_percentile_p_value_is_twice_the_smaller_tail() -> None:
     d = differences(60, mean=0.02, sd=0.1, seed=42)
     c = compare_paired(np.zeros(60), d, n_resamples=20_000, rng=rng(43), interval="percentile")
-    means = stats._bootstrap("percentile", d, 20_000, rng(43), None).means  # type: ignore[union-attr]
+    means = bootstrap_intervals.bootstrap_interval("percentile", d, 20_000, rng(43), None).means  # type: ignore[union-attr]
     assert c.p_value == pytest.approx(2 * np.mean(means <= 0), abs=2e-4)
 
 

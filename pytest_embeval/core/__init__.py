@@ -1,10 +1,11 @@
 """The numeric core: pure functions and frozen dataclasses, no I/O, no pytest.
 
-Per-query metrics as trec_eval defines them (`metrics`), tied scores (`ties`), paired statistics and the
-bootstrap's resampling engine (`stats`, `resampling`), the verdict rule (`verdict`), capacity projections
-(`capacity`), the interval simulations that check an interval's coverage (`interval_simulation`),
-canonical JSON lines and text keys (`canonical`), plain-text tables (`text_table`), and the protocol
-through which long steps tell their progress to whoever prints it (`progress`).
+Per-query metrics as trec_eval defines them (`metrics`), tied scores (`ties`), paired statistics, the two
+bootstrap intervals and the bootstrap's resampling engine (`stats`, `bootstrap_intervals`, `resampling`),
+the verdict rule (`verdict`), capacity projections (`capacity`), the interval simulations that check an
+interval's coverage (`interval_simulation`), canonical JSON lines and text keys (`canonical`), plain-text
+tables (`text_table`), and the protocol through which long steps tell their progress to whoever prints it
+(`progress`).
 
 May import: nothing of the package outside ``core`` (numpy and scipy only).
 """

@@ -42,8 +42,8 @@ __all__ = ["kish_n", "linearised_sd", "resampled_means", "resampled_t", "weighte
 
 FloatArray = NDArray[np.float64]
 
-#: As `stats._FLAT`: a resample whose weighted spread is below this share of its weighted sum of squares
-#: has no spread (all its values equal, up to rounding).
+#: As `bootstrap_intervals._FLAT`: a resample whose weighted spread is below this share of its weighted sum
+#: of squares has no spread (all its values equal, up to rounding).
 _FLAT = 1e-12
 
 
