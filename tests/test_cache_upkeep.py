@@ -78,8 +78,8 @@ def test_prune_older_than_frees_the_stated_bytes_and_the_next_run_embeds_exactly
     status, out, _ = embeval(capsys, "cache", "prune", "--older-than", "30d", "--cache-dir", str(tmp_path))
     assert status == 0
     assert out == [
-        f"removed 1 pack (150 entries) and 0 orphaned temporary files from {tmp_path}{os.sep}: "
-        f"{PACK_BYTES[150]:,} bytes (15.7 kB) freed, 15.8 kB left"
+        f"removed 1 pack (150 entries), 0 HNSW graphs and 0 orphaned temporary files from "
+        f"{tmp_path}{os.sep}: {PACK_BYTES[150]:,} bytes (15.7 kB) freed, 15.8 kB left"
     ]
     cache = EmbeddingCache(tmp_path)
     cache.embed(resolve_model(old), TEXTS, "document")
@@ -121,6 +121,55 @@ def test_prune_model_by_digest_name_or_spec_removes_its_folder(
     )
 
 
+def graph(root: Path, name: str, size: int, days_ago: float) -> Path:
+    """A file where `GraphStore` keeps a graph, last used ``days_ago``."""
+    path = root / "graphs" / f"{name * 32}-{name * 64}.hnsw"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"g" * size)
+    then = time.time_ns() - int(days_ago * DAY)
+    os.utime(path, ns=(then, then))
+    return path
+
+
+def test_prune_older_than_removes_the_graphs_no_run_loaded_lately_and_model_leaves_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, new = fill(tmp_path)
+    stale, fresh = graph(tmp_path, "a", 7000, days_ago=40), graph(tmp_path, "b", 3000, days_ago=1)
+    status, out, _ = embeval(
+        capsys, "cache", "prune", "--model", digest_of(new), "--cache-dir", str(tmp_path)
+    )
+    assert status == 0 and ", 0 HNSW graphs and " in out[0] and stale.exists() and fresh.exists()
+    status, out, _ = embeval(capsys, "cache", "prune", "--older-than", "30d", "--cache-dir", str(tmp_path))
+    assert status == 0
+    assert out[0].startswith("removed 1 pack (150 entries), 1 HNSW graph and 0 orphaned temporary files")
+    assert f": {PACK_BYTES[150] + 7000:,} bytes" in out[0]
+    assert not stale.exists() and fresh.exists()
+
+
+def test_prune_max_size_weighs_graphs_and_packs_by_last_use_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, new = fill(tmp_path)  # old's documents used 40 days ago, new's packs now
+    oldest = graph(tmp_path, "a", 4000, days_ago=50)
+    between = graph(tmp_path, "b", 4000, days_ago=20)
+    recent = graph(tmp_path, "c", 4000, days_ago=0.5)
+    # room for new's two packs and one graph: the oldest go first, the graph of 50 days before the pack of 40
+    limit = PACK_BYTES[100] + PACK_BYTES[50] + 4000
+    status, out, _ = embeval(
+        capsys, "cache", "prune", "--max-size", f"{limit}B", "--dry-run", "--cache-dir", str(tmp_path)
+    )
+    assert status == 0 and out[0].startswith("would remove 1 pack (150 entries), 2 HNSW graphs and ")
+    assert oldest.exists() and between.exists()
+    status, out, _ = embeval(
+        capsys, "cache", "prune", "--max-size", f"{limit}B", "--cache-dir", str(tmp_path)
+    )
+    assert status == 0 and f": {PACK_BYTES[150] + 8000:,} bytes" in out[0]
+    assert sorted((tmp_path / "graphs").iterdir()) == [recent]
+    assert sorted(p.parent.name for p in packs(tmp_path)) == ["document", "query"]
+    assert all(digest_of(new) in str(p) for p in packs(tmp_path))
+
+
 def test_orphaned_temporary_files_are_removed_and_a_live_writers_are_kept(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -139,7 +188,7 @@ def test_orphaned_temporary_files_are_removed_and_a_live_writers_are_kept(
     status, out, _ = embeval(capsys, "cache", "prune", "--cache-dir", str(tmp_path))
     assert status == 0
     assert (
-        out[0].startswith("removed 0 packs (0 entries) and 2 orphaned temporary files")
+        out[0].startswith("removed 0 packs (0 entries), 0 HNSW graphs and 2 orphaned temporary files")
         and "10 bytes" in out[0]
     )
     assert writing.exists() and not killed.exists() and not stale.exists()

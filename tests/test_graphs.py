@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,15 @@ def test_a_stored_graph_is_loaded_and_is_the_graph_a_build_gives(
     same_graph(loaded, fresh, data[0])
     same_graph(first, fresh, data[0])
     assert [p.name for p in stored(tmp_path)] == [path.name]  # the same graph, the same bytes: one file
+
+
+def test_loading_a_stored_graph_marks_it_used_for_cache_prune(data: Data, tmp_path: Path) -> None:
+    build(data, GraphStore(tmp_path))
+    [path] = stored(tmp_path)
+    then = time.time_ns() - 40 * 86400 * 10**9
+    os.utime(path, ns=(then, then))
+    build(data, GraphStore(tmp_path))
+    assert path.stat().st_mtime_ns > time.time_ns() - 3600 * 10**9
 
 
 def _umask() -> int:

@@ -82,6 +82,7 @@ class Pruned:
 
     packs: tuple[Path, ...]
     entries: int
+    graphs: tuple[Path, ...]
     orphans: tuple[Path, ...]
     freed: int  # bytes
 
@@ -150,31 +151,32 @@ def prune(
     dry_run: bool = False,
     now_ns: int | None = None,
 ) -> Pruned:
-    """Remove the packs last used more than ``older_than_ns`` ago, every pack of the ``models`` (folder
-    names, as `ModelShelf.digest`), then the least recently used packs until the packs left take at most
-    ``max_size`` bytes; and the orphaned temporary files, always. HNSW graphs are left: a run rebuilds a
-    deleted one, but nothing records their use."""
+    """Remove the packs and HNSW graphs last used more than ``older_than_ns`` ago, every pack of the
+    ``models`` (folder names, as `ModelShelf.digest`), then the least recently used packs and graphs until
+    those left take at most ``max_size`` bytes; and the orphaned temporary files, always. A graph belongs to
+    no one model (it is keyed by vectors), so ``models`` leaves the graphs; a run rebuilds a removed one."""
     now = time.time_ns() if now_ns is None else now_ns
     held = inventory(root, now_ns=now)
-    chosen: dict[Path, tuple[int, int]] = {}  # pack: (size, entries)
+    chosen: dict[Path, tuple[int, int]] = {}  # pack or graph: (size, entries; a graph has none)
     candidates = []
-    for shelf in held.shelves:
-        for path in shelf.packs:
-            status = _status(path)
-            if status is None:
-                continue
-            used = status.st_mtime_ns
-            whole = shelf.digest in models or (older_than_ns is not None and used < now - older_than_ns)
-            if whole:
-                chosen[path] = (status.st_size, pack_entries(path))
-            else:
-                candidates.append((used, path.name, path, status.st_size))
+    files = [(path, shelf.digest in models) for shelf in held.shelves for path in shelf.packs]
+    files += [(path, False) for path in held.graphs]
+    graphs = set(held.graphs)
+    for path, of_a_model in files:
+        status = _status(path)
+        if status is None:
+            continue
+        used = status.st_mtime_ns
+        if of_a_model or (older_than_ns is not None and used < now - older_than_ns):
+            chosen[path] = (status.st_size, _entries(path, graphs))
+        else:
+            candidates.append((used, path.name, path, status.st_size))
     if max_size is not None:
-        remaining = sum(shelf.size for shelf in held.shelves) - sum(size for size, _ in chosen.values())
+        remaining = sum(size for _, _, _, size in candidates)
         for _, _, path, size in sorted(candidates):  # least recently used first
             if remaining <= max_size:
                 break
-            chosen[path] = (size, pack_entries(path))
+            chosen[path] = (size, _entries(path, graphs))
             remaining -= size
     removed = [path for path in chosen if dry_run or unlink_pack(path)]
     orphan_sizes = {path: _size(path) for path in held.orphans}
@@ -183,11 +185,16 @@ def prune(
         for digest in models:
             _remove_model_folder(root / "embeddings" / digest)
     return Pruned(
-        packs=tuple(removed),
+        packs=tuple(path for path in removed if path not in graphs),
         entries=sum(chosen[path][1] for path in removed),
+        graphs=tuple(path for path in removed if path in graphs),
         orphans=tuple(gone),
         freed=sum(chosen[path][0] for path in removed) + sum(orphan_sizes[path] for path in gone),
     )
+
+
+def _entries(path: Path, graphs: set[Path]) -> int:
+    return 0 if path in graphs else pack_entries(path)
 
 
 def orphans(root: Path, *, now_ns: int | None = None) -> list[Path]:

@@ -187,7 +187,8 @@ def _prune(args: argparse.Namespace) -> int:
     left = held.size - pruned.freed if args.dry_run else inventory(root).size
     verb, freed = ("would remove", "would be freed") if args.dry_run else ("removed", "freed")
     print(
-        f"{verb} {_plural(len(pruned.packs), 'pack')} ({pruned.entries:,} entries) and "
+        f"{verb} {_plural(len(pruned.packs), 'pack')} ({pruned.entries:,} entries), "
+        f"{_plural(len(pruned.graphs), 'HNSW graph')} and "
         f"{_plural(len(pruned.orphans), 'orphaned temporary file')} from {_shown(root)}: "
         f"{pruned.freed:,} bytes ({_bytes(pruned.freed)}) {freed}, {_bytes(left)} left"
     )
@@ -259,14 +260,16 @@ def add_cache_command(commands: Any, default_cache: str, cache_help: str) -> Non
     prune_parser = action(
         "prune",
         _prune,
-        help="remove packs last used before --older-than, a --model's, or the least recently used beyond "
-        "--max-size; orphaned temporary files always.",
-        description="Remove packs whole: those last used more than --older-than ago, every pack of each "
-        "--model, then the least recently used until the packs take at most --max-size; and, always, "
-        "temporary files a killed run left. Says how many bytes were freed.",
+        help="remove packs and HNSW graphs last used before --older-than, a --model's packs, or the least "
+        "recently used beyond --max-size; orphaned temporary files always.",
+        description="Remove packs whole and HNSW graphs: those last used more than --older-than ago, every "
+        "pack of each --model, then the least recently used until the packs and graphs take at most "
+        "--max-size; and, always, temporary files a killed run left. Says how many bytes were freed.",
     )
     prune_parser.add_argument(
-        "--older-than", metavar="AGE", help="remove packs last used more than AGE ago: 30d, 12h, 90m, 2w."
+        "--older-than",
+        metavar="AGE",
+        help="remove packs and graphs last used more than AGE ago: 30d, 12h, 90m, 2w.",
     )
     prune_parser.add_argument(
         "--model",
@@ -279,8 +282,8 @@ def add_cache_command(commands: Any, default_cache: str, cache_help: str) -> Non
     prune_parser.add_argument(
         "--max-size",
         metavar="SIZE",
-        help="then remove the least recently used packs until the packs take at most SIZE: 2GB, 500MB, "
-        "1.5GiB.",
+        help="then remove the least recently used packs and graphs until they take at most SIZE: 2GB, "
+        "500MB, 1.5GiB.",
     )
     prune_parser.add_argument(
         "--dry-run", action="store_true", help="say what would be removed; remove nothing."

@@ -12,7 +12,8 @@ bit-flipped file could crash the process rather than fail. A file that does not 
 the graph built again. Files are written to a uniquely named temporary file and moved into place, as the
 embedding cache's packs are; two processes building one graph write the same bytes under the same name. A
 cache folder that cannot be written costs the next run a build, nothing else (the embedding cache has
-already said so once).
+already said so once). Loading a graph marks it used (its modification time), which ``embeval cache prune``
+goes by.
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ class GraphStore:
             except RuntimeError:  # deleted since it was read (its bytes were whole)
                 continue
             index.set_num_threads(1)
+            # Its last use, as a pack's: `embeval cache prune` drops the graphs no run has loaded lately.
+            with contextlib.suppress(OSError):  # a read-only cache: its last use stays as it was
+                os.utime(path)
             return index
         return None
 
