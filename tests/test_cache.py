@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import pytest_embeval.cache.pack_reads as pack_reads
 import pytest_embeval.cache.packs as packs_module
 import pytest_embeval.cache.store as cache_module
 from pytest_embeval.arms.embedding import Arm, EncoderError, Kind, LazyEncoder, embed
@@ -674,16 +675,16 @@ def test_a_chain_of_replacements_by_other_processes_is_followed_to_its_end(
     reader = fresh(tmp_path)
     assert len(reader.lookup(arm, "document", TEXTS[:1])) == 1  # the pack is indexed
     chain = [TEXTS[:149], TEXTS[1:], TEXTS[:148], TEXTS[2:], TEXTS[::-1], TEXTS]
-    real = cache_module.EmbeddingCache._read
+    real = pack_reads.read_rows
 
-    def replaced_just_before(self: Any, shelf: Any, indexed: Any, into: Any = None) -> Any:
+    def replaced_just_before(indexed: Any, into: Any = None) -> Any:
         if chain:
             rows = chain.pop(0)
             fresh(tmp_path).store(arm, "document", rows, reference(rows))
             indexed.path.unlink()
-        return real(self, shelf, indexed, into)
+        return real(indexed, into)
 
-    monkeypatch.setattr(cache_module.EmbeddingCache, "_read", replaced_just_before)
+    monkeypatch.setattr(pack_reads, "read_rows", replaced_just_before)
     np.testing.assert_array_equal(reader.embed(arm, TEXTS, "document"), reference(TEXTS))
     assert chain == [] and model.encoded == [] and reader.stats() == CacheStats(read=150)
     assert packs(tmp_path) == [pack]  # the last replacement holds the very bytes of the first pack

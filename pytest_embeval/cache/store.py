@@ -52,7 +52,6 @@ import itertools
 import mmap
 import os
 import time
-import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +61,7 @@ import numpy as np
 
 from pytest_embeval.arms.embedding import Arm, EncoderError, Kind, embed, validate_texts
 from pytest_embeval.cache.claims import Claim, claim
+from pytest_embeval.cache.pack_reads import RowsRead, read_each, read_outcome
 from pytest_embeval.cache.packs import (
     FLOAT,
     KIND_CODES,
@@ -330,7 +330,7 @@ class EmbeddingCache:
         those are, and their token counts.
 
         Each pack is read once, and its wanted rows copied straight into ``vectors``: memory holds the
-        result and one pack, never a vector per text."""
+        result and at most `pack_reads.READERS` packs, never a vector per text."""
         found = np.zeros(len(keys), dtype=bool)
         tokens = np.zeros(len(keys), dtype="<u4")
         vectors: np.ndarray | None = None
@@ -345,25 +345,39 @@ class EmbeddingCache:
             order = np.argsort(pack_numbers, kind="stable")
             pack_numbers, pack_rows, positions = pack_numbers[order], pack_rows[order], positions[order]
             bounds = np.append(np.flatnonzero(np.diff(pack_numbers, prepend=-1)), pack_numbers.size).tolist()
+            groups = [
+                (packs[int(pack_numbers[start])], pack_rows[start:end], positions[start:end])
+                for start, end in itertools.pairwise(bounds)
+            ]
+            dims = {pack.dim for pack, _, _ in groups} | (set() if vectors is None else {vectors.shape[1]})
+            if len(dims) > 1:
+                raise _mixed_dimensions(who, self.root, kind, dims)
+            if not groups:
+                break
+            if vectors is None:
+                vectors = _result_matrix(len(keys), groups[0][0].dim)
+            # Every row of a pack, in order, to consecutive rows (a rerun of the texts that filled it): read
+            # straight into them; the packs are read a few at a time (`pack_reads`).
+            in_place = [
+                wanted.size == len(pack.keys) and _run(wanted, first=0) and _run(targets)
+                for pack, wanted, targets in groups
+            ]
+            reads = [
+                (pack, vectors[targets[0] : targets[-1] + 1] if straight else None)
+                for (pack, _, targets), straight in zip(groups, in_place, strict=True)
+            ]
             vanished = False
-            for start, end in itertools.pairwise(bounds):
-                pack = packs[int(pack_numbers[start])]
-                if vectors is None:
-                    vectors = _result_matrix(len(keys), pack.dim)
-                elif pack.dim != vectors.shape[1]:
-                    raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], pack.dim])
-                wanted_rows, targets = pack_rows[start:end], positions[start:end]
-                # Every row of the pack, in order, to consecutive rows (a rerun of the texts that filled it):
-                # read straight into them.
-                whole = wanted_rows.size == len(pack.keys) and _run(wanted_rows, first=0) and _run(targets)
-                read = self._read(shelf, pack, into=vectors[targets[0] : targets[-1] + 1] if whole else None)
+            for (pack, outcome), (_, wanted_rows, targets), straight in zip(
+                read_each(reads), groups, in_place, strict=True
+            ):
+                read = self._settle(shelf, pack, outcome)
                 if read is None:
                     vanished = True
                     continue
                 packed, intact = read
                 ok = intact[wanted_rows]
                 targets, rows = targets[ok], wanted_rows[ok]
-                if not whole:
+                if not straight:
                     _copy_rows(vectors, targets, packed, rows)
                 tokens[targets] = pack.tokens[rows]
                 found[targets] = True
@@ -493,46 +507,30 @@ class EmbeddingCache:
                 shelf.add(pack)
         return vanished
 
-    def _read(
-        self, shelf: Shelf, pack: Pack, into: np.ndarray | None = None
+    def _read(self, shelf: Shelf, pack: Pack) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pack's vectors and which rows are intact (`_settle`), read into memory of their own."""
+        return self._settle(shelf, pack, read_outcome(pack))
+
+    def _settle(
+        self, shelf: Shelf, pack: Pack, outcome: RowsRead | OSError
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The pack's vectors and which rows are intact (a damaged pack is replaced by its intact rows);
-        None if the pack vanished. ``into``: the float32 rows (as many as the pack has, C-contiguous) to read
-        the vectors into, rather than into memory of their own; the rows returned are those."""
-        row_bytes = pack.dim * FLOAT.itemsize
-        n = len(pack.keys)
-        try:
-            with pack.path.open("rb") as handle:
-                handle.seek(pack.offset)
-                if into is None:
-                    raw: bytes | memoryview = handle.read(n * row_bytes + 1)
-                    size = len(raw)
-                else:
-                    raw = memoryview(into.data).cast("B")
-                    size = (handle.readinto(raw) or 0) + len(handle.read(1))
-                # the byte too many reveals a file that grew
-        except FileNotFoundError:
+        """What reading a pack found, for the cache: its vectors and which rows are intact, a damaged pack
+        replaced by its intact rows, a pack just read marked as used; None if the pack vanished or cannot
+        be read (its texts are embedded again, and an unreadable pack is not read again)."""
+        if isinstance(outcome, FileNotFoundError):
             shelf.forget(pack)
             return None
-        except OSError:  # unreadable: its texts are embedded again, and it is not read again
+        if isinstance(outcome, OSError):  # unreadable: permissions, I/O
             shelf.forget(pack)
             shelf.seen.add(pack.path.name)
             return None
-        whole = min(size // row_bytes, n)
-        view = memoryview(raw)
-        intact = np.zeros(n, dtype=bool)
-        intact[:whole] = [
-            zlib.crc32(view[row * row_bytes : (row + 1) * row_bytes]) == crc
-            for row, crc in enumerate(pack.crcs[:whole].tolist())
-        ]
-        vectors = np.frombuffer(raw, dtype=FLOAT, count=whole * pack.dim).reshape(whole, pack.dim)
-        if size != n * row_bytes or not intact.all():
-            self._replace(shelf, pack, vectors, intact)
+        if not outcome.complete or not outcome.intact.all():
+            self._replace(shelf, pack, outcome.vectors, outcome.intact)
         elif pack.modified_ns < time.time_ns() - USE_RESOLUTION_NS and pack.path not in self._used:
             self._used.add(pack.path)
             with contextlib.suppress(OSError):  # a read-only cache: its packs' last use stays as it was
                 os.utime(pack.path)
-        return vectors, intact
+        return outcome.vectors, outcome.intact
 
     def _replace(self, shelf: Shelf, pack: Pack, vectors: np.ndarray, intact: np.ndarray) -> None:
         """Rewrite a damaged pack's intact rows into a new pack, then delete it and count what was lost."""
