@@ -379,15 +379,15 @@ def main() -> None:
         work_cpu = min(parts["read"][1] + sum(cpu for _, cpu in parts["search"]) for _, parts in measured)
         floor_wall = min(floor.wall for floor, _ in measured)
         floor_cpu = min(floor.cpu for floor, _ in measured)
-        work = "read + float32 matmul alone" if dtype == "matmul" else "read + exact search"
-        print(f"{f'{dtype} floor, {work} (timed inside)':58s}{work_wall:7.1f} s wall {work_cpu:7.1f} s cpu")
+        what = "read + float32 matmul alone" if dtype == "matmul" else "read + exact search"
+        print(f"{f'{dtype} floor, {what} (timed inside)':58s}{work_wall:7.1f} s wall {work_cpu:7.1f} s cpu")
         print(f"{f'{dtype} floor process, start to exit':58s}{floor_wall:7.1f} s wall {floor_cpu:7.1f} s cpu")
         wall_ratio, cpu_ratio = rerun_wall / work_wall, rerun_cpu / work_cpu
         verdict = ""
         if dtype == TARGET_FLOOR:
             met = max(wall_ratio, cpu_ratio) <= WALL_TARGET
             verdict = f"; target <= {WALL_TARGET}: {'met' if met else 'missed'}"
-        print(f"rerun / {dtype} ({work}): {wall_ratio:.2f} wall, {cpu_ratio:.2f} cpu{verdict}")
+        print(f"rerun / {dtype} ({what}): {wall_ratio:.2f} wall, {cpu_ratio:.2f} cpu{verdict}")
     memory_ratio = peak / vector_bytes
     print(
         f"peak memory {peak / 2**20:.0f} MiB = {memory_ratio:.2f} x the two arms' vectors "
