@@ -47,7 +47,35 @@ class _KeepingInstalledLibraries(_pytest.pytester.SysModulesSnapshot):
         )
 
 
+class _KeepingLibraryFinders(_pytest.pytester.SysPathsSnapshot):
+    """pytester's snapshot of ``sys.path`` and ``sys.meta_path``, which also keeps the import finders that
+    installed libraries added since.
+
+    A library kept in ``sys.modules`` (above) may rely on a finder it put on ``sys.meta_path`` when first
+    imported, and it adds that finder only once. sentence-transformers 6 serves its old module paths
+    (``sentence_transformers.models.Transformer``, which the bundled MiniLM's modules.json names) through
+    such a finder: restored away after the in-process run that first imported the library, every later load
+    of that model in the same process failed with "No module named 'sentence_transformers.models'", which
+    depends on which tests an xdist worker ran first. A finder of the test's own modules is dropped as
+    before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._finders_before = {id(finder) for finder in sys.meta_path}
+
+    def restore(self) -> None:
+        added_by_libraries = [
+            finder
+            for finder in sys.meta_path
+            if id(finder) not in self._finders_before and _of_an_installed_library(type(finder).__module__)
+        ]
+        super().restore()
+        # In front, where libraries put theirs, so that they answer before the path finder does.
+        sys.meta_path[:0] = added_by_libraries
+
+
 _pytest.pytester.SysModulesSnapshot = _KeepingInstalledLibraries  # type: ignore[misc]
+_pytest.pytester.SysPathsSnapshot = _KeepingLibraryFinders  # type: ignore[misc]
 
 FAKE_MODELS = Path(__file__).with_name("fake_models.py")
 
