@@ -141,6 +141,8 @@ print(json.dumps({"read": read, "search": searched, "documents": len(documents),
 class Run:
     wall: float
     cpu: float  # user + system of the child
+    system: float  # the system part of cpu: on a virtual machine mostly the first touch of fresh pages
+    faults: int  # minor page faults: 4 KiB pages touched for the first time (or remapped)
     peak: int  # bytes, the child's maximum resident set
     returncode: int
     stdout: str
@@ -148,7 +150,8 @@ class Run:
 
 
 def run(command: list[str], env: dict[str, str], cwd: Path) -> Run:
-    """Wall time from start to exit, and the CPU time and peak memory of this child alone (wait4)."""
+    """Wall time from start to exit, and the CPU time, page faults and peak memory of this child alone
+    (wait4)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
@@ -160,11 +163,19 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> Run:
         return Run(
             wall=wall,
             cpu=usage.ru_utime + usage.ru_stime,
+            system=usage.ru_stime,
+            faults=usage.ru_minflt,
             peak=usage.ru_maxrss * 1024,
             returncode=child.returncode,
             stdout=out.read(),
             stderr=err.read(),
         )
+
+
+def _paging(result: Run) -> str:
+    """The system time and page faults of a run: the floors draw their vectors before their clock starts, a
+    rerun reads its into fresh memory, whose first touch is most of its system time on a virtual machine."""
+    return f"sys {result.system:4.1f} s {result.faults / 1000:5.0f}k faults"
 
 
 def fail(what: str, result: Run) -> None:
@@ -350,7 +361,8 @@ def main() -> None:
             search = " + ".join(f"{wall:.1f}" for wall, _ in parts["search"])
             print(
                 f"round {number}: {dtype} floor  {floor.wall:6.1f} s wall {floor.cpu:6.1f} s cpu "
-                f"{floor.peak / 2**20:7.0f} MiB  (read {parts['read'][0]:.1f} s, search {search} s)"
+                f"{floor.peak / 2**20:7.0f} MiB  {_paging(floor)}  "
+                f"(read {parts['read'][0]:.1f} s, search {search} s)"
             )
         report = work / f"rerun-{number}.json"
         rerun = run(plugin_command(data, cache, report), env, data)
@@ -360,7 +372,7 @@ def main() -> None:
         same = without_timings(json.loads(report.read_text(encoding="utf-8"))) == expected
         print(
             f"round {number}: cached rerun   {rerun.wall:6.1f} s wall {rerun.cpu:6.1f} s cpu "
-            f"{rerun.peak / 2**20:7.0f} MiB  (report as the first run's: {same})"
+            f"{rerun.peak / 2**20:7.0f} MiB  {_paging(rerun)}  (report as the first run's: {same})"
         )
         if compared is not None:
             equal = without_timings(json.loads(report.read_text(encoding="utf-8"))) == compared

@@ -353,6 +353,14 @@ def test_a_record_line_is_read_as_json_loads_reads_it(
     assert json.dumps(read, sort_keys=True) == json.dumps(json.loads(line), sort_keys=True)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.sampled_from(["a", "é", "\n", "\r", " ", "\u2028", "\x85"]), max_size=12))
+def test_a_text_s_lines_are_what_splitting_it_at_each_newline_gives(text: str) -> None:
+    """The readers take a corpus's lines one at a time (`text_lines`); a line is still what ends at "\\n",
+    whatever other line breaks (a CR, U+2028, NEL) it holds, and a final "\\n" ends in an empty line."""
+    assert list(datafiles.text_lines(text)) == text.split("\n")
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
