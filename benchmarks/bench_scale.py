@@ -2,7 +2,7 @@
 against the work it cannot avoid (exact search and reading the files), and its peak memory.
 
     python benchmarks/bench_scale.py [--docs 200000] [--queries 1500] [--data DIR] [--repo DIR]
-                                     [--rounds 2] [--profile]
+                                     [--rounds 2] [--profile] [--phases] [--compare REPORT]
 
 1. The synthetic golden set is generated (deterministic, seeded) into ``--data`` (default: a folder under
    the system's temporary directory named by its parameters), outside the repository, or reused if a
@@ -29,7 +29,8 @@ equal the first run's apart from ``timings``. ``--repo`` measures another checko
 data and encoder (``git archive COMMIT | tar -x -C DIR`` for a "before" figure); its cache is its own, and
 its first run's report is kept in the data folder (``report-HASH.json``), so that ``--compare`` that file
 checks a later checkout's reports against it (equal apart from ``timings``). ``--profile`` adds one rerun
-under cProfile and prints where its time went.
+under cProfile and prints where its time went; ``--phases`` one more timed in process, each call of the
+`PHASES` a row with its wall, CPU and system time and its page faults (no profiler's overhead).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,6 +136,53 @@ for docs, qs in shapes:
             np.take_along_axis(best_rows, order, axis=1)
     searched.append((time.perf_counter() - wall, time.process_time() - cpu))
 print(json.dumps({"read": read, "search": searched, "documents": len(documents), "queries": len(queries)}))
+"""
+
+
+#: The functions ``--phases`` times in a rerun (module, attribute), each call a row: where a rerun's time goes
+#: without a profiler's overhead, with the system time and page faults of each.
+PHASES = (
+    ("pytest_embeval.plugin.items", "load_golden"),
+    ("pytest_embeval.run.pipeline", "prepare"),
+    ("pytest_embeval.cache.store", "EmbeddingCache.embed"),
+    ("pytest_embeval.arms.dense", "exact_search"),
+    ("pytest_embeval.run.pipeline", "score_arm"),
+    ("pytest_embeval.plugin.items", "golden_record"),
+    ("pytest_embeval.plugin.items", "evaluate_golden"),
+    ("pytest_embeval.plugin.session", "write_outputs"),
+)
+
+# A rerun with the PHASES wrapped. argv: the JSON file for the rows, the PHASES as JSON, then pytest's
+# arguments. A row: name, start (s since the program began), wall, cpu, system time, minor page faults.
+PHASES_PROGRAM = """\
+import functools, importlib, json, resource, sys, time
+def usage():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return time.perf_counter(), time.process_time(), own.ru_stime, own.ru_minflt
+start = usage()
+rows = []
+def timed(module, name):
+    owner = importlib.import_module(module)
+    *path, last = name.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    function = getattr(owner, last)
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        before = usage()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            rows.append([name, before[0] - start[0], *(a - b for a, b in zip(usage(), before))])
+    setattr(owner, last, wrapper)
+import pytest
+for module, name in json.loads(sys.argv[2]):
+    timed(module, name)
+code = pytest.main(sys.argv[3:])
+rows.append(["(pytest, start to return)", 0.0, *(a - b for a, b in zip(usage(), start))])
+with open(sys.argv[1], "w", encoding="utf-8") as handle:
+    json.dump(rows, handle)
+sys.exit(int(code))
 """
 
 
@@ -271,14 +320,10 @@ def ensure_set(folder: Path, n_docs: int, n_queries: int) -> str:
 # ------------------------------------------------------------------------------------------------ the runs
 
 
-def plugin_command(data: Path, cache: Path, report: Path, profile: Path | None = None) -> list[str]:
-    runner = [sys.executable]
-    if profile is not None:
-        runner += ["-m", "cProfile", "-o", str(profile)]
+def plugin_command(data: Path, cache: Path, report: Path, runner: Sequence[str] = ()) -> list[str]:
+    """The cached rerun's command; ``runner``: what runs pytest and its arguments (``python -m pytest``)."""
     return [
-        *runner,
-        "-m",
-        "pytest",
+        *(runner or [sys.executable, "-m", "pytest"]),
         "--embeval",
         str(data / "golden.yaml"),
         "-p",
@@ -305,6 +350,15 @@ def profile_lines(path: Path, limit: int) -> list[str]:
     return [f"{cumulative:8.2f} s {calls:9d} calls  {name}" for cumulative, calls, name in rows[:limit]]
 
 
+def phase_lines(rows: list[list[Any]]) -> list[str]:
+    """The ``--phases`` rows in the order they started (the whole run last)."""
+    ordered = sorted(rows[:-1], key=lambda row: row[1]) + rows[-1:]
+    return [
+        f"{start:6.2f}s {wall:6.2f}s {cpu:6.2f}s {system:6.2f}s {faults / 1000:7.0f}k  {name}"
+        for name, start, wall, cpu, system, faults in ordered
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=200_000)
@@ -313,6 +367,7 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout whose package is measured")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--phases", action="store_true", help="time the plugin's phases in one more rerun")
     parser.add_argument(
         "--compare", type=Path, default=None, help="a JSON report (another checkout's) each rerun must equal"
     )
@@ -408,11 +463,22 @@ def main() -> None:
     )
     if args.profile:
         profile = work / "rerun.prof"
-        profiled = run(plugin_command(data, cache, work / "profiled.json", profile), env, data)
+        runner = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "pytest"]
+        profiled = run(plugin_command(data, cache, work / "profiled.json", runner), env, data)
         if profiled.returncode not in (0, 1):
             fail("the profiled rerun", profiled)
         print(f"\nprofiled rerun: {profiled.wall:.1f} s wall under cProfile; cumulative time per function:")
         for line in profile_lines(profile, 40):
+            print(line)
+    if args.phases:
+        rows_path = work / "phases.json"
+        runner = [sys.executable, "-c", PHASES_PROGRAM, str(rows_path), json.dumps(PHASES)]
+        timed = run(plugin_command(data, cache, work / "phases-report.json", runner), env, data)
+        if timed.returncode not in (0, 1):
+            fail("the rerun with its phases timed", timed)
+        print(f"\nphases of one rerun ({timed.wall:.1f} s wall, start to exit), timed in process:")
+        print(f"{'start':>7s} {'wall':>7s} {'cpu':>7s} {'sys':>7s} {'faults':>8s}")
+        for line in phase_lines(json.loads(rows_path.read_text(encoding="utf-8"))):
             print(line)
 
 
