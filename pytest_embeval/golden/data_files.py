@@ -24,6 +24,7 @@ the decompressed text.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import json.scanner
 import math
@@ -451,7 +452,7 @@ def _tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, 
     else:
         header = False
         columns = _Columns(0, 1, 2 if documents else None, {}, None if documents else 2)
-        rows = iter([first, *lines])
+        rows = itertools.chain([first], lines)  # one line at a time, as `text_lines` gives them
     if columns.width is not None:
         wanted = f"{columns.width} tab-separated columns ({'as the header' if header else 'id<TAB>text'})"
     else:
