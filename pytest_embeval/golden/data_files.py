@@ -201,15 +201,7 @@ def non_blank_lines(text: str) -> Iterator[tuple[int, str]]:
 
 def first_line(text: str) -> tuple[int, str] | None:
     """The first non-blank line and its number, found without splitting the whole text."""
-    start, number = 0, 1
-    while start < len(text):
-        end = text.find("\n", start)
-        end = len(text) if end == -1 else end
-        line = text[start:end]
-        if line and not line.isspace():
-            return number, line.removesuffix("\r")
-        start, number = end + 1, number + 1
-    return None
+    return next(non_blank_lines(text), None)
 
 
 def id_problem(value: str) -> str | None:
