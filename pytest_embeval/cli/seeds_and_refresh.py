@@ -16,9 +16,12 @@ from typing import Any
 
 from pytest_embeval.cli.support import (
     EXIT_OK,
+    MAY_HOLD_GRADES,
     CliError,
     add_scale,
     bounded_float,
+    check_out,
+    golden_reads,
     golden_set,
     nonnegative_int,
     print_lines,
@@ -286,13 +289,10 @@ def write_merge(
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    if out.is_dir():
-        raise CliError(f"--out {out} is a folder; name the sheet file, e.g. {out / 'refresh.csv'}")
-    if not out.parent.is_dir():
-        raise CliError(f"--out {out}: folder {out.parent} does not exist")
-    if out.exists() and not args.force:
-        raise CliError(f"--out {out} exists (it may hold grades); choose another name or pass --force")
+    files, folders = golden_reads(args.golden)
+    out = check_out(
+        args.out, example="refresh.csv", reads=files, folders=folders, force=args.force, holds=MAY_HOLD_GRADES
+    )
     golden = golden_set(args.golden)
     try:
         drawn = draw_refresh(

@@ -29,18 +29,23 @@ from pytest_embeval.golden.schema import GoldenSet
 __all__ = [
     "COLUMN_ROLES",
     "HEADER_NAMES",
+    "PROVENANCE_SUFFIX",
     "QRELS_FORMATS",
     "QRELS_HEADER",
     "QrelsColumns",
     "QrelsRead",
     "detect_qrels_format",
     "judged_document_ids_in",
+    "provenance_path",
     "read_qrels",
     "unjudged_problem",
 ]
 
 QRELS_HEADER = "query-id\tcorpus-id\tscore"
 QRELS_FORMATS = ("beir", "trec")
+#: The sidecar beside a qrels file where each judgment's source is recorded (`judging.provenance`): an
+#: input of every run and command that reads the golden set, named here so that `golden.inputs` knows it.
+PROVENANCE_SUFFIX = ".provenance.jsonl"
 #: The keys of a ``columns:`` mapping, in the order of BEIR's header.
 COLUMN_ROLES = ("query", "document", "grade")
 #: Header names read as each role without a ``columns:`` mapping (compared in lower case).
@@ -75,6 +80,11 @@ class QrelsRead:
     format: str
     rows: int
     header: bool
+
+
+def provenance_path(qrels: Path) -> Path:
+    """The sidecar of a qrels file: ``qrels.tsv`` -> ``qrels.provenance.jsonl``."""
+    return qrels.with_name(qrels.stem + PROVENANCE_SUFFIX)
 
 
 def detect_qrels_format(path: Path, text: str) -> str:

@@ -43,6 +43,7 @@ from pytest_embeval.files.atomic import write_atomic
 
 # Loaded in every run (the report's judgments record): the judge's and the merge's modules are not.
 from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.qrels_files import PROVENANCE_SUFFIX, provenance_path
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife
 from pytest_embeval.judging.rankings import Pair
@@ -62,7 +63,6 @@ __all__ = [
     "rewrite_provenance",
 ]
 
-PROVENANCE_SUFFIX = ".provenance.jsonl"
 _KINDS = ("person", "model", "seed")
 #: what a ``previous`` entry keeps of a replaced judgment
 _PREVIOUS_KEYS = ("grade", "judge", "kind", "judged_on", "seed")
@@ -76,11 +76,6 @@ def parse_day(text: str) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise ValueError(f"expected a date YYYY-MM-DD, got {text!r}") from None
-
-
-def provenance_path(qrels: Path) -> Path:
-    """The sidecar of a qrels file: ``qrels.tsv`` -> ``qrels.provenance.jsonl``."""
-    return qrels.with_name(qrels.stem + PROVENANCE_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,15 +28,14 @@ from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.files.atomic import append_text, write_atomic
 from pytest_embeval.files.digests import remember_in
+from pytest_embeval.files.output_paths import clash
 from pytest_embeval.golden.decision_spec import PROCEED, ROUTED
 from pytest_embeval.golden.inputs import golden_inputs
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import TEXTLESS_SHOWN, GoldenSet
 from pytest_embeval.golden.yaml_nodes import declared_lines
-from pytest_embeval.judging.provenance import provenance_path
 from pytest_embeval.judging.rankings import rankings_from_record
 from pytest_embeval.plugin.options import Settings
-from pytest_embeval.plugin.output_paths import clash
 from pytest_embeval.plugin.state import (
     CACHE_PROPERTIES,
     ITEM_ERROR,
@@ -139,10 +138,6 @@ def input_clash(settings: Settings, golden_files: Iterable[Path], start: Path) -
         inputs = golden_inputs(path, os.path.relpath(path, start))
         files.update(inputs.files)
         folders.update(inputs.folders)
-        for qrels in inputs.qrels:
-            with contextlib.suppress(OSError, RuntimeError, ValueError):
-                sidecar = provenance_path(qrels).resolve()
-                files.setdefault(sidecar, f"the judgments' provenance of {inputs.golden}")
     return clash(settings.outputs(), files, folders)
 
 
