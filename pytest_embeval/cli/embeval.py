@@ -38,6 +38,7 @@ from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
 from pytest_embeval.cli.support import sheets as _sheets
+from pytest_embeval.files.atomic import error_line
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.agreement import agreement, agreement_lines
@@ -581,7 +582,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"embeval {args.command}: error: {line}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:  # writing the sheet or the qrels file
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"embeval {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        print(f"embeval {args.command}: error: {error_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     return status

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pytest_embeval.files.output_paths import WRITTEN_THROUGH, special_file
 
-__all__ = ["append_text", "write_atomic"]
+__all__ = ["append_text", "error_line", "write_atomic"]
 
 #: Opening a FIFO for writing waits for a reader; with this flag it fails at once (ENXIO) when there is none.
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -58,6 +58,12 @@ def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def error_line(error: OSError) -> str:
+    """The one line an `OSError` of a write says: ``PATH: No space left on device``, or what it blames."""
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"
 
 
 def append_text(path: Path, text: str) -> None:

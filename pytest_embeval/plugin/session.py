@@ -26,7 +26,7 @@ from pytest_embeval.arms.devices import DEFAULT_DEVICE, DeviceError, resolve_dev
 from pytest_embeval.arms.embedding import Arm, EncoderError
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
-from pytest_embeval.files.atomic import append_text, write_atomic
+from pytest_embeval.files.atomic import append_text, error_line, write_atomic
 from pytest_embeval.files.digests import remember_in
 from pytest_embeval.files.output_paths import clash
 from pytest_embeval.golden.decision_spec import PROCEED, ROUTED
@@ -158,6 +158,7 @@ class SessionHooks:
         self.inputs_checked = False
         #: whether a golden file failed to collect (serially, or on an xdist worker)
         self.golden_collection_failed = False
+        self.session: pytest.Session
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -277,10 +278,16 @@ class SessionHooks:
         if decision is not None:
             self.state.decision_records[decision["golden"]] = decision
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if hasattr(self.config, "workerinput"):  # only the controller prints and writes
             return
-        write_outputs(self.state, terminalreporter)
+        # An output that could not be written fails a run that would pass: its report is missing (exit 4,
+        # as for an output refused at the start); a failing run keeps its own status.
+        if not write_outputs(self.state, terminalreporter) and self.session.exitstatus == pytest.ExitCode.OK:
+            self.session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 #: What a report carries for the session's outputs (see `SessionHooks.pytest_runtest_makereport`).
@@ -312,9 +319,17 @@ def forget_records(state: EmbevalState, reports: Iterable[Iterable[object]]) -> 
                 delattr(report, name)
 
 
-def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
+def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> bool:
     """On the controller at the end of the session: the per-golden-set tables and coverage warnings, the
-    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report."""
+    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report.
+    False when an output could not be written (`OutputWriter`)."""
+    writer = OutputWriter(reporter)
+    _write_outputs(state, writer)
+    return not writer.failed
+
+
+def _write_outputs(state: EmbevalState, writer: OutputWriter) -> None:
+    reporter = writer.reporter
     settings = state.settings
     config = reporter.config
     cache = (
@@ -350,7 +365,7 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         if settings.pool_dir is not None:
             # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
             golden = load_golden(os.path.normpath(config.rootpath / record["path"]))
-            _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
+            _pool(golden, record, settings.pool_dir, settings.pool_depth, writer)
         reporter.write_line("")
     for error in report["errors"]:
         reporter.write_line(
@@ -365,22 +380,55 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
     if not (report["golden_sets"] or report["errors"]):
         return
     if settings.json_path is not None:
-        settings.json_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(settings.json_path, report_json(report))
-        reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
-    if settings.runs_dir is not None:
-        settings.runs_dir.mkdir(parents=True, exist_ok=True)
-        for golden_set in report["golden_sets"]:
-            for role in ROLES:
-                write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
-                after = rerank_run(golden_set, role)
-                if after is not None:
-                    write_atomic(settings.runs_dir / run_file_name(golden_set, role, "rerank"), after)
-        reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
-    _write_readable(report, settings, reporter)
+        written = writer.file("JSON report", settings.json_path, lambda: report_json(report))
+        if written:
+            reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
+    runs_dir = settings.runs_dir
+    if runs_dir is not None:
+
+        def runs() -> None:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+            for golden_set in report["golden_sets"]:
+                for role in ROLES:
+                    write_atomic(runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
+                    after = rerank_run(golden_set, role)
+                    if after is not None:
+                        write_atomic(runs_dir / run_file_name(golden_set, role, "rerank"), after)
+
+        if writer.done("TREC run files", runs):
+            reporter.write_line(f"embeval: TREC run files written to {runs_dir}")
+    _write_readable(report, settings, writer)
 
 
-def _write_readable(report: Record, settings: Settings, reporter: pytest.TerminalReporter) -> None:
+class OutputWriter:
+    """Writes the session's outputs one by one at its end: one that cannot be written (a full disk, a
+    folder made read-only since the start, a FIFO nobody reads) is one red line naming what to blame, and
+    the others are still written; `failed` says whether any was not."""
+
+    def __init__(self, reporter: pytest.TerminalReporter) -> None:
+        self.reporter = reporter
+        self.failed = False
+
+    def done(self, what: str, write: Callable[[], None]) -> bool:
+        try:
+            write()
+        except OSError as error:
+            self.reporter.write_line(f"embeval: ERROR: {what} not written: {error_line(error)}", red=True)
+            self.failed = True
+            return False
+        return True
+
+    def file(self, what: str, path: Path, render: Callable[[], str | bytes]) -> bool:
+        """Write the file ``render`` makes at ``path``, its folders created."""
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, render())
+
+        return self.done(what, write)
+
+
+def _write_readable(report: Record, settings: Settings, writer: OutputWriter) -> None:
     """The reports people read, each when asked for: Markdown (to a file, appended to the GitHub step
     summary, or both), the HTML page and the forest plot's PNG; every one made from the merged report."""
     if not (settings.markdown_path or settings.step_summary or settings.html_path or settings.plot_path):
@@ -389,6 +437,7 @@ def _write_readable(report: Record, settings: Settings, reporter: pytest.Termina
     from pytest_embeval.reports.html_page import report_html
     from pytest_embeval.reports.markdown import report_markdown, size_warning
 
+    reporter = writer.reporter
     markdown = report_markdown(report) if settings.markdown_path or settings.step_summary else ""
     made: dict[str, tuple[Path | None, Callable[[], str | bytes]]] = {
         "Markdown report": (settings.markdown_path, lambda: markdown),
@@ -396,22 +445,18 @@ def _write_readable(report: Record, settings: Settings, reporter: pytest.Termina
         "forest plot": (settings.plot_path, lambda: forest_png(report)),
     }
     for what, (path, render) in made.items():
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, render())
+        if path is not None and writer.file(what, path, render):
             reporter.write_line(f"embeval: {what} written to {path}")
-    if settings.step_summary is not None:
-        append_text(settings.step_summary, markdown)
-        reporter.write_line(f"embeval: Markdown report appended to the step summary {settings.step_summary}")
+    summary = settings.step_summary
+    if summary is not None and writer.done("step summary", lambda: append_text(summary, markdown)):
+        reporter.write_line(f"embeval: Markdown report appended to the step summary {summary}")
     for where, path in ((False, settings.markdown_path), (True, settings.step_summary)):
         warning = size_warning(markdown, step_summary=where) if path is not None else None
         if warning is not None:
             reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
 
 
-def _pool(
-    golden: GoldenSet, record: Record, folder: Path, depth: int, reporter: pytest.TerminalReporter
-) -> None:
+def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: OutputWriter) -> None:
     """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
 
     Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
@@ -423,8 +468,10 @@ def _pool(
         pool_lines,
         read_sheet,
         sheet_pairs,
-        write_sheet,
+        sheet_text,
     )
+
+    reporter = writer.reporter
 
     # Named after the golden file only: the name must not tell a judge which arm retrieved what.
     stem = file_stem(record)
@@ -440,13 +487,12 @@ def _pool(
         reporter.write_line(f"embeval pool: {line}")
     if not pool.rows:
         return
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.pool.csv"
     number = 2
     while path.exists():
         path, number = folder / f"{stem}.pool-{number}.csv", number + 1
-    write_sheet(path, pool)
-    reporter.write_line(f"embeval pool: sheet written to {path}")
+    if writer.file("judging sheet", path, lambda: sheet_text(pool)):
+        reporter.write_line(f"embeval pool: sheet written to {path}")
 
 
 def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
