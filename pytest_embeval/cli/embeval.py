@@ -299,7 +299,7 @@ def _agreement(args: argparse.Namespace) -> int:
             f"FAIL: {name} is undefined, so agreement above {args.min_kappa} cannot be shown", file=sys.stderr
         )
         return EXIT_FAILED
-    if value < args.min_kappa:
+    if not value >= args.min_kappa:  # a kappa that is not a number is below any bar
         print(f"FAIL: {name} {value:.3f} is below --min-kappa {args.min_kappa}", file=sys.stderr)
         return EXIT_FAILED
     print(f"OK: {name} {value:.3f} >= --min-kappa {args.min_kappa}")

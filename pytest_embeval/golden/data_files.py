@@ -302,6 +302,15 @@ def check_frequencies(
             "the frequency weights of a drawn sample (frequency / inclusion); give every query its frequency"
         )
         raise GoldenError(path, key or INCLUSION, lines[queries[0].id], problem)
+    # Each is finite, but their ratio may not be: the traffic a query stands for must be a number.
+    for query in queries:
+        weight = query.traffic_weight
+        if weight is not None and not math.isfinite(weight):
+            problem = (
+                f"query {query.id!r}: frequency {query.frequency:g} / inclusion {query.inclusion:g} is more "
+                "traffic than a number holds; give frequencies on a smaller scale"
+            )
+            raise GoldenError(path, key or INCLUSION, lines[query.id], problem)
 
 
 def _checked_id(path: Path, key: str, line: int, value: str) -> str:
