@@ -43,6 +43,7 @@ from pytest_embeval.files.compressed import (
     compression_of_bytes,
     read_bytes,
 )
+from pytest_embeval.files.unicode import unicode_problem
 from pytest_embeval.golden.filters import FieldReader, Filter, field_problem, filter_value
 
 __all__ = [
@@ -362,15 +363,21 @@ def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
         record, end = _SCAN_ONCE(line, 0)
     except (StopIteration, ValueError):  # not a value at column 1, or not valid: json.loads says which
         end = -1
-    if end == len(line) and type(record) is dict:
-        return record
-    # Whitespace around the value, or anything json.loads refuses or the caller must: the exact message.
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-    if type(record) is not dict:
-        raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+    if end != len(line) or type(record) is not dict:
+        # Whitespace around the value, or anything json.loads refuses or the caller must: the exact message.
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise GoldenError(path, None, number, f"invalid JSON: {exc}") from None
+        if type(record) is not dict:
+            raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+    # Only a \u escape makes a surrogate (UTF-8 cannot): the one text check, on the lines that have one.
+    if "\\u" in line:
+        problem = unicode_problem(record)
+        if problem is not None:
+            raise GoldenError(path, None, number, problem)
     return record
 
 

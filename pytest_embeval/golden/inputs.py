@@ -15,10 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from pytest_embeval.golden.data_files import GoldenError, read_text
+from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.draws import draw_path
 from pytest_embeval.golden.qrels_files import provenance_path
-from pytest_embeval.golden.yaml_nodes import NodeReader
+from pytest_embeval.golden.yaml_nodes import NodeReader, compose
 
 __all__ = ["GoldenInputs", "golden_inputs"]
 
@@ -58,12 +58,12 @@ def golden_inputs(path: str | PathLike[str], shown: str | None = None) -> Golden
     inputs = GoldenInputs(Path(shown) if shown is not None else location)
     inputs.files[location.resolve()] = f"the golden file {inputs.golden}"
     try:
-        root = yaml.compose(read_text(location), Loader=yaml.SafeLoader)
+        root = compose(location)
         if root is None:  # an empty file names no input (loading it says what is wrong)
             return inputs
         reader = NodeReader(location)
         top = reader.entries(root, None)
-    except (GoldenError, yaml.YAMLError):
+    except GoldenError:
         return inputs
     for key, (_, node) in top.items():
         try:

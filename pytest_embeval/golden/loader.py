@@ -91,7 +91,7 @@ from pytest_embeval.golden.schema import (
     RerankSpec,
 )
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife, parse_shelf_life
-from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, describe_node, node_line
+from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, compose, describe_node, node_line
 
 __all__ = [
     "CORPUS_SAMPLE_KEYS",
@@ -301,21 +301,7 @@ class _GoldenLoader(DataReader):
             raise GoldenError(self.path, "metric", None, problem)
 
     def compose(self) -> yaml.Node:
-        text = read_text(self.path)
-        try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "syntax error"
-            if exc.context and problem.startswith("but "):  # "expected a single document ... but found ..."
-                problem = f"{exc.context} {problem}"
-            where = "" if mark is None else f" (column {mark.column + 1})"
-            line = None if mark is None else mark.line + 1
-            raise GoldenError(self.path, None, line, f"invalid YAML: {problem}{where}") from None
-        except yaml.reader.ReaderError as exc:
-            line = text.count("\n", 0, exc.position) + 1
-            problem = f"invalid YAML: {exc.reason} (character #x{exc.character:04x})"
-            raise GoldenError(self.path, None, line, problem) from None
+        root = compose(self.path)
         if root is None:
             raise GoldenError(self.path, None, None, "expected a mapping of settings, the file is empty")
         if not isinstance(root, yaml.MappingNode):
