@@ -577,7 +577,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     try:
         status: int = args.run(args)
-    except CliError as error:
+    except (CliError, GoldenError) as error:  # a golden set's file read anywhere: one line naming it
         for line in str(error).splitlines():
             print(f"embeval {args.command}: error: {line}", file=sys.stderr)
         return EXIT_USAGE

@@ -66,12 +66,9 @@ _UNRECORDED = Source(judge="", kind="unrecorded")
 
 def _day_argument(text: str) -> str:
     try:
-        day = parse_day(text)
+        return parse_day(text, past=True).isoformat()
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    if day > datetime.now(timezone.utc).date():
-        raise argparse.ArgumentTypeError(f"{text} is in the future")
-    return day.isoformat()
 
 
 def add_judged_on(parser: argparse.ArgumentParser, what: str) -> None:
@@ -85,8 +82,14 @@ def add_judged_on(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def file_day(path: Path) -> str:
-    """The day a file was last saved (UTC): when the grades on a sheet were made, unless told otherwise."""
-    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).date().isoformat()
+    """The day a file was last saved (UTC): when the grades on a sheet were made, unless told otherwise;
+    refused when it is in the future (a clock set wrong, a copy that kept a bad time), as --judged-on is."""
+    day = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).date().isoformat()
+    try:
+        parse_day(day, past=True)
+    except ValueError as error:
+        raise CliError(f"{path}: last modified on {error}; give the day with --judged-on") from None
+    return day
 
 
 def judged_on(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +68,20 @@ _KINDS = ("person", "model", "seed")
 _PREVIOUS_KEYS = ("grade", "judge", "kind", "judged_on", "seed")
 
 
-def parse_day(text: str) -> date:
-    """``YYYY-MM-DD`` -> date; ``ValueError`` (one line, quoting ``text``) otherwise."""
+def parse_day(text: str, *, past: bool = False) -> date:
+    """``YYYY-MM-DD`` -> date; ``ValueError`` (one line, quoting ``text``) otherwise, and with ``past`` for a
+    day after today (UTC): a judgment, a seed or a sheet dated in the future would read as fresh for as long
+    as one likes, and the judgments' age with it."""
     try:
         if len(text) != 10:
             raise ValueError
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise ValueError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+    today = datetime.now(timezone.utc).date()
+    if past and day > today:
+        raise ValueError(f"{text} is in the future (today is {today.isoformat()}, UTC)")
+    return day
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +215,7 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
         judged_on = record.get("judged_on")
         if judged_on is not None:
             try:
-                parse_day(judged_on if isinstance(judged_on, str) else repr(judged_on))
+                parse_day(judged_on if isinstance(judged_on, str) else repr(judged_on), past=True)
             except ValueError as error:
                 raise GoldenError(path, "judged_on", number, str(error)) from None
         seed = record.get("seed")

@@ -90,10 +90,11 @@ def read_seeds(path: str | PathLike[str], golden: GoldenSet, *, max_grade: int) 
     seeds: dict[Pair, Seed] = {}
     for number, record in records:
         where = f"{location}:{number}"
-        missing = [key for key in SEED_COLUMNS if not isinstance(record.get(key), str) or not record[key]]
+        cells = {key: _cell(record.get(key), integer=key != "source") for key in SEED_COLUMNS}
+        missing = [key for key, cell in cells.items() if not cell]
         if missing:
             raise SeedError(f"{where}: missing or empty {', '.join(repr(key) for key in missing)}")
-        query_id, doc_id, source = (record[key].strip() for key in SEED_COLUMNS)
+        query_id, doc_id, source = cells.values()
         if query_id not in query_ids:
             raise SeedError(f"{where}: unknown query {query_id!r} (not in golden set {golden.name!r})")
         if doc_id not in doc_ids:
@@ -102,11 +103,21 @@ def read_seeds(path: str | PathLike[str], golden: GoldenSet, *, max_grade: int) 
         judged_on = record.get("judged_on") or None
         if judged_on is not None:
             try:
-                parse_day(str(judged_on))
+                parse_day(str(judged_on), past=True)
             except ValueError as error:
                 raise SeedError(f"{where}: judged_on: {error}") from None
         seeds.setdefault((query_id, doc_id), Seed(query_id, doc_id, source, grade, judged_on))
     return tuple(seeds.values())
+
+
+def _cell(value: object, *, integer: bool) -> str:
+    """A seed's id or source as text: a string, or for an id a JSON integer as the golden loader reads
+    one (``"_id": 7`` is the id ``"7"``); "" for anything else."""
+    if isinstance(value, str):
+        return value.strip()
+    if integer and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return ""
 
 
 def _grade(where: str, value: Any, default: int, max_grade: int) -> int:
