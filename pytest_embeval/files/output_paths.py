@@ -31,6 +31,7 @@ __all__ = [
     "file_output_problem",
     "output_problem",
     "special_file",
+    "special_kind",
 ]
 
 _SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep)
@@ -59,6 +60,11 @@ def special_file(path: Path) -> str | None:
         return None
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
+    return special_kind(mode)
+
+
+def special_kind(mode: int) -> str:
+    """What a file of this ``st_mode`` is, when it is neither a regular file nor a folder, as messages say."""
     return _KINDS.get(stat.S_IFMT(mode), "a special file")
 
 

@@ -23,6 +23,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from pytest_embeval.golden.data_files import GoldenError, first_line, is_integer, non_blank_lines, read_text
 from pytest_embeval.golden.schema import GoldenSet
 
@@ -39,6 +41,7 @@ __all__ = [
     "provenance_path",
     "read_qrels",
     "unjudged_problem",
+    "yaml_scalar",
 ]
 
 QRELS_HEADER = "query-id\tcorpus-id\tscore"
@@ -191,11 +194,24 @@ def _header_columns(path: Path, line: int, header: list[str], columns: QrelsColu
             }
             rest = [i for i in range(len(header)) if i not in chosen.values()]
             mapping = ", ".join(
-                f"{role}: {header[chosen[role] if role in chosen else rest.pop(0)]}" for role in COLUMN_ROLES
+                f"{role}: {yaml_scalar(header[chosen[role] if role in chosen else rest.pop(0)])}"
+                for role in COLUMN_ROLES
             )
             fix = f"; name them under 'qrels:' with {{path: FILE, columns: {{{mapping}}}}}"
         problem = f"expected {QRELS_HEADER!r} or another spelling of its columns, got {shown!r}{fix}"
     raise GoldenError(path, "header", line, problem)
+
+
+def yaml_scalar(text: str) -> str:
+    """``text`` as a YAML flow mapping's value reads it back: bare when it does (``qid``), else
+    single-quoted (``'#query'``, ``'doc: id'``, ``'[rel]'``, ``'true'``): a suggested mapping pastes as is."""
+    try:
+        bare = yaml.safe_load(f"{{key: {text}}}")
+    except yaml.YAMLError:
+        bare = None
+    if bare == {"key": text}:
+        return text
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _tsv_rows(path: Path, lines: Iterator[tuple[int, str]], header: list[str], positions: list[int]) -> Rows:

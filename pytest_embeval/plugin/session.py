@@ -498,8 +498,8 @@ def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: O
 def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
     """What the embedding cache did over the session, summed from the user properties of the items that ran
     a golden set (on any worker; in their setup, which runs the golden set): ``read``, ``embedded``,
-    ``corrupt`` counts and the first ``write_error``."""
-    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "write_error": None}
+    ``corrupt`` and ``unreadable`` counts and the first ``write_error``."""
+    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "unreadable": 0, "write_error": None}
     field_of = {name: field for field, name in CACHE_PROPERTIES.items()}
     for group in reports:
         for report in group:
