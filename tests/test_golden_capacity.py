@@ -86,7 +86,8 @@ ERROR_CASES = [
     ),
     pytest.param(
         BASE + "production: {documents: 1e7}\n",
-        f"{G}:7: production.documents: must be an integer >= 1, got 1e7",
+        f"{G}:7: production.documents: must be an integer >= 1, got 1e7 (a number YAML reads as text or a "
+        "fraction: write it as digits, 10000000)",
         id="production-documents-float",
     ),
     pytest.param(

@@ -310,13 +310,6 @@ def _refresh(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _fraction(text: str) -> float:
-    value = bounded_float(0.0, 1.0, include_high=True)(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
-
-
 def add_parsers(commands: Any) -> None:
     """Add ``refresh`` to the ``embeval`` parser's subcommands."""
     parser = commands.add_parser(
@@ -331,7 +324,7 @@ def add_parsers(commands: Any) -> None:
     parser.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
     parser.add_argument(
         "--fraction",
-        type=_fraction,
+        type=bounded_float(0.0, 1.0, include_low=False, include_high=True),
         default=0.1,
         metavar="F",
         help="the share of the judged pairs to draw, in (0, 1] (default %(default)s; at least one pair).",

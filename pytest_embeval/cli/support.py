@@ -65,17 +65,23 @@ positive_int = _int_at_least(1, "a positive integer")
 nonnegative_int = _int_at_least(0, "an integer >= 0")
 
 
-def bounded_float(low: float, high: float, *, include_high: bool) -> Callable[[str], float]:
-    closing = "]" if include_high else ")"
+def bounded_float(
+    low: float, high: float, *, include_high: bool, include_low: bool = True
+) -> Callable[[str], float]:
+    """An argument type for a number in the interval, which its message writes as it is: ``[0, 1)``,
+    ``(0, 1]``; not a number (``nan``) is never in it."""
+    opening, closing = "[" if include_low else "(", "]" if include_high else ")"
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = float("nan")
-        if not (low <= value <= high if include_high else low <= value < high):
+        above = low <= value if include_low else low < value
+        below = value <= high if include_high else value < high
+        if not (above and below):
             raise argparse.ArgumentTypeError(
-                f"expected a number in [{low:g}, {high:g}{closing}, got {text!r}"
+                f"expected a number in {opening}{low:g}, {high:g}{closing}, got {text!r}"
             )
         return value
 

@@ -171,10 +171,13 @@ def read_query_log(path: Path, text_field: str, by: Sequence[str]) -> QueryLog:
         raise GoldenError(path, None, None, "the log is empty: no rows")
     if first[1].lstrip().startswith("{"):
         kind, reader = "jsonl", _json_rows
-    elif "\t" in first[1]:
+    elif "\t" in first[1] or first[1].strip() == text_field:  # a TSV log of the text column alone
         kind, reader = "tsv", _tsv_rows
     else:
-        problem = "unsupported format: expected JSONL (one object per line) or TSV with a header row"
+        problem = (
+            "unsupported format: expected JSONL (one object per line) or TSV with a header row naming "
+            f"the text column {text_field!r}"
+        )
         raise GoldenError(path, "format", first[0], problem)
 
     counts: dict[tuple[str, ...], list[Any]] = {}

@@ -43,6 +43,17 @@ def _unknown_key(name: str, known: Sequence[str]) -> str:
     return f"unknown key (expected one of: {', '.join(known)})"
 
 
+def _integral(value: object) -> int | None:
+    """The integer a float or a text such as ``1e7`` stands for, when it stands for one."""
+    if isinstance(value, bool) or not isinstance(value, (str, float)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return int(number) if math.isfinite(number) and number == int(number) else None
+
+
 def node_line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 
@@ -114,11 +125,16 @@ class NodeReader:
         return value
 
     def number(self, node: yaml.Node, key: str) -> float | None:
-        """The value as a float if it is a finite number (booleans are not numbers), else None."""
+        """The value as a float if it is a finite number (booleans are not numbers, nor an integer too large
+        for a float), else None."""
         value = self.construct(node, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+        return number if math.isfinite(number) else None
 
     def margin(self, node: yaml.Node, key: str) -> float:
         value = self.number(node, key)
@@ -142,12 +158,18 @@ class NodeReader:
         return value
 
     def integer(self, node: yaml.Node, key: str, minimum: int, maximum: int | None = None) -> int:
+        """An integer in [minimum, maximum]; the message states the whole range, and for a number written
+        with an exponent or a point (``1e7``, which YAML reads as text) the digits to write instead."""
         value = self.construct(node, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(node, key, f"must be an integer >= {minimum}, got {describe_node(node)}")
-        if maximum is not None and value > maximum:
-            raise self.error(node, key, f"must be an integer <= {maximum:,}, got {describe_node(node)}")
-        return value
+        whole = value if isinstance(value, int) and not isinstance(value, bool) else None
+        if whole is not None and whole >= minimum and (maximum is None or whole <= maximum):
+            return whole
+        wanted = f">= {minimum}" if maximum is None else f"from {minimum:,} to {maximum:,}"
+        problem = f"must be an integer {wanted}, got {describe_node(node)}"
+        written = _integral(value)
+        if written is not None and written >= minimum and (maximum is None or written <= maximum):
+            problem += f" (a number YAML reads as text or a fraction: write it as digits, {written})"
+        raise self.error(node, key, problem)
 
     def metric(self, node: yaml.Node, key: str) -> MetricSpec:
         value = self.construct(node, key)
