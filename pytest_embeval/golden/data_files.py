@@ -238,17 +238,20 @@ def stratum_value(path: Path, key: str, line: int, query_id: str, name: str, val
 
 FREQUENCY = "frequency"
 INCLUSION = "inclusion"
+TOO_MUCH_TRAFFIC = "more traffic than a number holds (above 1.8e308); give frequencies on a smaller scale"
 
 
 def _number(value: object) -> float | None:
     """A JSON number or a TSV/YAML cell as a float; None when it is neither (a boolean is not a number)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
             return float(value.strip())
-        except ValueError:
-            return None
+    except ValueError:
+        return None
+    except OverflowError:  # an integer of more digits than a float holds
+        return math.inf
     return None
 
 
@@ -259,6 +262,9 @@ def _shown(value: object) -> str:
 def frequency_value(path: Path, key: str, line: int, query_id: str, value: object) -> float:
     """A query's frequency as written: a finite number above 0 (a JSON number or a TSV/YAML cell)."""
     number = _number(value)
+    if number == math.inf and not isinstance(value, float):  # written as digits, too many for a number
+        problem = f"query {query_id!r}: frequency {_shown(value)} is {TOO_MUCH_TRAFFIC}"
+        raise GoldenError(path, key, line, problem)
     if number is None or not math.isfinite(number) or number <= 0:
         raise GoldenError(path, key, line, frequency_problem(query_id, _shown(value)))
     return number
@@ -308,8 +314,8 @@ def check_frequencies(
         weight = query.traffic_weight
         if weight is not None and not math.isfinite(weight):
             problem = (
-                f"query {query.id!r}: frequency {query.frequency:g} / inclusion {query.inclusion:g} is more "
-                "traffic than a number holds; give frequencies on a smaller scale"
+                f"query {query.id!r}: frequency {query.frequency:g} / inclusion {query.inclusion:g} is "
+                f"{TOO_MUCH_TRAFFIC}"
             )
             raise GoldenError(path, key or INCLUSION, lines[query.id], problem)
 

@@ -55,7 +55,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from pytest_embeval.core.capacity import Production
+from pytest_embeval.core.capacity import MAX_COUNT, MAX_PRICE, Production
 from pytest_embeval.core.metrics import MetricSpec
 from pytest_embeval.core.stats import DEFAULT_INTERVAL, INTERVALS
 from pytest_embeval.core.ties import TIES
@@ -405,15 +405,18 @@ class _GoldenLoader(DataReader):
             raise self.error(
                 node, "production.documents", "missing required key (chunks the production index holds)"
             )
-        documents = self.integer(entries["documents"][1], "production.documents", 1)
+        documents = self.integer(entries["documents"][1], "production.documents", 1, MAX_COUNT)
         queries = None
         if "queries_per_month" in entries:
-            queries = self.integer(entries["queries_per_month"][1], "production.queries_per_month", 0)
+            node = entries["queries_per_month"][1]
+            queries = self.integer(node, "production.queries_per_month", 0, MAX_COUNT)
         price = None
         if "memory_price_per_gb_month" in entries:
-            price = self.margin(
-                entries["memory_price_per_gb_month"][1], "production.memory_price_per_gb_month"
-            )
+            node = entries["memory_price_per_gb_month"][1]
+            price = self.number(node, "production.memory_price_per_gb_month")
+            if price is None or not 0 <= price <= MAX_PRICE:
+                problem = f"must be a number from 0 to {MAX_PRICE:,}, got {describe_node(node)}"
+                raise self.error(node, "production.memory_price_per_gb_month", problem)
         return Production(documents=documents, queries_per_month=queries, memory_price_per_gb_month=price)
 
     def corpus_sample(self, node: yaml.Node, default_seed: int) -> CorpusSample:
