@@ -432,7 +432,7 @@ def test_weighted_kappa_of_the_drift_matches_scikit_learn() -> None:
     ("args", "problem"),
     [
         (["--fraction", "0"], "argument --fraction: expected a number in (0, 1], got '0'"),
-        (["--fraction", "1.5"], "argument --fraction: expected a number in [0, 1], got '1.5'"),
+        (["--fraction", "1.5"], "argument --fraction: expected a number in (0, 1], got '1.5'"),
         (["--oldest", "--random"], "argument --random: not allowed with argument --oldest"),
     ],
 )

@@ -247,8 +247,12 @@ def compose(path: Path) -> yaml.Node | None:
         problem = f"invalid YAML: lists or mappings nested {depth} deep, more than the parser can read"
         raise GoldenError(path, None, mark.line + 1, f"{problem} (column {mark.column + 1})") from None
     pending = [] if root is None else [root]
+    seen: set[int] = set()
     while pending:  # iteratively: a tree the parser could build may still be deeper than a recursion
         node = pending.pop()
+        if id(node) in seen:  # an alias: its node is checked once, however often it is repeated
+            continue
+        seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
             problem = unicode_problem(node.value)
             if problem is not None:

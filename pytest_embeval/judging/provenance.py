@@ -42,7 +42,7 @@ from typing import Any
 from pytest_embeval.files.atomic import write_atomic
 
 # Loaded in every run (the report's judgments record): the judge's and the merge's modules are not.
-from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.data_files import GoldenError, json_object
 from pytest_embeval.golden.qrels_files import PROVENANCE_SUFFIX, provenance_path
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife
@@ -196,12 +196,7 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise GoldenError(path, None, number, f"invalid JSON: {error}") from None
-        if not isinstance(record, dict):
-            raise GoldenError(path, None, number, "expected a JSON object")
+        record = json_object(path, number, line)  # the golden files' JSON lines, checked alike
         for key, kind in (("query_id", str), ("doc_id", str), ("judge", str), ("grade", int)):
             value = record.get(key)
             if not isinstance(value, kind) or isinstance(value, bool):

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from pytest_embeval.golden.data_files import GoldenError, json_object
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.provenance import parse_day
 from pytest_embeval.judging.rankings import Pair, Rankings
@@ -160,11 +160,9 @@ def _json_lines(location: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise SeedError(f"{location}:{number}: invalid JSON: {error}") from None
-        if not isinstance(record, dict):
-            raise SeedError(f"{location}:{number}: expected a JSON object")
+            record = json_object(location, number, line)  # the golden files' JSON lines, checked alike
+        except GoldenError as error:
+            raise SeedError(str(error)) from None
         unknown = sorted(set(record) - set(SEED_COLUMNS) - set(_OPTIONAL))
         if unknown:
             raise SeedError(f"{location}:{number}: unknown key {unknown[0]!r}")
