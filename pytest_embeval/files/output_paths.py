@@ -19,6 +19,7 @@ imports this one.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -53,10 +54,13 @@ _Identity = tuple[int, int] | Path
 
 def special_file(path: Path) -> str | None:
     """What ``path`` is when it exists (symlinks followed) and is neither a regular file nor a folder
-    ("a character device", "a FIFO", "a block device", "a socket"); None otherwise."""
+    ("a character device", "a FIFO", "a block device", "a socket", or "a symlink loop", which no write
+    may replace either); None otherwise."""
     try:
         mode = os.stat(path).st_mode
-    except (OSError, ValueError):
+    except OSError as error:
+        return "a symlink loop" if error.errno == errno.ELOOP else None
+    except ValueError:  # a NUL byte: writing reports it
         return None
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None

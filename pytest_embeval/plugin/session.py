@@ -475,7 +475,8 @@ def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: O
 
     # Named after the golden file only: the name must not tell a judge which arm retrieved what.
     stem = file_stem(record)
-    earlier = sorted(folder.glob(f"{stem}.pool*.csv"))
+    # Only regular files are sheets this run wrote: a FIFO of that name would never end (and is not reused).
+    earlier = sorted(path for path in folder.glob(f"{stem}.pool*.csv") if path.is_file())
     try:
         exclude = sheet_pairs([read_sheet(path) for path in earlier])
     except SheetError as error:
