@@ -11,7 +11,9 @@ folder, by the same test. ``--force`` lets a command overwrite an earlier *outpu
 `special_file` says what a path that exists and is not a regular file or a folder is. An output there is
 written through (a character device such as ``/dev/null`` or ``/dev/stdout``, a FIFO: `WRITTEN_THROUGH`),
 never renamed over, or refused with one line naming it (a block device, a socket): `files.atomic` does the
-writing. `output_problem` checks, before any work, that an output path can be written as what it is.
+writing. `output_problem` checks, before any work, that an output path can be written as what it is. An
+input is read from a regular file or a FIFO (a shell's ``<(zcat log.gz)``), never from a device, which
+would never end (``/dev/zero``) or is a disk: `read_problem`.
 
 Only the standard library is imported: the plugin's options module, which loads in every pytest run,
 imports this one.
@@ -31,6 +33,7 @@ __all__ = [
     "clash",
     "file_output_problem",
     "output_problem",
+    "read_problem",
     "special_file",
     "special_kind",
 ]
@@ -65,6 +68,15 @@ def special_file(path: Path) -> str | None:
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     return special_kind(mode)
+
+
+def read_problem(path: Path) -> OSError | None:
+    """The error for reading ``path`` as a data file when it is a device, a socket or a symlink loop (named,
+    as opening it would name it), else None."""
+    kind = special_file(path)
+    if kind is None or kind == "a FIFO":
+        return None
+    return OSError(errno.EINVAL, f"{kind}, not a file to read", str(path))
 
 
 def special_kind(mode: int) -> str:
