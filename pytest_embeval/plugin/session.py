@@ -412,8 +412,9 @@ class OutputWriter:
     def done(self, what: str, write: Callable[[], None]) -> bool:
         try:
             write()
-        except OSError as error:
-            self.reporter.write_line(f"embeval: ERROR: {what} not written: {error_line(error)}", red=True)
+        except (OSError, ValueError) as error:  # ValueError: a number JSON cannot hold (never a partial file)
+            problem = error_line(error) if isinstance(error, OSError) else str(error)
+            self.reporter.write_line(f"embeval: ERROR: {what} not written: {problem}", red=True)
             self.failed = True
             return False
         return True
