@@ -18,6 +18,7 @@ which is how trec_eval scores it. Every problem is a `GoldenError` naming the fi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -203,15 +204,18 @@ def _header_columns(path: Path, line: int, header: list[str], columns: QrelsColu
 
 
 def yaml_scalar(text: str) -> str:
-    """``text`` as a YAML flow mapping's value reads it back: bare when it does (``qid``), else
-    single-quoted (``'#query'``, ``'doc: id'``, ``'[rel]'``, ``'true'``): a suggested mapping pastes as is."""
-    try:
-        bare = yaml.safe_load(f"{{key: {text}}}")
-    except yaml.YAMLError:
-        bare = None
-    if bare == {"key": text}:
-        return text
-    return "'" + text.replace("'", "''") + "'"
+    """``text`` as a YAML flow mapping's value that reads back as it: bare when it can be (``qid``), else
+    single-quoted (``'#query'``, ``'doc: id'``, ``'[rel]'``, ``'true'``), else double-quoted with escapes
+    (a control character): a suggested mapping pastes as is."""
+    for style in (None, "'", '"'):
+        dumped: str = yaml.safe_dump(text, default_style=style, width=math.inf, allow_unicode=True)
+        written = dumped.removesuffix("...\n").rstrip("\n")
+        try:
+            if yaml.safe_load(f"{{key: {written}}}") == {"key": text}:
+                break
+        except yaml.YAMLError:
+            continue
+    return written  # double quotes, which hold any text
 
 
 def _tsv_rows(path: Path, lines: Iterator[tuple[int, str]], header: list[str], positions: list[int]) -> Rows:
