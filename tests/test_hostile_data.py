@@ -18,6 +18,7 @@ import yaml
 from file_snapshots import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_decision import run
 
 from conftest import CliResult, golden_files
 from pytest_embeval.golden.data_files import GoldenError, is_integer
@@ -27,17 +28,6 @@ from pytest_embeval.golden.qrels_files import HEADER_NAMES
 Embeval = Callable[..., CliResult]
 Golden = Callable[..., Path]
 MODELS = ["--model", "fake_models:good", "--model", "fake_models:bad"]
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:good",
-        *args,
-    )
 
 
 def collection_error(result: pytest.RunResult, line: str) -> None:
@@ -78,9 +68,8 @@ def test_a_lone_surrogate_in_a_data_file_is_one_line_at_load(
     golden()
     rewrite_line(pytester.path / "support" / file, line, old, old[:-1] + ' \\ud83d"')
     before = snapshot(pytester.path)
-    result = run(
-        pytester, f"--embeval-pool={pytester.path / 'pool'}", f"--embeval-json={pytester.path / 'r.json'}"
-    )
+    outputs = [f"--embeval-pool={pytester.path / 'pool'}", f"--embeval-json={pytester.path / 'r.json'}"]
+    result = run(pytester, "good", *outputs)
     collection_error(result, f"support/{file}:{line}: {SURROGATE}")
     assert snapshot(pytester.path) == before
 
@@ -97,7 +86,7 @@ def test_a_lone_surrogate_inline_in_the_golden_file_is_one_line_at_load(
         i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "\\uD83D" in text
     )
     collection_error(
-        run(pytester),
+        run(pytester, "good"),
         f"support.yaml:{line}: not valid Unicode: a lone surrogate \\ud83d (an escape of half a character, "
         "e.g. an emoji cut in two); write the whole character",
     )
@@ -199,7 +188,7 @@ def test_a_yaml_file_nested_deeper_than_the_parser_recurses_is_one_line(
     path.write_text(text + nested + "\n", encoding="utf-8")
     before = snapshot(pytester.path)
     collection_error(
-        run(pytester),
+        run(pytester, "good"),
         f"support.yaml:{line}: invalid YAML: lists or mappings nested {depth} deep, more than the parser can "
         f"read (column {column})",
     )
@@ -213,7 +202,7 @@ def test_a_billion_laughs_yaml_file_is_read_once_per_node(pytester: pytest.Pytes
         f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)
     )
     path.write_text(path.read_text(encoding="utf-8") + laughs, encoding="utf-8")
-    result = run(pytester)
+    result = run(pytester, "good")
     collection_error(result, f"support.yaml:14: a0: unknown key (expected one of: {_golden_keys()})")
 
 
@@ -248,12 +237,7 @@ def test_every_suggested_qrels_mapping_parses_and_reads_the_file(
     it must be valid YAML and read the file, whatever the names (``#query``, ``doc: id``, ``[rel]``)."""
     root = tmp_path_factory.mktemp("mapping")
     path = golden_files(root)
-    qrels = root / "support" / "qrels.tsv"
-    rows = qrels.read_text(encoding="utf-8").splitlines()[1:]
-    qrels.write_text("\t".join(header) + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    with pytest.raises(GoldenError) as refused:
-        load_golden(path)
-    mapping = str(refused.value).split("name them under 'qrels:' with ", 1)[1]
+    mapping = refused_header(path, header).split("name them under 'qrels:' with ", 1)[1]
     plan = yaml.safe_load(path.read_text(encoding="utf-8"))
     plan["qrels"] = yaml.safe_load(mapping.replace("FILE", "support/qrels.tsv"))
     path.write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
@@ -262,17 +246,22 @@ def test_every_suggested_qrels_mapping_parses_and_reads_the_file(
 
 @pytest.mark.parametrize("header", [["#query", "doc: id", "[rel]"], ["'q'", "- d", "*g"]])
 def test_the_suggested_mapping_quotes_what_yaml_reads_otherwise(tmp_path: Path, header: list[str]) -> None:
-    path = golden_files(tmp_path)
-    qrels = tmp_path / "support" / "qrels.tsv"
-    rows = qrels.read_text(encoding="utf-8").splitlines()[1:]
-    qrels.write_text("\t".join(header) + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    with pytest.raises(GoldenError) as refused:
-        load_golden(path)
+    message = refused_header(golden_files(tmp_path), header)
     quoted = ", ".join(
         f"{role}: '{name.replace(chr(39), chr(39) * 2)}'"
         for role, name in zip(("query", "document", "grade"), header, strict=True)
     )
-    assert str(refused.value).endswith(f"with {{path: FILE, columns: {{{quoted}}}}}")
+    assert message.endswith(f"with {{path: FILE, columns: {{{quoted}}}}}")
+
+
+def refused_header(golden: Path, header: list[str]) -> str:
+    """The error loading ``golden`` gives once its qrels file's header is ``header``."""
+    qrels = golden.parent / "support" / "qrels.tsv"
+    rows = qrels.read_text(encoding="utf-8").splitlines()[1:]
+    qrels.write_text("\t".join(header) + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(GoldenError) as refused:
+        load_golden(golden)
+    return str(refused.value)
 
 
 # --- 8. seeds -----------------------------------------------------------------------------------------------
@@ -348,12 +337,17 @@ def test_a_day_in_the_future_is_refused_wherever_it_is_written(
 # --- 9. stray entries of the cache --------------------------------------------------------------------------
 
 
-def test_an_entry_named_like_a_pack_that_is_not_one_stops_neither_verify_nor_prune(
-    pytester: pytest.Pytester, golden: Golden, embeval: Embeval
-) -> None:
+@pytest.fixture
+def cache(pytester: pytest.Pytester, golden: Golden) -> Path:
+    """The embedding cache a run of the conftest golden set left."""
     golden()
-    assert run(pytester).ret == pytest.ExitCode.OK
-    cache = pytester.path / ".embeval_cache"
+    assert run(pytester, "good").ret == pytest.ExitCode.OK
+    return pytester.path / ".embeval_cache"
+
+
+def test_an_entry_named_like_a_pack_that_is_not_one_stops_neither_verify_nor_prune(
+    cache: Path, embeval: Embeval
+) -> None:
     packs = sorted(cache.rglob("*.pack"))
     shelf = packs[0].parent
     (shelf / "aaaa.pack").mkdir()
@@ -384,11 +378,8 @@ def test_an_entry_named_like_a_pack_that_is_not_one_stops_neither_verify_nor_pru
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
 def test_a_pack_the_user_cannot_read_is_reported_and_the_others_checked(
-    pytester: pytest.Pytester, golden: Golden, embeval: Embeval
+    cache: Path, embeval: Embeval
 ) -> None:
-    golden()
-    assert run(pytester).ret == pytest.ExitCode.OK
-    cache = pytester.path / ".embeval_cache"
     packs = sorted(cache.rglob("*.pack"))
     packs[0].chmod(0)
     try:
@@ -403,13 +394,11 @@ def test_a_pack_the_user_cannot_read_is_reported_and_the_others_checked(
 
 
 def test_an_emptied_pack_is_counted_as_a_pack_whose_entries_are_unknown(
-    pytester: pytest.Pytester, golden: Golden
+    pytester: pytest.Pytester, cache: Path
 ) -> None:
-    golden()
-    assert run(pytester).ret == pytest.ExitCode.OK
-    pack = max((pytester.path / ".embeval_cache").rglob("*.pack"), key=lambda path: path.stat().st_size)
+    pack = max(cache.rglob("*.pack"), key=lambda path: path.stat().st_size)
     pack.write_bytes(b"")
-    result = run(pytester)
+    result = run(pytester, "good")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -470,7 +459,7 @@ def test_a_beir_folder_without_any_qrels_says_so(
     plan = {**settings_, "metric": "hit@1", "strata": ["language"]}
     (pytester.path / "support.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
     before = snapshot(pytester.path)
-    result = run(pytester)
+    result = run(pytester, "good")
     problem = f"no qrels file in {folder} (looked for {line} and qrels.tsv)"
     collection_error(result, f"support.yaml:1: beir: {problem}")
     assert "remove 'split'" not in result.stdout.str()

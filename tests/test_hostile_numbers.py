@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from file_snapshots import snapshot
+from test_decision import ROUTE_EN, run
 
 from conftest import CliResult
 from pytest_embeval.core import weighted_stats
@@ -24,19 +25,6 @@ from pytest_embeval.core.stats import PairedComparison
 from pytest_embeval.core.verdict import NotANumber, TieReason, Verdict, classify_metric
 
 Golden = Callable[..., Path]
-
-ROUTE_EN = {"route": {"strata": ["language=en"], "max_traffic": 0.5}}
-
-
-def run(pytester: pytest.Pytester, candidate: str, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-incumbent=fake_models:good",
-        f"--embeval-candidate=fake_models:{candidate}",
-        *args,
-    )
 
 
 def with_fields(golden: Path, **fields: Callable[[dict[str, Any]], object]) -> Path:
@@ -61,20 +49,27 @@ def test_traffic_of_1e308_per_query_is_summed_without_overflow_and_the_cap_holds
     """English queries of frequency 1e308 carry all but 24 of the traffic: routing them is more than the
     declared half, so the target changes (the sum overflowed to NaN, whose share passed the cap)."""
     with_fields(golden(decision=ROUTE_EN), frequency=lambda row: 1e308 if row["language"] == "en" else 1)
+    report, _ = changed_target(
+        pytester,
+        "language=en (100% of traffic by query frequency) to the incumbent would not do: 100% of traffic is "
+        "more than max_traffic 50%",
+    )
+    decision = json.loads(report.read_text(encoding="utf-8"))["golden_sets"][0]["decision"]
+    assert decision["outcome"] == "change-target" and decision["traffic_share"] == 1.0
+
+
+def changed_target(pytester: pytest.Pytester, routed: str, *lines: str) -> tuple[Path, pytest.RunResult]:
+    """Run the English-losing candidate with a JSON report: the decision changes the target, routing
+    English as ``routed`` says, the run prints ``lines`` after it, and every input is as it was."""
     before = inputs(pytester)
     report = pytester.path / "report.json"
     result = run(pytester, "bad_english", f"--embeval-json={report}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        [
-            "decision: CHANGE THE TARGET — overall WORSE, language=en WORSE; route language=en (100% of "
-            "traffic by query frequency) to the incumbent would not do: 100% of traffic is more than "
-            "max_traffic 50%"
-        ]
+        [f"decision: CHANGE THE TARGET — overall WORSE, language=en WORSE; route {routed}", *lines]
     )
-    decision = json.loads(report.read_text(encoding="utf-8"))["golden_sets"][0]["decision"]
-    assert decision["outcome"] == "change-target" and decision["traffic_share"] == 1.0
     assert inputs(pytester) == before
+    return report, result
 
 
 def test_shares_and_means_of_the_largest_weights_are_numbers() -> None:
@@ -198,20 +193,13 @@ def test_a_traffic_share_that_is_nan_changes_the_target_and_no_report_is_half_wr
 ) -> None:
     golden(decision=ROUTE_EN)
     monkeypatch.setattr(weighted_stats, "traffic_share", lambda weights, chosen: math.nan)
-    before = inputs(pytester)
-    report = pytester.path / "report.json"
-    result = run(pytester, "bad_english", f"--embeval-json={report}")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(
-        [
-            "decision: CHANGE THE TARGET — overall WORSE, language=en WORSE; route language=en (nan% of "
-            "traffic by query count) to the incumbent would not do: nan% of traffic is more than max_traffic "
-            "50%",
-            "embeval: ERROR: JSON report not written: Out of range float values are not JSON compliant",
-        ]
+    report, result = changed_target(
+        pytester,
+        "language=en (nan% of traffic by query count) to the incumbent would not do: nan% of traffic is more "
+        "than max_traffic 50%",
+        "embeval: ERROR: JSON report not written: Out of range float values are not JSON compliant",
     )
     assert not report.exists() and "Traceback" not in result.stdout.str()
-    assert inputs(pytester) == before
 
 
 # --- 4. routing all the traffic ----------------------------------------------------------------------------

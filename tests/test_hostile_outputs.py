@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from file_snapshots import snapshot
+from test_decision import run
 
 from conftest import CliResult, golden_files
 from pytest_embeval.files.atomic import write_atomic
@@ -107,72 +108,64 @@ def test_sample_never_overwrites_its_log_named_any_way(project: Path, embeval: E
 
 
 @pytest.mark.parametrize(
-    ("args", "line"),
+    ("args", "what"),
     [
         pytest.param(
-            ["sample", "log.tsv", *SAMPLE, "--out", "log.tsv", "--force"],
-            "embeval sample: error: --out log.tsv: is the query log, which this command reads; name another "
-            "path",
-            id="sample-its-log",
+            ["sample", "log.tsv", *SAMPLE, "--out", "log.tsv"], "the query log", id="sample-its-log"
         ),
         pytest.param(
-            [*CORPUS_SAMPLE, "--out", "support/corpus.jsonl", "--force"],
-            "embeval corpus-sample: error: --out support/corpus.jsonl: is the corpus, which this command "
-            "reads; name another path",
-            id="corpus-sample-its-corpus",
+            [*CORPUS_SAMPLE, "--out", "support/corpus.jsonl"], "the corpus", id="corpus-sample-its-corpus"
         ),
         pytest.param(
-            [*CORPUS_SAMPLE, "--out", "support/qrels.tsv", "--force"],
-            "embeval corpus-sample: error: --out support/qrels.tsv: is the judgments, which this command "
-            "reads; name another path",
-            id="corpus-sample-its-qrels",
+            [*CORPUS_SAMPLE, "--out", "support/qrels.tsv"], "the judgments", id="corpus-sample-its-qrels"
         ),
         pytest.param(
-            ["refresh", "support.yaml", "--out", "support/qrels.tsv", "--force"],
-            "embeval refresh: error: --out support/qrels.tsv: is the qrels of support.yaml, which this "
-            "command reads; name another path",
+            ["refresh", "support.yaml", "--out", "support/qrels.tsv"],
+            "the qrels of support.yaml",
             id="refresh-the-qrels",
         ),
         pytest.param(
-            ["refresh", "support.yaml", "--out", "support.yaml", "--force"],
-            "embeval refresh: error: --out support.yaml: is the golden file support.yaml, which this command "
-            "reads; name another path",
+            ["refresh", "support.yaml", "--out", "support.yaml"],
+            "the golden file support.yaml",
             id="refresh-the-golden-file",
         ),
         pytest.param(
-            ["pool", "support.yaml", *MODELS, "--out", "support/qrels.tsv", "--force"],
-            "embeval pool: error: --out support/qrels.tsv: is the qrels of support.yaml, which this command "
-            "reads; name another path",
+            ["pool", "support.yaml", *MODELS, "--out", "support/qrels.tsv"],
+            "the qrels of support.yaml",
             id="pool-the-qrels",
         ),
         # Found by the hostile cases of this round: a sheet handed out, and a sheet a person graded.
         pytest.param(
-            ["pool", "support.yaml", *MODELS, "--exclude", "people.csv", "--out", "people.csv", "--force"],
-            "embeval pool: error: --out people.csv: is a sheet left out (--exclude), which this command "
-            "reads; name another path",
+            ["pool", "support.yaml", *MODELS, "--exclude", "people.csv", "--out", "people.csv"],
+            "a sheet left out (--exclude)",
             id="pool-its-excluded-sheet",
         ),
         pytest.param(
             ["calibrate", "people.csv", "model.csv", "--record", "people.csv"],
-            "embeval calibrate: error: --record people.csv: is the people's sheet, which this command reads; "
-            "name another path",
+            "the people's sheet",
             id="calibrate-the-people's-sheet",
         ),
         pytest.param(
-            ["sample", "log.tsv", *SAMPLE, "--out", "support/queries.jsonl", "--force"],
+            ["sample", "log.tsv", *SAMPLE, "--out", "support/queries.jsonl"],
             None,
             id="sample-over-an-earlier-output",
         ),
     ],
 )
 def test_an_output_naming_an_input_is_refused_whatever_force_says(
-    project: Path, embeval: Embeval, args: list[str], line: str | None
+    project: Path, embeval: Embeval, args: list[str], what: str | None
 ) -> None:
+    """``--force`` is given wherever the command has it (calibrate --record overwrites without it)."""
+    args = [*args, "--force"] if args[0] != "calibrate" else args
+    option, value = args[-3:-1] if args[-1] == "--force" else args[-2:]
+    line = (
+        f"embeval {args[0]}: error: {option} {value}: is {what}, which this command reads; name another path"
+    )
     inputs = snapshot(
         project / "log.tsv", project / "support", project / "support.yaml", project / "people.csv"
     )
     status, _, stderr = embeval(*args)
-    if line is None:  # an earlier output that no command here reads: --force overwrites it
+    if what is None:  # an earlier output that no command here reads: --force overwrites it
         assert (status, stderr) == (0, "")
         assert (project / "support" / "queries.draw.json").is_file()
         return
@@ -191,14 +184,7 @@ def test_the_plugin_refuses_an_output_hard_linked_to_an_input(
     os.link(pytester.path / "support" / "qrels.tsv", pytester.path / "summary.md")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
     before = snapshot(pytester.path / "support")
-    result = pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:good",
-        "--embeval-step-summary",
-    )
+    result = run(pytester, "good", "--embeval-step-summary")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.errlines == [
         f"ERROR: $GITHUB_STEP_SUMMARY {pytester.path / 'summary.md'}: is the qrels of support.yaml, which "
@@ -286,16 +272,12 @@ def test_the_plugin_writes_through_a_device_and_names_a_full_one(
     null = special(pytester.path / "null", stat.S_IFCHR, (1, 3), "/dev/null")
     full = special(pytester.path / "full", stat.S_IFCHR, (1, 7), "/dev/full")
     before = snapshot(pytester.path / "support", pytester.path / "support.yaml", null, full)
-    result = pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:good",
+    outputs = [
         f"--embeval-json={full}",
         f"--embeval-md={null}",
         f"--embeval-html={pytester.path / 'report.html'}",
-    )
+    ]
+    result = run(pytester, "good", *outputs)
     # Every output that can be written is; a run that would pass exits 4 for the one that could not.
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(

@@ -43,15 +43,22 @@ def _unknown_key(name: str, known: Sequence[str]) -> str:
     return f"unknown key (expected one of: {', '.join(known)})"
 
 
-def _integral(value: object) -> int | None:
-    """The integer a float or a text such as ``1e7`` stands for, when it stands for one."""
-    if isinstance(value, bool) or not isinstance(value, (str, float)):
+def _finite(value: object, *, text: bool = False) -> float | None:
+    """``value`` as a finite float: an integer or a float (with ``text``, a string such as ``1e7`` too); None
+    for anything else, a boolean, or an integer too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str) if text else (int, float)):
         return None
     try:
         number = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
-    return int(number) if math.isfinite(number) and number == int(number) else None
+    return number if math.isfinite(number) else None
+
+
+def _integral(value: object) -> int | None:
+    """The integer a float or a text such as ``1e7`` stands for, when it stands for one."""
+    number = _finite(value, text=True) if isinstance(value, (str, float)) else None
+    return int(number) if number is not None and number == int(number) else None
 
 
 def node_line(node: yaml.Node) -> int:
@@ -127,14 +134,7 @@ class NodeReader:
     def number(self, node: yaml.Node, key: str) -> float | None:
         """The value as a float if it is a finite number (booleans are not numbers, nor an integer too large
         for a float), else None."""
-        value = self.construct(node, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        try:
-            number = float(value)
-        except OverflowError:
-            return None
-        return number if math.isfinite(number) else None
+        return _finite(self.construct(node, key))
 
     def margin(self, node: yaml.Node, key: str) -> float:
         value = self.number(node, key)
