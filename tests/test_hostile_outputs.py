@@ -354,3 +354,24 @@ def test_a_symlinked_input_merged_into_keeps_its_link(project: Path, embeval: Em
 
 def _pair_row(query: str, doc: str) -> str:
     return f"{query},{doc},{pair_id('support', query, doc)},x,y,2,ana,\n"
+
+
+def test_a_symlink_left_in_the_runs_folder_never_leads_a_run_file_onto_an_input(
+    pytester: pytest.Pytester, golden: Callable[..., Path]
+) -> None:
+    """A write follows a symlink (so judgments linked from a shared folder are merged there): every run file
+    is checked against the inputs as the folder was, so a link planted in it is refused, not followed."""
+    golden()
+    runs = pytester.path / "runs"
+    runs.mkdir()
+    (runs / "support.incumbent.run").symlink_to(pytester.path / "support" / "qrels.tsv")
+    before = snapshot(pytester.path / "support")
+    result = run(pytester, "good", f"--embeval-runs={runs}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [
+            f"embeval: ERROR: TREC run files not written: --embeval-runs {runs}/support.incumbent.run: is the "
+            "qrels of support.yaml, which this run reads; name another path"
+        ]
+    )
+    assert snapshot(pytester.path / "support") == before

@@ -129,16 +129,16 @@ def model_folders(arms: Mapping[Any, Retriever]) -> dict[Path, str]:
     return folders
 
 
-def input_clash(settings: Settings, golden_files: Iterable[Path], start: Path) -> str | None:
-    """Why an output would overwrite one of the golden files' inputs (`golden.inputs`; each named relative
-    to ``start``), or None."""
+def input_clash(outputs: Mapping[str, Path], golden_files: Iterable[Path], start: Path) -> str | None:
+    """Why one of the ``outputs`` (`Settings.outputs`) would overwrite one of the golden files' inputs
+    (`golden.inputs`; each named relative to ``start``), or None."""
     files: dict[Path, str] = {}
     folders: dict[Path, str] = {}
     for path in sorted(golden_files):
         inputs = golden_inputs(path, os.path.relpath(path, start))
         files.update(inputs.files)
         folders.update(inputs.folders)
-    return clash(settings.outputs(), files, folders)
+    return clash(outputs, files, folders)
 
 
 def _embedding_arms(arm: Retriever) -> list[Arm]:
@@ -205,7 +205,8 @@ class SessionHooks:
         from pytest_embeval.plugin.items import StratumItem
 
         golden_files = {item.path for item in items if isinstance(item, StratumItem)}
-        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        outputs = self.state.settings.outputs()
+        problem = input_clash(outputs, golden_files, self.config.invocation_params.dir)
         if problem is not None:
             raise pytest.UsageError(problem)
 
@@ -222,7 +223,8 @@ class SessionHooks:
             for nodeid in ids
             if nodeid.split("::", 1)[0].endswith((".yaml", ".yml"))
         }
-        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        outputs = self.state.settings.outputs()
+        problem = input_clash(outputs, golden_files, self.config.invocation_params.dir)
         if problem is not None:
             # A UsageError raised here would be an internal error of xdist's loop: exit as pytest's does.
             sys.stderr.write(f"ERROR: {problem}\n")
@@ -385,19 +387,32 @@ def _write_outputs(state: EmbevalState, writer: OutputWriter) -> None:
             reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
     runs_dir = settings.runs_dir
     if runs_dir is not None:
-
-        def runs() -> None:
-            runs_dir.mkdir(parents=True, exist_ok=True)
-            for golden_set in report["golden_sets"]:
-                for role in ROLES:
-                    write_atomic(runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
-                    after = rerank_run(golden_set, role)
-                    if after is not None:
-                        write_atomic(runs_dir / run_file_name(golden_set, role, "rerank"), after)
-
-        if writer.done("TREC run files", runs):
+        runs: dict[Path, str] = {}
+        for golden_set in report["golden_sets"]:
+            for role in ROLES:
+                runs[runs_dir / run_file_name(golden_set, role)] = trec_run(golden_set, role)
+                after = rerank_run(golden_set, role)
+                if after is not None:
+                    runs[runs_dir / run_file_name(golden_set, role, "rerank")] = after
+        # Each file is checked as the folder was: a symlink left in it is followed by the write.
+        golden_files = [
+            Path(os.path.normpath(config.rootpath / record["path"])) for record in report["golden_sets"]
+        ]
+        problem = input_clash(
+            {f"--embeval-runs {path}": path for path in runs}, golden_files, config.invocation_params.dir
+        )
+        if problem is not None:
+            reporter.write_line(f"embeval: ERROR: TREC run files not written: {problem}", red=True)
+            writer.failed = True
+        elif writer.done("TREC run files", lambda: _write_all(runs_dir, runs)):
             reporter.write_line(f"embeval: TREC run files written to {runs_dir}")
     _write_readable(report, settings, writer)
+
+
+def _write_all(folder: Path, texts: Mapping[Path, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, text in texts.items():
+        write_atomic(path, text)
 
 
 class OutputWriter:
