@@ -370,8 +370,8 @@ def test_a_symlink_left_in_the_runs_folder_never_leads_a_run_file_onto_an_input(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
         [
-            f"embeval: ERROR: TREC run files not written: --embeval-runs {runs}/support.incumbent.run: is the "
-            "qrels of support.yaml, which this run reads; name another path"
+            f"embeval: ERROR: TREC run files not written: --embeval-runs {runs}/support.incumbent.run: is "
+            "the qrels of support.yaml, which this run reads; name another path"
         ]
     )
     assert snapshot(pytester.path / "support") == before
