@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -464,3 +465,66 @@ def test_a_beir_folder_without_any_qrels_says_so(
     collection_error(result, f"support.yaml:1: beir: {problem}")
     assert "remove 'split'" not in result.stdout.str()
     assert snapshot(pytester.path) == before
+
+
+# --- this round's own cases -------------------------------------------------------------------------------
+
+
+def test_an_integer_of_more_digits_than_python_converts_is_invalid_json(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden()
+    rewrite_line(
+        pytester.path / "support" / "corpus.jsonl", 3, '"doc 2"}', '"doc 2", "n": ' + "9" * 5000 + "}"
+    )
+    before = snapshot(pytester.path)
+    collection_error(
+        run(pytester, "good"),
+        "support/corpus.jsonl:3: invalid JSON: Exceeds the limit (4300 digits) for integer string "
+        "conversion: value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit",
+    )
+    assert snapshot(pytester.path) == before
+
+
+def test_a_provenance_line_dated_in_the_future_is_refused(pytester: pytest.Pytester, golden: Golden) -> None:
+    """It made the judgments look as fresh as one liked: the shelf life never ran out."""
+    golden()
+    sidecar = pytester.path / "support" / "qrels.provenance.jsonl"
+    record = {"query_id": "q00", "doc_id": "d00", "grade": 1, "judge": "ana", "kind": "person"}
+    sidecar.write_text(json.dumps({**record, "judged_on": "2099-01-01"}) + "\n", encoding="utf-8")
+    before = snapshot(pytester.path)
+    collection_error(
+        run(pytester, "good"),
+        f"support/qrels.provenance.jsonl:1: judged_on: 2099-01-01 is in the future (today is {today()}, UTC)",
+    )
+    assert snapshot(pytester.path) == before
+
+
+def test_a_device_is_never_read_as_a_log_or_a_corpus(tmp_path: Path, embeval: Embeval) -> None:
+    """/dev/zero holds no line break: the log was read into memory until the machine ran out of it."""
+    golden_files(tmp_path)
+    before = snapshot(tmp_path)
+    for args in (
+        ["sample", "/dev/zero", "--by", "band", "--size", "2", "--floor", "1"],
+        ["corpus-sample", "/dev/zero", "--size", "100", "--keep-judged", tmp_path / "support" / "qrels.tsv"],
+    ):
+        status, _, err = embeval(*args, "--out", tmp_path / "s.jsonl")
+        assert (status, err) == (
+            2,
+            f"embeval {args[0]}: error: /dev/zero: cannot read: a character device, not a file to read\n",
+        )
+    assert snapshot(tmp_path) == before
+
+
+def test_a_fifo_named_like_an_earlier_pool_sheet_is_neither_read_nor_reused(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    """A FIFO nobody writes to never ends: read as an earlier sheet, it hung the run at its end."""
+    golden()
+    pool = pytester.path / "pool"
+    pool.mkdir()
+    os.mkfifo(pool / "support.pool.csv")
+    result = run(pytester, "bad", f"--embeval-pool={pool}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"embeval pool: sheet written to {pool / 'support.pool-2.csv'}"])
+    assert stat.S_ISFIFO(os.stat(pool / "support.pool.csv").st_mode)
