@@ -868,7 +868,7 @@ FAULTS = [
         "yaml-bootstrap-zero",
         "bootstrap of 0 resamples",
         COLLECTION,
-        "support.yaml:12: bootstrap: must be an integer >= 100, got 0",
+        "support.yaml:12: bootstrap: must be an integer from 100 to 1,000,000, got 0",
         settings={"bootstrap": 0},
     ),
     Fault(
