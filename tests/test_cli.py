@@ -326,7 +326,7 @@ def test_pool_input_errors(embeval: Callable[..., Result], tmp_path: Path, setup
         ),
         (
             [golden, "--from-report", report, "--out", tmp_path],
-            f"--out {tmp_path} is a folder; name the sheet file, e.g. {tmp_path / 'sheet.csv'}",
+            f"--out {tmp_path}: is a folder; name the file, e.g. {tmp_path / 'sheet.csv'}",
         ),
         (
             [golden, "--from-report", report, "--out", tmp_path / "no" / "s.csv"],

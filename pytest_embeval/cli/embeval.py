@@ -19,7 +19,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_embeval.cli import cache_commands, judge_commands, sample_commands, seeds_and_refresh
-from pytest_embeval.cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
+from pytest_embeval.cli.support import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    MAY_HOLD_GRADES,
+    CliError,
+    check_out,
+    check_outputs,
+    golden_reads,
+    model_folders,
+    sheet_grades_of,
+)
 from pytest_embeval.cli.support import add_scale as _add_scale
 from pytest_embeval.cli.support import bounded_float as _bounded_float
 from pytest_embeval.cli.support import golden_set as _golden
@@ -27,6 +38,7 @@ from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
 from pytest_embeval.cli.support import sheets as _sheets
+from pytest_embeval.files.atomic import error_line
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.agreement import agreement, agreement_lines
@@ -129,13 +141,27 @@ def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict
 def _pool(args: argparse.Namespace) -> int:
     if not args.from_report and not args.model:
         raise CliError("give the arms to pool: --from-report REPORT.json (no model needed) or --model SPEC")
-    out = Path(args.out)
-    if out.is_dir():
-        raise CliError(f"--out {out} is a folder; name the sheet file, e.g. {out / 'sheet.csv'}")
-    if not out.parent.is_dir():
-        raise CliError(f"--out {out}: folder {out.parent} does not exist")
-    if out.exists() and not args.force:
-        raise CliError(f"--out {out} exists (it may hold grades); choose another name or pass --force")
+    files, folders = golden_reads(args.golden)
+    reads = {
+        **files,
+        **{Path(path): "a report pooled (--from-report)" for path in args.from_report},
+        **{Path(path): "a run pooled (--from-run)" for path in args.from_run},
+        **{Path(path): "a sheet left out (--exclude)" for path in args.exclude},
+        **({} if args.seeds is None else {Path(args.seeds): "the seeds (--seeds)"}),
+    }
+    folders = {**folders, **model_folders(args.model)}
+    # Split, the sheets are named after --out (SHEET.1-of-N.csv), which is not written itself.
+    first = Path(args.out).with_name(f"{Path(args.out).stem}.1-of-{args.split}{Path(args.out).suffix}")
+    split = {"its split sheets": first} if args.split is not None else None
+    out = check_out(
+        args.out,
+        example="sheet.csv",
+        reads=reads,
+        folders=folders,
+        force=args.force or split is not None,
+        holds=MAY_HOLD_GRADES,
+        beside=split,
+    )
     golden = _golden(args.golden)
     exclude = sheet_pairs(_sheets(args.exclude))
     rejudge = _consensus_failures(args.from_report, golden) if args.consensus_failures else None
@@ -177,9 +203,13 @@ def _pool(args: argparse.Namespace) -> int:
             out.with_name(f"{out.stem}.{i}-of-{len(parts)}{out.suffix}"): part
             for i, part in enumerate(parts, 1)
         }
-        taken = [path for path in sheets if path.exists()]
-        if taken and not args.force:
-            raise CliError(f"{taken[0]} exists (it may hold grades); choose another name or pass --force")
+        check_outputs(
+            {f"--out {args.out}: sheet {path}": path for path in sheets},
+            reads=reads,
+            folders=folders,
+            force=args.force,
+            holds=MAY_HOLD_GRADES,
+        )
     # The sheets first: they are the product, and must not depend on stdout staying open.
     if pool.rows:
         for path, sheet in sheets.items():
@@ -269,7 +299,7 @@ def _agreement(args: argparse.Namespace) -> int:
             f"FAIL: {name} is undefined, so agreement above {args.min_kappa} cannot be shown", file=sys.stderr
         )
         return EXIT_FAILED
-    if value < args.min_kappa:
+    if not value >= args.min_kappa:  # a kappa that is not a number is below any bar
         print(f"FAIL: {name} {value:.3f} is below --min-kappa {args.min_kappa}", file=sys.stderr)
         return EXIT_FAILED
     print(f"OK: {name} {value:.3f} >= --min-kappa {args.min_kappa}")
@@ -547,12 +577,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     try:
         status: int = args.run(args)
-    except CliError as error:
+    except (CliError, GoldenError) as error:  # a golden set's file read anywhere: one line naming it
         for line in str(error).splitlines():
             print(f"embeval {args.command}: error: {line}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:  # writing the sheet or the qrels file
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"embeval {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        print(f"embeval {args.command}: error: {error_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     return status

@@ -182,14 +182,18 @@ class DataReader(NodeReader):
                 )
                 raise self.error(where, "split", problem)
             qrels_file = splits_folder / f"{split}.tsv"
-        elif split_entry is not None:
-            problem = f"{folder.resolve()} has no qrels/ folder of splits (qrels/<split>.tsv); remove 'split'"
-            raise self.error(split_entry[1], "split", problem)
-        elif (folder / "qrels.tsv").is_file():
-            qrels_file = folder / "qrels.tsv"
-        else:
-            problem = f"no qrels file in {folder.resolve()} (looked for qrels/test.tsv and qrels.tsv)"
+        elif not (folder / "qrels.tsv").is_file():
+            looked = f"qrels/{declared or DEFAULT_SPLIT}.tsv"
+            problem = f"no qrels file in {folder.resolve()} (looked for {looked} and qrels.tsv)"
             raise self.error(node, "beir", problem)
+        elif split_entry is not None:
+            problem = (
+                f"{folder.resolve()} has no qrels/ folder of splits (qrels/<split>.tsv), only qrels.tsv; "
+                "remove 'split'"
+            )
+            raise self.error(split_entry[1], "split", problem)
+        else:
+            qrels_file = folder / "qrels.tsv"
         documents = read_documents(corpus, None, () if fold is None else (fold.field,))
         if not documents:
             raise self.error(node, "beir", f"no documents in {corpus.resolve()}")

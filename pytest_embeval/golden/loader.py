@@ -55,7 +55,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from pytest_embeval.core.capacity import Production
+from pytest_embeval.core.capacity import MAX_COUNT, MAX_PRICE, Production
 from pytest_embeval.core.metrics import MetricSpec
 from pytest_embeval.core.stats import DEFAULT_INTERVAL, INTERVALS
 from pytest_embeval.core.ties import TIES
@@ -91,7 +91,7 @@ from pytest_embeval.golden.schema import (
     RerankSpec,
 )
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife, parse_shelf_life
-from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, describe_node, node_line
+from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, compose, describe_node, node_line
 
 __all__ = [
     "CORPUS_SAMPLE_KEYS",
@@ -301,21 +301,7 @@ class _GoldenLoader(DataReader):
             raise GoldenError(self.path, "metric", None, problem)
 
     def compose(self) -> yaml.Node:
-        text = read_text(self.path)
-        try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "syntax error"
-            if exc.context and problem.startswith("but "):  # "expected a single document ... but found ..."
-                problem = f"{exc.context} {problem}"
-            where = "" if mark is None else f" (column {mark.column + 1})"
-            line = None if mark is None else mark.line + 1
-            raise GoldenError(self.path, None, line, f"invalid YAML: {problem}{where}") from None
-        except yaml.reader.ReaderError as exc:
-            line = text.count("\n", 0, exc.position) + 1
-            problem = f"invalid YAML: {exc.reason} (character #x{exc.character:04x})"
-            raise GoldenError(self.path, None, line, problem) from None
+        root = compose(self.path)
         if root is None:
             raise GoldenError(self.path, None, None, "expected a mapping of settings, the file is empty")
         if not isinstance(root, yaml.MappingNode):
@@ -419,15 +405,18 @@ class _GoldenLoader(DataReader):
             raise self.error(
                 node, "production.documents", "missing required key (chunks the production index holds)"
             )
-        documents = self.integer(entries["documents"][1], "production.documents", 1)
+        documents = self.integer(entries["documents"][1], "production.documents", 1, MAX_COUNT)
         queries = None
         if "queries_per_month" in entries:
-            queries = self.integer(entries["queries_per_month"][1], "production.queries_per_month", 0)
+            node = entries["queries_per_month"][1]
+            queries = self.integer(node, "production.queries_per_month", 0, MAX_COUNT)
         price = None
         if "memory_price_per_gb_month" in entries:
-            price = self.margin(
-                entries["memory_price_per_gb_month"][1], "production.memory_price_per_gb_month"
-            )
+            node = entries["memory_price_per_gb_month"][1]
+            price = self.number(node, "production.memory_price_per_gb_month")
+            if price is None or not 0 <= price <= MAX_PRICE:
+                problem = f"must be a number from 0 to {MAX_PRICE:,}, got {describe_node(node)}"
+                raise self.error(node, "production.memory_price_per_gb_month", problem)
         return Production(documents=documents, queries_per_month=queries, memory_price_per_gb_month=price)
 
     def corpus_sample(self, node: yaml.Node, default_seed: int) -> CorpusSample:

@@ -2,8 +2,7 @@
 everything else lives in the modules they delegate to: every option and ini key resolved once into
 `options.Settings`, the golden file's collector and stratum items (`items`), the session's state
 (`state`) and the hooks that need it, merging xdist records and writing every output (`session`), the
-output paths that would overwrite an input or each other (`output_paths`), the progress line on pytest's
-terminal (`terminal_progress`), and pytest-html's section (`pytest_html`).
+progress line on pytest's terminal (`terminal_progress`), and pytest-html's section (`pytest_html`).
 
 May import: everything below it (``reports``, ``judging``, ``cache``, ``run``, ``arms``, ``search``,
 ``golden``, ``files``, ``core``); never ``cli``.

@@ -29,7 +29,7 @@ from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
 from pytest_embeval.cache.store import CacheStats
 from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
 from pytest_embeval.core.progress import labelled, reporting
-from pytest_embeval.core.verdict import Verdict
+from pytest_embeval.core.verdict import NotANumber, Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.decision_spec import CHANGE_TARGET, ROUTED
 from pytest_embeval.golden.loader import load_golden
@@ -291,6 +291,8 @@ class GoldenItem(pytest.Function):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EmbevalFailure):
             return str(excinfo.value)
+        if isinstance(excinfo.value, NotANumber):  # a number no verdict may rest on: one line, no traceback
+            return f"{self.golden.name}: {self.name}: {excinfo.value}"
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from pytest_embeval.plugin.output_paths import clash, file_output_problem
+from pytest_embeval.files.output_paths import clash, file_output_problem, output_problem
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -43,8 +42,8 @@ class Settings:
     #: the device of the models whose spec does not say (``device=``): auto, cpu, cuda, cuda:N or mps
     device: str = "auto"
 
-    def outputs(self) -> dict[str, tuple[str, Path]]:
-        """Every output asked for: the option (or variable) that names it -> (its value, its path)."""
+    def outputs(self) -> dict[str, Path]:
+        """Every output asked for: the option (or variable) that names it and its value -> its path."""
         named = {
             "--embeval-json": self.json_path,
             "--embeval-runs": self.runs_dir,
@@ -54,7 +53,7 @@ class Settings:
             "--embeval-plot": self.plot_path,
             f"${STEP_SUMMARY}": self.step_summary,
         }
-        return {option: (str(path), path) for option, path in named.items() if path is not None}
+        return {f"{option} {path}": path for option, path in named.items() if path is not None}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -218,11 +217,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         for option, (value, kind) in outputs.items():
             if value:
                 problem = (kind != "folder" and file_output_problem(str(value), kind)) or output_problem(
-                    Path(value), kind
+                    Path(value), kind, make_folders=True
                 )
                 if problem is not None:
                     raise pytest.UsageError(f"{option} {value}: {problem}")
-        written = {option: (str(value), Path(value)) for option, (value, _) in outputs.items() if value}
+        written = {f"{option} {value}": Path(value) for option, (value, _) in outputs.items() if value}
         cache = {} if cache_dir is None else {cache_dir: "the embedding cache folder"}
         problem = clash(written, folders=cache)
         if problem is not None:
@@ -240,32 +239,6 @@ def resolve_settings(config: pytest.Config) -> Settings:
         device=device,
         **reports,
     )
-
-
-def output_problem(path: Path, kind: str) -> str | None:
-    """Why ``path`` cannot be written at the end of the run as a ``kind``, or None. ``kind`` is "folder", or
-    for a file the name of one that a folder given instead could hold, for the message.
-
-    Checked when the session starts, so a bad output path costs nothing: an existing path of the other kind,
-    a path under a file, and a folder this process cannot create files in (tried with a temporary file in
-    the deepest folder that exists, which is where the missing ones would be created).
-    """
-    existing = path.parent
-    try:
-        if kind != "folder" and path.is_dir():
-            return "is a folder; name the file, e.g. " + str(path / kind)
-        if kind == "folder" and path.exists() and not path.is_dir():
-            return "is a file, not a folder"
-        existing = path if kind == "folder" and path.is_dir() else path.parent
-        while not existing.exists():
-            existing = existing.parent
-        if not existing.is_dir():
-            return f"{existing} is a file, not a folder"
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as error:
-        return f"cannot write in {existing}: {error.strerror or error}"
-    return None
 
 
 #: The variable GitHub Actions names the job step's summary file in.

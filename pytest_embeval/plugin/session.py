@@ -26,17 +26,16 @@ from pytest_embeval.arms.devices import DEFAULT_DEVICE, DeviceError, resolve_dev
 from pytest_embeval.arms.embedding import Arm, EncoderError
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
-from pytest_embeval.files.atomic import append_text, write_atomic
+from pytest_embeval.files.atomic import append_text, error_line, write_atomic
 from pytest_embeval.files.digests import remember_in
+from pytest_embeval.files.output_paths import clash
 from pytest_embeval.golden.decision_spec import PROCEED, ROUTED
 from pytest_embeval.golden.inputs import golden_inputs
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import TEXTLESS_SHOWN, GoldenSet
 from pytest_embeval.golden.yaml_nodes import declared_lines
-from pytest_embeval.judging.provenance import provenance_path
 from pytest_embeval.judging.rankings import rankings_from_record
 from pytest_embeval.plugin.options import Settings
-from pytest_embeval.plugin.output_paths import clash
 from pytest_embeval.plugin.state import (
     CACHE_PROPERTIES,
     ITEM_ERROR,
@@ -130,20 +129,16 @@ def model_folders(arms: Mapping[Any, Retriever]) -> dict[Path, str]:
     return folders
 
 
-def input_clash(settings: Settings, golden_files: Iterable[Path], start: Path) -> str | None:
-    """Why an output would overwrite one of the golden files' inputs (`golden.inputs`; each named relative
-    to ``start``), or None."""
+def input_clash(outputs: Mapping[str, Path], golden_files: Iterable[Path], start: Path) -> str | None:
+    """Why one of the ``outputs`` (`Settings.outputs`) would overwrite one of the golden files' inputs
+    (`golden.inputs`; each named relative to ``start``), or None."""
     files: dict[Path, str] = {}
     folders: dict[Path, str] = {}
     for path in sorted(golden_files):
         inputs = golden_inputs(path, os.path.relpath(path, start))
         files.update(inputs.files)
         folders.update(inputs.folders)
-        for qrels in inputs.qrels:
-            with contextlib.suppress(OSError, RuntimeError, ValueError):
-                sidecar = provenance_path(qrels).resolve()
-                files.setdefault(sidecar, f"the judgments' provenance of {inputs.golden}")
-    return clash(settings.outputs(), files, folders)
+    return clash(outputs, files, folders)
 
 
 def _embedding_arms(arm: Retriever) -> list[Arm]:
@@ -163,6 +158,7 @@ class SessionHooks:
         self.inputs_checked = False
         #: whether a golden file failed to collect (serially, or on an xdist worker)
         self.golden_collection_failed = False
+        self.session: pytest.Session
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -209,7 +205,8 @@ class SessionHooks:
         from pytest_embeval.plugin.items import StratumItem
 
         golden_files = {item.path for item in items if isinstance(item, StratumItem)}
-        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        outputs = self.state.settings.outputs()
+        problem = input_clash(outputs, golden_files, self.config.invocation_params.dir)
         if problem is not None:
             raise pytest.UsageError(problem)
 
@@ -226,7 +223,8 @@ class SessionHooks:
             for nodeid in ids
             if nodeid.split("::", 1)[0].endswith((".yaml", ".yml"))
         }
-        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        outputs = self.state.settings.outputs()
+        problem = input_clash(outputs, golden_files, self.config.invocation_params.dir)
         if problem is not None:
             # A UsageError raised here would be an internal error of xdist's loop: exit as pytest's does.
             sys.stderr.write(f"ERROR: {problem}\n")
@@ -282,10 +280,16 @@ class SessionHooks:
         if decision is not None:
             self.state.decision_records[decision["golden"]] = decision
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if hasattr(self.config, "workerinput"):  # only the controller prints and writes
             return
-        write_outputs(self.state, terminalreporter)
+        # An output that could not be written fails a run that would pass: its report is missing (exit 4,
+        # as for an output refused at the start); a failing run keeps its own status.
+        if not write_outputs(self.state, terminalreporter) and self.session.exitstatus == pytest.ExitCode.OK:
+            self.session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 #: What a report carries for the session's outputs (see `SessionHooks.pytest_runtest_makereport`).
@@ -317,9 +321,17 @@ def forget_records(state: EmbevalState, reports: Iterable[Iterable[object]]) -> 
                 delattr(report, name)
 
 
-def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
+def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> bool:
     """On the controller at the end of the session: the per-golden-set tables and coverage warnings, the
-    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report."""
+    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report.
+    False when an output could not be written (`OutputWriter`)."""
+    writer = OutputWriter(reporter)
+    _write_outputs(state, writer)
+    return not writer.failed
+
+
+def _write_outputs(state: EmbevalState, writer: OutputWriter) -> None:
+    reporter = writer.reporter
     settings = state.settings
     config = reporter.config
     cache = (
@@ -355,7 +367,7 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
         if settings.pool_dir is not None:
             # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
             golden = load_golden(os.path.normpath(config.rootpath / record["path"]))
-            _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
+            _pool(golden, record, settings.pool_dir, settings.pool_depth, writer)
         reporter.write_line("")
     for error in report["errors"]:
         reporter.write_line(
@@ -370,22 +382,69 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
     if not (report["golden_sets"] or report["errors"]):
         return
     if settings.json_path is not None:
-        settings.json_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(settings.json_path, report_json(report))
-        reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
-    if settings.runs_dir is not None:
-        settings.runs_dir.mkdir(parents=True, exist_ok=True)
+        written = writer.file("JSON report", settings.json_path, lambda: report_json(report))
+        if written:
+            reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
+    runs_dir = settings.runs_dir
+    if runs_dir is not None:
+        runs: dict[Path, str] = {}
         for golden_set in report["golden_sets"]:
             for role in ROLES:
-                write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
+                runs[runs_dir / run_file_name(golden_set, role)] = trec_run(golden_set, role)
                 after = rerank_run(golden_set, role)
                 if after is not None:
-                    write_atomic(settings.runs_dir / run_file_name(golden_set, role, "rerank"), after)
-        reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
-    _write_readable(report, settings, reporter)
+                    runs[runs_dir / run_file_name(golden_set, role, "rerank")] = after
+        # Each file is checked as the folder was: a symlink left in it is followed by the write.
+        golden_files = [
+            Path(os.path.normpath(config.rootpath / record["path"])) for record in report["golden_sets"]
+        ]
+        problem = input_clash(
+            {f"--embeval-runs {path}": path for path in runs}, golden_files, config.invocation_params.dir
+        )
+        if problem is not None:
+            reporter.write_line(f"embeval: ERROR: TREC run files not written: {problem}", red=True)
+            writer.failed = True
+        elif writer.done("TREC run files", lambda: _write_all(runs_dir, runs)):
+            reporter.write_line(f"embeval: TREC run files written to {runs_dir}")
+    _write_readable(report, settings, writer)
 
 
-def _write_readable(report: Record, settings: Settings, reporter: pytest.TerminalReporter) -> None:
+def _write_all(folder: Path, texts: Mapping[Path, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, text in texts.items():
+        write_atomic(path, text)
+
+
+class OutputWriter:
+    """Writes the session's outputs one by one at its end: one that cannot be written (a full disk, a
+    folder made read-only since the start, a FIFO nobody reads) is one red line naming what to blame, and
+    the others are still written; `failed` says whether any was not."""
+
+    def __init__(self, reporter: pytest.TerminalReporter) -> None:
+        self.reporter = reporter
+        self.failed = False
+
+    def done(self, what: str, write: Callable[[], None]) -> bool:
+        try:
+            write()
+        except (OSError, ValueError) as error:  # ValueError: a number JSON cannot hold (never a partial file)
+            problem = error_line(error) if isinstance(error, OSError) else str(error)
+            self.reporter.write_line(f"embeval: ERROR: {what} not written: {problem}", red=True)
+            self.failed = True
+            return False
+        return True
+
+    def file(self, what: str, path: Path, render: Callable[[], str | bytes]) -> bool:
+        """Write the file ``render`` makes at ``path``, its folders created."""
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, render())
+
+        return self.done(what, write)
+
+
+def _write_readable(report: Record, settings: Settings, writer: OutputWriter) -> None:
     """The reports people read, each when asked for: Markdown (to a file, appended to the GitHub step
     summary, or both), the HTML page and the forest plot's PNG; every one made from the merged report."""
     if not (settings.markdown_path or settings.step_summary or settings.html_path or settings.plot_path):
@@ -394,6 +453,7 @@ def _write_readable(report: Record, settings: Settings, reporter: pytest.Termina
     from pytest_embeval.reports.html_page import report_html
     from pytest_embeval.reports.markdown import report_markdown, size_warning
 
+    reporter = writer.reporter
     markdown = report_markdown(report) if settings.markdown_path or settings.step_summary else ""
     made: dict[str, tuple[Path | None, Callable[[], str | bytes]]] = {
         "Markdown report": (settings.markdown_path, lambda: markdown),
@@ -401,22 +461,18 @@ def _write_readable(report: Record, settings: Settings, reporter: pytest.Termina
         "forest plot": (settings.plot_path, lambda: forest_png(report)),
     }
     for what, (path, render) in made.items():
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, render())
+        if path is not None and writer.file(what, path, render):
             reporter.write_line(f"embeval: {what} written to {path}")
-    if settings.step_summary is not None:
-        append_text(settings.step_summary, markdown)
-        reporter.write_line(f"embeval: Markdown report appended to the step summary {settings.step_summary}")
+    summary = settings.step_summary
+    if summary is not None and writer.done("step summary", lambda: append_text(summary, markdown)):
+        reporter.write_line(f"embeval: Markdown report appended to the step summary {summary}")
     for where, path in ((False, settings.markdown_path), (True, settings.step_summary)):
         warning = size_warning(markdown, step_summary=where) if path is not None else None
         if warning is not None:
             reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
 
 
-def _pool(
-    golden: GoldenSet, record: Record, folder: Path, depth: int, reporter: pytest.TerminalReporter
-) -> None:
+def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: OutputWriter) -> None:
     """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
 
     Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
@@ -428,12 +484,15 @@ def _pool(
         pool_lines,
         read_sheet,
         sheet_pairs,
-        write_sheet,
+        sheet_text,
     )
+
+    reporter = writer.reporter
 
     # Named after the golden file only: the name must not tell a judge which arm retrieved what.
     stem = file_stem(record)
-    earlier = sorted(folder.glob(f"{stem}.pool*.csv"))
+    # Only regular files are sheets this run wrote: a FIFO of that name would never end (and is not reused).
+    earlier = sorted(path for path in folder.glob(f"{stem}.pool*.csv") if path.is_file())
     try:
         exclude = sheet_pairs([read_sheet(path) for path in earlier])
     except SheetError as error:
@@ -445,20 +504,19 @@ def _pool(
         reporter.write_line(f"embeval pool: {line}")
     if not pool.rows:
         return
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.pool.csv"
     number = 2
     while path.exists():
         path, number = folder / f"{stem}.pool-{number}.csv", number + 1
-    write_sheet(path, pool)
-    reporter.write_line(f"embeval pool: sheet written to {path}")
+    if writer.file("judging sheet", path, lambda: sheet_text(pool)):
+        reporter.write_line(f"embeval pool: sheet written to {path}")
 
 
 def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
     """What the embedding cache did over the session, summed from the user properties of the items that ran
     a golden set (on any worker; in their setup, which runs the golden set): ``read``, ``embedded``,
-    ``corrupt`` counts and the first ``write_error``."""
-    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "write_error": None}
+    ``corrupt`` and ``unreadable`` counts and the first ``write_error``."""
+    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "unreadable": 0, "write_error": None}
     field_of = {name: field for field, name in CACHE_PROPERTIES.items()}
     for group in reports:
         for report in group:

@@ -39,6 +39,7 @@ CACHE_PROPERTIES = {
     "read": "embeval_cache_read",
     "embedded": "embeval_cache_embedded",
     "corrupt": "embeval_cache_corrupt",
+    "unreadable": "embeval_cache_unreadable_packs",
     "write_error": "embeval_cache_write_error",
 }
 

@@ -212,16 +212,26 @@ def shelf_life_warning_lines(golden: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None, where: str) -> list[str]:
+def cache_lines(
+    read: int, embedded: int, corrupt: int, unreadable: int, write_error: str | None, where: str
+) -> list[str]:
     """One line on what the embedding cache in ``where`` served and took over the session, and one each for
-    corrupt entries and for a cache that could not be written; nothing when the cache was not used."""
-    if not (read or embedded or corrupt or write_error):
+    corrupt entries, for packs whose header could not be read (how many entries they held is unknown), and
+    for a cache that could not be written; nothing when the cache was not used."""
+    if not (read or embedded or corrupt or unreadable or write_error):
         return []
     lines = [f"embeval: embedding cache {where}: {read:,} texts read, {embedded:,} embedded"]
     if corrupt:
         entries = "entry was" if corrupt == 1 else "entries were"
         lines.append(
             f"embeval: {corrupt:,} corrupt cache {entries} found in {where}, discarded and recomputed"
+        )
+    if unreadable:
+        one = unreadable == 1
+        lines.append(
+            f"embeval: found {unreadable:,} cache pack{'' if one else 's'} in {where} whose "
+            f"header{'' if one else 's'} could not be read (how many entries {'it' if one else 'they'} held "
+            f"is unknown): discarded, {'its' if one else 'their'} texts embedded again"
         )
     if write_error:
         lines.append(f"embeval: new embeddings could not be stored in {where}: {write_error}")
