@@ -18,7 +18,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_embeval.cli import cache_commands, judge_commands, sample_commands, seeds_and_refresh
+from pytest_embeval.cli import (
+    cache_commands,
+    judge_commands,
+    judge_page_command,
+    sample_commands,
+    seeds_and_refresh,
+)
 from pytest_embeval.cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
 from pytest_embeval.cli.support import add_scale as _add_scale
 from pytest_embeval.cli.support import bounded_float as _bounded_float
@@ -532,6 +538,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan_parser.set_defaults(run=_plan)
     judge_commands.add_parsers(commands)
+    judge_page_command.add_parser(commands)
     seeds_and_refresh.add_parsers(commands)
     cache_commands.add_commands(commands)
     sample_commands.add_commands(commands)

@@ -42,14 +42,17 @@ __all__ = [
     "QueryPool",
     "Sheet",
     "SheetError",
+    "SheetRecords",
     "SheetRow",
     "pair_id",
     "pool_from_rankings",
     "pool_lines",
     "pool_row",
     "read_sheet",
+    "read_sheet_records",
     "sample_pool",
     "sheet_cells",
+    "sheet_of",
     "sheet_pairs",
     "sheet_text",
     "split_pool",
@@ -400,13 +403,26 @@ class Sheet:
         return str(self.path)
 
 
-def read_sheet(path: str | PathLike[str]) -> Sheet:
-    """Read a judging sheet. Raises `SheetError` for an unreadable file or a bad header.
+@dataclass(frozen=True, slots=True)
+class SheetRecords:
+    """A sheet file's records as read, cells untouched: what `read_sheet` checks, and what an edit of some
+    cells (`sheet_edits`) writes back with every other byte the same."""
 
-    The header must name at least :data:`REQUIRED_COLUMNS`; other columns may be dropped or added (a
-    spreadsheet adds its own). Blank rows are skipped; a UTF-8 byte order mark (Excel's "CSV UTF-8") is
-    accepted. Cell values are checked by the caller, which knows the golden set and the scale.
-    """
+    path: Path
+    #: the header first, then every record, blank ones included
+    records: tuple[tuple[str, ...], ...]
+    #: the file began with a UTF-8 byte order mark (Excel's "CSV UTF-8")
+    bom: bool
+    #: what the file ends a record with: ``\r\n`` (as `write_sheet` and spreadsheets write) or ``\n``
+    newline: str
+
+    @property
+    def header(self) -> tuple[str, ...]:
+        return tuple(cell.strip() for cell in self.records[0])
+
+
+def read_sheet_records(path: str | PathLike[str]) -> SheetRecords:
+    """A sheet's records, its header checked. Raises `SheetError` for an unreadable file or a bad header."""
     location = Path(path)
     where = str(location)
     try:
@@ -416,24 +432,44 @@ def read_sheet(path: str | PathLike[str]) -> Sheet:
     except OSError as exc:
         raise SheetError([f"{where}: cannot read: {exc.strerror or exc}"]) from None
     try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         problem = (
             f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the sheet as CSV UTF-8"
         )
         raise SheetError([f"{where}: {problem}"]) from None
+    bom = text.startswith("\ufeff")
+    text = text.removeprefix("\ufeff")
     try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
+        records = tuple(tuple(record) for record in csv.reader(io.StringIO(text, newline="")))
     except csv.Error as exc:
         raise SheetError([f"{where}: not a CSV file: {exc}"]) from None
     if not records:
         raise SheetError([f"{where}: empty file (expected a header row: {','.join(SHEET_COLUMNS)})"])
-    header = [cell.strip() for cell in records[0]]
-    _check_header(where, header)
+    read = SheetRecords(location, records, bom, "\r\n" if "\r\n" in text or "\n" not in text else "\n")
+    _check_header(where, read.header)
+    return read
+
+
+def read_sheet(path: str | PathLike[str]) -> Sheet:
+    """Read a judging sheet. Raises `SheetError` for an unreadable file or a bad header.
+
+    The header must name at least :data:`REQUIRED_COLUMNS`; other columns may be dropped or added (a
+    spreadsheet adds its own). Blank rows are skipped; a UTF-8 byte order mark (Excel's "CSV UTF-8") is
+    accepted. Cell values are checked by the caller, which knows the golden set and the scale.
+    """
+    return sheet_of(read_sheet_records(path))
+
+
+def sheet_of(read: SheetRecords) -> Sheet:
+    """The sheet's non-blank rows (`read_sheet`). Raises `SheetError` for a row with more cells than the
+    header."""
+    where = str(read.path)
+    header = read.header
     column = {name: i for i, name in enumerate(header)}
     rows = []
     problems = []
-    for number, record in enumerate(records[1:], start=2):
+    for number, record in enumerate(read.records[1:], start=2):
         if not any(cell.strip() for cell in record):
             continue
         if len(record) > len(header):
@@ -446,7 +482,7 @@ def read_sheet(path: str | PathLike[str]) -> Sheet:
         rows.append(SheetRow(number, *cells))
     if problems:
         raise SheetError(problems)
-    return Sheet(location, tuple(rows))
+    return Sheet(read.path, tuple(rows))
 
 
 def _cell(record: Sequence[str], index: int | None) -> str:
