@@ -51,7 +51,11 @@ def write_judging_set(root: Path, *, guidelines: bool = True, name: str = "page"
     data.mkdir(parents=True, exist_ok=True)
     texts = {HOSTILE_DOC: HOSTILE, LONG_DOC: LONG_TEXT}
     documents = [
-        {"_id": f"d{i:02d}", "title": f"Help page {i}", "text": texts.get(f"d{i:02d}", f"How to do thing {i}.")}
+        {
+            "_id": f"d{i:02d}",
+            "title": f"Help page {i}",
+            "text": texts.get(f"d{i:02d}", f"How to do thing {i}."),
+        }
         for i in range(DOCUMENTS)
     ]
     (data / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")

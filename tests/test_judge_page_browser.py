@@ -121,7 +121,9 @@ def text(driver: Any, element_id: str) -> str:
 
 
 def at_pair(driver: Any, number: int, total: int) -> None:
-    wait_for(driver, "document.getElementById('where').textContent.split(' · ')[0]", f"pair {number} of {total}")
+    wait_for(
+        driver, "document.getElementById('where').textContent.split(' · ')[0]", f"pair {number} of {total}"
+    )
 
 
 def saved(driver: Any) -> None:
@@ -206,7 +208,7 @@ def report_latency(probes: list[dict[str, list[float]]], presses: int) -> None:
         f"{statistics.quantiles(dom, n=20, method='inclusive')[-1]:.1f} ms; "
         f"next frame median {statistics.median(frame):.1f} ms, p95 {p95:.1f} ms"
     )
-    assert statistics.median(frame) < 50, probe
+    assert statistics.median(frame) < 50, probes
 
 
 def test_a_hostile_document_renders_as_text_and_a_long_one_whole(
@@ -229,7 +231,9 @@ def test_a_hostile_document_renders_as_text_and_a_long_one_whole(
     keys(browser, *(["\ue014"] * (long - hostile) if long > hostile else ["\ue012"] * (hostile - long)))
     at_pair(browser, long + 1, len(order))
     shown = text(browser, "text")
-    assert len(shown) > 20_000 and shown.endswith("Sentence 399 of a long help page about parcels and their labels.")
+    assert len(shown) > 20_000 and shown.endswith(
+        "Sentence 399 of a long help page about parcels and their labels."
+    )
     # the grade keys stay in view below a text longer than the window
     assert browser.execute_script(
         "const r = document.getElementById('grades').getBoundingClientRect(); return r.bottom <= innerHeight;"
@@ -310,7 +314,9 @@ def test_the_calibration_round_comes_first_says_when_it_is_done_and_feeds_agreem
     assert "Calibration: 0 of 6 shared pairs graded" in text(browser, "calibration")
     keys(browser, "2", "0", "1", "0", "1")
     at_pair(browser, 6, total)
-    assert text(browser, "pause") and browser.execute_script("return document.getElementById('pause').hidden;")
+    assert text(browser, "pause") and browser.execute_script(
+        "return document.getElementById('pause').hidden;"
+    )
     keys(browser, "0")
     wait_for(browser, "document.getElementById('pause').hidden", False)
     assert text(browser, "pause-command") == "embeval agreement calibration-ana.csv OTHER-JUDGES-COPY.csv"

@@ -422,6 +422,7 @@ def _pool(
     Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
     the folder are left out, and the new sheet gets the next free name.
     """
+    from pytest_embeval.judging.grade_scale import no_guidelines_note
     from pytest_embeval.judging.pooling import (
         SheetError,
         pool_from_rankings,
@@ -452,6 +453,9 @@ def _pool(
         path, number = folder / f"{stem}.pool-{number}.csv", number + 1
     write_sheet(path, pool)
     reporter.write_line(f"embeval pool: sheet written to {path}")
+    note = no_guidelines_note(golden)
+    if note is not None:
+        reporter.write_line(f"embeval pool: {note}")
 
 
 def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
