@@ -9,10 +9,12 @@ import json
 import os
 import queue
 import signal
+import statistics
 import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -218,3 +220,48 @@ def grades_of(path: Path) -> dict[tuple[str, str], str]:
 
 def in_order(path: Path) -> Sequence[tuple[str, str]]:
     return [(row["query_id"], row["doc_id"]) for row in sheet_cells(path)]
+
+
+#: Records, in the page, each key press and how long until the pair on screen changed: to the DOM (a
+#: MutationObserver), and to the next frame after it (what the judge sees).
+LATENCY_PROBE = """
+if (!window.__probe) {
+  window.__probe = {dom: [], frame: [], key: null};
+  document.addEventListener('keydown', (event) => { window.__probe.key = event.timeStamp; }, true);
+  new MutationObserver(() => {
+    const key = window.__probe.key;
+    if (key === null) { return; }
+    window.__probe.key = null;
+    window.__probe.dom.push(performance.now() - key);
+    requestAnimationFrame(() => window.__probe.frame.push(performance.now() - key));
+  }).observe(document.getElementById('pair'), {subtree: true, childList: true, characterData: true});
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Milliseconds from a key press to the next pair: in the DOM, and on screen (the next frame)."""
+
+    presses: int
+    dom_median: float
+    dom_p95: float
+    frame_median: float
+    frame_p95: float
+
+    def __str__(self) -> str:
+        return (
+            f"median {self.frame_median:.1f} ms, 95th percentile {self.frame_p95:.1f} ms "
+            f"(in the DOM: median {self.dom_median:.1f} ms, 95th percentile {self.dom_p95:.1f} ms)"
+        )
+
+
+def latency(probes: Sequence[Mapping[str, Sequence[float]]]) -> Latency:
+    """The figures of what `LATENCY_PROBE` recorded on one or more page loads."""
+    dom = [value for probe in probes for value in probe["dom"]]
+    frame = [value for probe in probes for value in probe["frame"]]
+
+    def p95(values: list[float]) -> float:
+        return statistics.quantiles(values, n=20, method="inclusive")[-1]
+
+    return Latency(len(frame), statistics.median(dom), p95(dom), statistics.median(frame), p95(frame))

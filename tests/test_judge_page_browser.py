@@ -5,21 +5,23 @@ judge-page`` process (killed with SIGKILL where the test says so)."""
 from __future__ import annotations
 
 import shutil
-import statistics
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import CHROMEDRIVER, CHROMIUM, driven
 from judge_page_support import (
     HOSTILE,
     HOSTILE_DOC,
     LABELS,
+    LATENCY_PROBE,
     LONG_DOC,
     PageServer,
     grades_of,
     in_order,
+    latency,
     sheet_cells,
     write_calibration_sheets,
     write_judging_set,
@@ -31,53 +33,19 @@ from pytest_embeval.judging.agreement import agreement
 from pytest_embeval.judging.merging import merge_sheets, sheet_grades
 from pytest_embeval.judging.pooling import read_sheet
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None,
     reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
 )
 #: How long a wait for the page may take before the test fails (a loaded machine is slow, not broken).
 WAIT = 30
-#: Records, in the page, each key press and how long until the pair on screen changed (the DOM, and the
-#: next frame after it: what the judge sees).
-LATENCY_PROBE = """
-if (!window.__probe) {
-  window.__probe = {dom: [], frame: [], key: null};
-  document.addEventListener('keydown', (event) => { window.__probe.key = event.timeStamp; }, true);
-  new MutationObserver(() => {
-    const key = window.__probe.key;
-    if (key === null) { return; }
-    window.__probe.key = null;
-    window.__probe.dom.push(performance.now() - key);
-    requestAnimationFrame(() => window.__probe.frame.push(performance.now() - key));
-  }).observe(document.getElementById('pair'), {subtree: true, childList: true, characterData: true});
-}
-"""
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the [test] extra)")
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="embeval-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1200,900",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    pytest.importorskip("selenium", reason="needs selenium (the [test] extra)")
+    profile = Path(tempfile.mkdtemp(prefix="embeval-chromium-"))
+    driver = driven(profile, 1200, 900)
     driver.set_page_load_timeout(WAIT)
     try:
         yield driver
@@ -198,17 +166,11 @@ def test_a_judge_grades_by_keys_goes_back_survives_a_killed_server_and_the_sheet
 
 def report_latency(probes: list[dict[str, list[float]]], presses: int) -> None:
     """Key press -> next pair on screen, in the page: median and 95th percentile (the goal is 50 ms)."""
-    dom = [value for probe in probes for value in probe["dom"]]
-    frame = [value for probe in probes for value in probe["frame"]]
-    assert len(dom) == presses and len(frame) == presses, probes
-    p95 = statistics.quantiles(frame, n=20, method="inclusive")[-1]
-    print(
-        f"\njudging page latency, key press to the next pair ({len(frame)} presses): "
-        f"DOM median {statistics.median(dom):.1f} ms, p95 "
-        f"{statistics.quantiles(dom, n=20, method='inclusive')[-1]:.1f} ms; "
-        f"next frame median {statistics.median(frame):.1f} ms, p95 {p95:.1f} ms"
-    )
-    assert statistics.median(frame) < 50, probes
+    assert all(len(probe["dom"]) == len(probe["frame"]) for probe in probes), probes
+    assert sum(len(probe["frame"]) for probe in probes) == presses, probes
+    figures = latency(probes)
+    print(f"\njudging page, key press to the next pair on screen ({presses} presses): {figures}")
+    assert figures.frame_median < 50, probes
 
 
 def test_a_hostile_document_renders_as_text_and_a_long_one_whole(
