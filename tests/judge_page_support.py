@@ -159,10 +159,10 @@ class PageServer:
             self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=30)
 
-    def stop(self) -> list[str]:
-        """Ctrl-C, and every line it printed."""
+    def stop(self, how: signal.Signals = signal.SIGINT) -> list[str]:
+        """Ctrl-C (or another signal), and every line it printed."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
+            self.process.send_signal(how)
         self.process.wait(timeout=30)
         rest = []
         while (line := self.lines.get(timeout=10)) is not None:
@@ -254,6 +254,14 @@ class Latency:
             f"median {self.frame_median:.1f} ms, 95th percentile {self.frame_p95:.1f} ms "
             f"(in the DOM: median {self.dom_median:.1f} ms, 95th percentile {self.dom_p95:.1f} ms)"
         )
+
+
+def probe_results(driver: Any) -> Any:
+    """What `LATENCY_PROBE` recorded, once the frame after the last change has come."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    script = "const p = window.__probe; return p.frame.length === p.dom.length ? p : null;"
+    return WebDriverWait(driver, 30, poll_frequency=0.01).until(lambda d: d.execute_script(script))
 
 
 def latency(probes: Sequence[Mapping[str, Sequence[float]]]) -> Latency:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import socket
 import threading
 import time
@@ -85,7 +86,7 @@ def refusals(server: JudgingServer) -> list[tuple[str, str, dict[str, str], Any,
     """(method, path, headers, JSON body, raw body, expected status) for requests the server refuses."""
     port, token = server.port, server.token
     mark = f"/{token}/api/mark"
-    grade = {"position": 0, "grade": "2"}
+    grade = {"marks": [{"position": 0, "grade": "2"}]}
     return [
         # no token, a wrong one, a prefix of it, the token as a query parameter
         ("GET", "/", {}, None, None, 403),
@@ -112,13 +113,25 @@ def refusals(server: JudgingServer) -> list[tuple[str, str, dict[str, str], Any,
         ("POST", mark, {"Content-Type": "application/json"}, None, b"x" * (MAX_BODY + 1), 413),
         ("POST", mark, {"Content-Type": "application/json"}, None, b"{not json", 400),
         ("POST", mark, {}, [0, "2"], None, 400),
-        ("POST", mark, {}, {"position": 0, "grade": "3"}, None, 400),
-        ("POST", mark, {}, {"position": 0, "grade": 2}, None, 400),
-        ("POST", mark, {}, {"position": 28, "grade": "1"}, None, 400),
-        ("POST", mark, {}, {"position": True, "grade": "1"}, None, 400),
-        ("POST", mark, {}, {"position": 0}, None, 400),
-        ("POST", mark, {}, {"position": 0, "grade": "1", "arm": "candidate"}, None, 400),
-        ("POST", mark, {}, {"position": 0, "notes": "x" * 4001}, None, 400),
+        ("POST", mark, {}, {"position": 0, "grade": "2"}, None, 400),
+        ("POST", mark, {}, {"marks": []}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": 0, "grade": "1"}] * 501}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": 0, "grade": "3"}]}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": 0, "grade": 2}]}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": 28, "grade": "1"}]}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": True, "grade": "1"}]}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": 0}]}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": 0, "grade": "1", "arm": "candidate"}]}, None, 400),
+        ("POST", mark, {}, {"marks": [{"position": 0, "notes": "x" * 4001}]}, None, 400),
+        # one bad mark among good ones: none is written
+        (
+            "POST",
+            mark,
+            {},
+            {"marks": [{"position": 1, "grade": "1"}, {"position": 0, "grade": "7"}]},
+            None,
+            400,
+        ),
         # what is not there: other files (no folder is served), other methods
         ("GET", f"/{token}/../pyproject.toml", {}, None, None, 404),
         ("GET", f"/{token}/static/page.js", {}, None, None, 404),
@@ -148,7 +161,11 @@ def test_every_request_without_the_token_or_from_elsewhere_is_refused_and_writes
     origin = {"Origin": f"http://127.0.0.1:{served.port}"}
     assert (
         request(
-            served.port, "POST", f"/{served.token}/api/mark", {"position": 0, "grade": "2"}, headers=origin
+            served.port,
+            "POST",
+            f"/{served.token}/api/mark",
+            {"marks": [{"position": 0, "grade": "2"}]},
+            headers=origin,
         )[0]
         == 200
     )
@@ -217,11 +234,11 @@ def test_each_grade_is_in_the_sheet_when_its_answer_comes_and_reopening_resumes_
 ) -> None:
     order = in_order(sheet)
     for position, grade in [(0, "2"), (1, "0"), (2, "1"), (4, "1")]:
-        answer = call(served, "POST", "api/mark", {"position": position, "grade": grade})
+        answer = call(served, "POST", "api/mark", {"marks": [{"position": position, "grade": grade}]})
         assert grades_of(sheet)[order[position]] == grade  # written before the answer
         assert answer["grades"][position] == grade
-    call(served, "POST", "api/mark", {"position": 2, "notes": 'two, "quoted"\nlines'})
-    call(served, "POST", "api/mark", {"position": 1, "grade": ""})  # undone
+    call(served, "POST", "api/mark", {"marks": [{"position": 2, "notes": 'two, "quoted"\nlines'}]})
+    call(served, "POST", "api/mark", {"marks": [{"position": 1, "grade": ""}]})  # undone
     rows = {(r["query_id"], r["doc_id"]): r for r in sheet_cells(sheet)}
     assert [(rows[order[i]]["grade"], rows[order[i]]["judge"]) for i in range(5)] == [
         ("2", "ana"), ("", "ana"), ("1", "ana"), ("", ""), ("1", "ana"),
@@ -235,6 +252,25 @@ def test_each_grade_is_in_the_sheet_when_its_answer_comes_and_reopening_resumes_
         assert session["notes"][2] == 'two, "quoted"\nlines'
     finally:
         shutdown(again)
+
+
+def test_marks_given_while_a_write_was_on_its_way_come_together_and_apply_in_order(
+    served: JudgingServer, sheet: Path
+) -> None:
+    order = in_order(sheet)
+    marks = [
+        {"position": 0, "grade": "2"},
+        {"position": 1, "grade": "1"},
+        {"position": 0, "notes": "checked twice"},
+        {"position": 1, "grade": ""},  # undone
+        {"position": 3, "grade": "0"},
+    ]
+    answer = call(served, "POST", "api/mark", {"marks": marks})
+    assert answer["grades"][:4] == ["2", "", "", "0"] and answer["notes"][0] == "checked twice"
+    rows = {(r["query_id"], r["doc_id"]): r for r in sheet_cells(sheet)}
+    assert [(rows[order[i]]["grade"], rows[order[i]]["notes"]) for i in range(4)] == [
+        ("2", "checked twice"), ("", ""), ("", ""), ("0", ""),
+    ]  # fmt: skip
 
 
 def test_mid_session_the_sheet_is_valid_for_merge_and_agreement_at_every_moment(
@@ -260,7 +296,7 @@ def test_mid_session_the_sheet_is_valid_for_merge_and_agreement_at_every_moment(
     reader.start()
     try:
         for position in range(14):
-            call(served, "POST", "api/mark", {"position": position, "grade": str(position % 3)})
+            call(served, "POST", "api/mark", {"marks": [{"position": position, "grade": str(position % 3)}]})
         status, out, err = embeval("merge", golden_path, sheet, "--dry-run")
         ungraded = [
             f"{sheet}: row {row}: empty grade: grade the pair (0..2) or delete the row"
@@ -275,7 +311,7 @@ def test_mid_session_the_sheet_is_valid_for_merge_and_agreement_at_every_moment(
         status, out, err = embeval("agreement", sheet, copy)
         assert (status, err) == (0, "") and "pairs graded by both: 14 (only" in out
         for position in range(14, 28):
-            call(served, "POST", "api/mark", {"position": position, "grade": str(position % 3)})
+            call(served, "POST", "api/mark", {"marks": [{"position": position, "grade": str(position % 3)}]})
     finally:
         done.set()
         reader.join()
@@ -294,7 +330,12 @@ def test_two_pages_on_one_sheet_keep_each_others_grades(sheet: Path, golden_path
         def grade(server: JudgingServer, positions: range) -> None:
             try:
                 for position in positions:
-                    call(server, "POST", "api/mark", {"position": position, "grade": str(position % 3)})
+                    call(
+                        server,
+                        "POST",
+                        "api/mark",
+                        {"marks": [{"position": position, "grade": str(position % 3)}]},
+                    )
             except BaseException as error:  # pragma: no cover - reported below
                 failures.append(error)
 
@@ -310,8 +351,8 @@ def test_two_pages_on_one_sheet_keep_each_others_grades(sheet: Path, golden_path
         order = in_order(sheet)
         assert grades_of(sheet) == {order[i]: str(i % 3) for i in range(28)}
         # a pair both grade keeps the grade written last
-        call(first, "POST", "api/mark", {"position": 5, "grade": "0"})
-        answer = call(second, "POST", "api/mark", {"position": 5, "grade": "1"})
+        call(first, "POST", "api/mark", {"marks": [{"position": 5, "grade": "0"}]})
+        answer = call(second, "POST", "api/mark", {"marks": [{"position": 5, "grade": "1"}]})
         assert grades_of(sheet)[order[5]] == "1" and answer["grades"] == [
             str(i % 3) if i != 5 else "1" for i in range(28)
         ]
@@ -332,7 +373,10 @@ def test_a_killed_server_loses_at_most_the_grade_it_was_writing(sheet: Path, gol
             sent.append(position)
             try:
                 status, _, _ = request(
-                    server.port, "POST", f"/{server.token}/api/mark", {"position": position, "grade": "2"}
+                    server.port,
+                    "POST",
+                    f"/{server.token}/api/mark",
+                    {"marks": [{"position": position, "grade": "2"}]},
                 )
             except OSError:
                 return
@@ -376,7 +420,7 @@ def test_a_calibration_pair_on_both_sheets_is_shown_once_and_graded_on_both(
         pairs = call(server, "GET", "api/pairs?from=0&count=200")["pairs"]
         assert [pair["shared"] for pair in pairs] == [True] * 6 + [False] * (session["total"] - 6)
         position = calibration_pairs.index(both[0])
-        call(server, "POST", "api/mark", {"position": position, "grade": "2"})
+        call(server, "POST", "api/mark", {"marks": [{"position": position, "grade": "2"}]})
         assert grades_of(ana)[both[0]] == grades_of(own)[both[0]] == "2"
     finally:
         shutdown(server)
@@ -418,7 +462,7 @@ def test_the_command_prints_the_address_the_scale_and_what_is_missing_and_stops_
     sheet: Path, golden_path: Path, tmp_path: Path
 ) -> None:
     server = PageServer(sheet, "--golden", golden_path, "--judge", "ana")
-    api(server.port, server.token, "POST", "api/mark", {"position": 0, "grade": "1"})
+    api(server.port, server.token, "POST", "api/mark", {"marks": [{"position": 0, "grade": "1"}]})
     lines = server.stop()
     assert lines == [
         f"judging page for {sheet}: 28 pairs, 0 graded",
@@ -435,7 +479,8 @@ def test_the_command_prints_the_address_the_scale_and_what_is_missing_and_stops_
         ((bare_sheet,), "no guidelines: without --golden GOLDEN.yaml the page cannot show"),
     ]:
         server = PageServer(*arguments, "--max-grade", "3")
-        printed = server.stop()
+        printed = server.stop(signal.SIGTERM)  # as a shell's background job is stopped
+        assert printed[-1] == "stopped: 0 of 28 pairs graded"
         assert printed[1] == (
             "grades 0..3, by their usual names: "
             "0 not relevant, 1 related, 2 highly relevant, 3 perfectly relevant"

@@ -22,6 +22,7 @@ from judge_page_support import (
     grades_of,
     in_order,
     latency,
+    probe_results,
     sheet_cells,
     write_calibration_sheets,
     write_judging_set,
@@ -136,7 +137,7 @@ def test_a_judge_grades_by_keys_goes_back_survives_a_killed_server_and_the_sheet
     assert text(browser, "done") == f"20 of {total} done"
     assert {pair: grade for pair, grade in grades_of(sheet).items() if grade} == given
 
-    probes = [browser.execute_script("return window.__probe;")]
+    probes = [probe_results(browser)]
 
     # the server is killed (no handler runs) and started again: the page resumes at the first ungraded pair
     servers[-1].kill()
@@ -150,7 +151,7 @@ def test_a_judge_grades_by_keys_goes_back_survives_a_killed_server_and_the_sheet
         given[order[position]] = "1"
     wait_for(browser, "document.getElementById('finished').hidden", False)
     saved(browser)
-    probes.append(browser.execute_script("return window.__probe;"))
+    probes.append(probe_results(browser))
     assert "embeval merge page.yaml pool.csv" in text(browser, "finished-text")
     lines = servers[-1].stop()
     assert lines[-1] == f"stopped: {total} of {total} pairs graded"

@@ -173,3 +173,33 @@ def test_a_golden_set_without_guidelines_is_named_and_told_what_to_write(
         f"no guidelines: {bare} names no written relevance definition, so each judge grades by their own; "
         "write one (a sentence per grade, with an example) and name it under 'guidelines:'"
     )
+
+
+def test_a_sheet_this_process_wrote_last_is_not_read_again_and_one_changed_since_is(
+    golden_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_embeval.judging import sheet_edits
+
+    pool = judging_pool(golden_path)
+    sheet = tmp_path / "sheet.csv"
+    write_sheet(sheet, pool)
+    first, second, third = ((row.query_id, row.doc_id) for row in pool.rows[:3])
+    reads: list[Path] = []
+
+    def counted(path: Path) -> object:
+        reads.append(Path(path))
+        return read_sheet_records(path)
+
+    monkeypatch.setattr(sheet_edits, "read_sheet_records", counted)
+    known = edit_sheet(sheet, {first: Cells(grade="1")})
+    assert reads == [sheet]  # nothing known: read
+    known = edit_sheet(sheet, {second: Cells(grade="2")}, known=known)
+    assert reads == [sheet]  # unchanged since this process wrote it: not read again
+    assert sheet_edits.current(known) is known
+    # another process writes meanwhile (a grade of its own): the next edit reads it, and keeps it
+    edit_sheet(sheet, {third: Cells(grade="0")})
+    assert sheet_edits.current(known) != known
+    reads.clear()
+    edit_sheet(sheet, {first: Cells(grade="2")}, known=known)
+    assert reads == [sheet]
+    assert sheet_grades(read_sheet(sheet)) == {first: 2, second: 2, third: 0}

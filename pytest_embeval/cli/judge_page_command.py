@@ -4,12 +4,15 @@ and the page are in `judge_page`)."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import webbrowser
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from pytest_embeval.cli.support import EXIT_OK, CliError, golden_set, positive_int
+from pytest_embeval.cli.support import EXIT_OK, CliError, golden_set, positive_int, print_lines
+from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judge_page.pairs import open_workbook
 from pytest_embeval.judge_page.server import JudgingServer, JudgingState
 from pytest_embeval.judging.grade_scale import grade_scale, no_guidelines_note
@@ -44,43 +47,58 @@ def _judge_page(args: argparse.Namespace) -> int:
         server = JudgingServer(JudgingState(workbook, sheets), args.port)
     except OSError as error:
         raise CliError(f"--port {args.port}: cannot listen on 127.0.0.1: {error.strerror or error}") from None
+    # Stopped by Ctrl-C or by SIGTERM alike (a shell's background job ignores SIGINT): every grade is in
+    # the sheets already, so stopping only closes the socket.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        print_lines(_opening_lines(server, golden, calibration))
+        sys.stdout.flush()
+        if args.open:
+            webbrowser.open(server.url)
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.server_close()
     graded = sum(1 for grade in server.state.marks.grades if grade)
-    print(
-        f"judging page for {' then '.join(map(str, workbook.sheets))}: {len(workbook.pairs)} pairs, "
-        f"{graded} graded"
-    )
-    if workbook.calibration:
-        print(
+    print(f"stopped: {graded} of {len(workbook.pairs)} pairs graded")
+    return EXIT_OK
+
+
+def _opening_lines(server: JudgingServer, golden: GoldenSet | None, calibration: Path | None) -> list[str]:
+    """What the sheets hold, the scale, what is missing, and the address."""
+    workbook = server.state.workbook
+    graded = sum(1 for grade in server.state.marks.grades if grade)
+    sheets = " then ".join(map(str, workbook.sheets))
+    lines = [f"judging page for {sheets}: {len(workbook.pairs)} pairs, {graded} graded"]
+    if calibration is not None:
+        lines.append(
             f"the first {workbook.shared} pairs are the calibration sample ({calibration}), which the other "
             "judge grades too: the page says when they are done"
         )
+    scale = workbook.scale
     labels = ", ".join(f"{grade} {label}".rstrip() for grade, label in enumerate(scale.labels))
     if scale.source == "guidelines" and golden is not None and golden.guidelines is not None:
         source = f"the labels {golden.guidelines.path} names"
     else:
         source = "their usual names"
-    print(f"grades 0..{scale.max_grade}, by {source}: {labels}")
-    note = (
-        no_guidelines_note(golden)
-        if golden is not None
-        else "no guidelines: without --golden GOLDEN.yaml the page cannot show the golden set's written "
-        "relevance definition"
+    lines.append(f"grades 0..{scale.max_grade}, by {source}: {labels}")
+    if golden is None:
+        lines.append(
+            "no guidelines: without --golden GOLDEN.yaml the page cannot show the golden set's written "
+            "relevance definition"
+        )
+    elif (note := no_guidelines_note(golden)) is not None:
+        lines.append(note)
+    lines.append(
+        f"open {server.url} in a browser on this machine (Ctrl-C stops; each grade is saved at once)"
     )
-    if note is not None:
-        print(note)
-    print(f"open {server.url} in a browser on this machine (Ctrl-C stops; each grade is saved at once)")
-    sys.stdout.flush()
-    if args.open:
-        webbrowser.open(server.url)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    graded = sum(1 for grade in server.state.marks.grades if grade)
-    print(f"stopped: {graded} of {len(workbook.pairs)} pairs graded")
-    return EXIT_OK
+    return lines
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def _port(text: str) -> int:

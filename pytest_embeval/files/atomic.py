@@ -10,9 +10,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
+def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> os.stat_result:
     """Write ``data`` (text is UTF-8, written as is: no newline translation) to ``path`` through a uniquely
-    named temporary sibling and ``os.replace``, so no reader, worker or crash ever sees half a file.
+    named temporary sibling and ``os.replace``, so no reader, worker or crash ever sees half a file; return
+    the status of the file written (taken before it replaced the old one: a process that replaces it in
+    turn cannot be mistaken for this one).
 
     The file keeps the mode of the file it replaces, or gets the umask's default: reports, sheets, qrels and
     cached embeddings are shared with other people, which a bare ``mkstemp`` (mode 0600) would prevent.
@@ -27,7 +29,9 @@ def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
                 handle.write(part)
         if path.exists():
             shutil.copymode(path, temporary)
+        written = os.stat(temporary)
         os.replace(temporary, path)
+        return written
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)

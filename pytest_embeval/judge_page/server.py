@@ -30,6 +30,7 @@ import json
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -37,16 +38,19 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from pytest_embeval.judge_page.pairs import Marks, Workbook, marks_of
-from pytest_embeval.judging.pooling import SheetError, SheetRecords, read_sheet_records
-from pytest_embeval.judging.sheet_edits import Cells, edit_sheet
+from pytest_embeval.judging.pooling import SheetError, SheetRecords
+from pytest_embeval.judging.rankings import Pair
+from pytest_embeval.judging.sheet_edits import Cells, current, edit_sheet
 
-__all__ = ["LOOPBACK", "JudgingServer", "JudgingState"]
+__all__ = ["LOOPBACK", "JudgingServer", "JudgingState", "Mark"]
 
 LOOPBACK = "127.0.0.1"
 #: The largest request body accepted (a note and a grade fit many times over).
 MAX_BODY = 64 * 1024
 #: The longest note kept.
 MAX_NOTE = 4000
+#: The most marks one request may carry (a page sends what it gave while the last write was on its way).
+MAX_MARKS = 500
 #: The most pairs one request for texts returns.
 MAX_PAIRS = 200
 _SOCKET_TIMEOUT = 30
@@ -70,6 +74,15 @@ _STATIC = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A grade ("" clears it) and a note for the pair at ``position``; None leaves either as it is."""
+
+    position: int
+    grade: str | None = None
+    notes: str | None = None
+
+
 class JudgingState:
     """The workbook, and the sheets as written last; `mark` writes one pair's cells (thread-safe)."""
 
@@ -79,20 +92,33 @@ class JudgingState:
         self._lock = threading.Lock()
         self.marks = marks_of(workbook, self._sheets)
 
-    def mark(self, position: int, *, grade: str | None, notes: str | None) -> Marks:
-        """Write a pair's grade ("" clears it) and note (None leaves either as it is) into every sheet that
-        lists the pair, and return the marks as the sheets hold them now (other pages' grades included)."""
+    def mark(self, marks: Sequence[Mark]) -> Marks:
+        """Write each mark's grade ("" clears it) and note (None leaves either as it is) into every sheet
+        that lists its pair, in order (a later mark of a pair wins), one write per sheet; return the marks
+        as the sheets hold them now, other pages' grades included."""
         with self._lock:
-            pair = self.workbook.pairs[position]
-            judge = self.workbook.judge if grade and self.workbook.judge else None
-            cells = Cells(grade=grade, judge=judge, notes=notes)
+            edits: dict[int, dict[Pair, Cells]] = {}
+            for mark in marks:
+                pair = self.workbook.pairs[mark.position]
+                judge = self.workbook.judge if mark.grade and self.workbook.judge else None
+                for index in pair.sheets:
+                    earlier = edits.setdefault(index, {}).get(pair.pair, Cells())
+                    edits[index][pair.pair] = Cells(
+                        grade=_later(earlier.grade, mark.grade),
+                        judge=_later(earlier.judge, judge),
+                        notes=_later(earlier.notes, mark.notes),
+                    )
             for index, path in enumerate(self.workbook.sheets):
-                if index in pair.sheets:
-                    self._sheets[index] = edit_sheet(path, {pair.pair: cells})
+                if index in edits:
+                    self._sheets[index] = edit_sheet(path, edits[index], known=self._sheets[index])
                 else:  # another page may have graded it meanwhile
-                    self._sheets[index] = read_sheet_records(path)
+                    self._sheets[index] = current(self._sheets[index])
             self.marks = marks_of(self.workbook, self._sheets)
             return self.marks
+
+
+def _later(earlier: str | None, later: str | None) -> str | None:
+    return earlier if later is None else later
 
 
 class JudgingServer(ThreadingHTTPServer):
@@ -200,15 +226,15 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Refused(HTTPStatus.BAD_REQUEST, "the body is not JSON") from None
         state = self.server.state
         workbook = state.workbook
-        position, grade, notes = _mark_request(body, len(workbook.pairs), workbook.scale.max_grade)
+        marks = _mark_request(body, len(workbook.pairs), workbook.scale.max_grade)
         try:
-            marks = state.mark(position, grade=grade, notes=notes)
+            written = state.mark(marks)
         except SheetError as error:  # the sheet went missing, or was made unreadable, meanwhile
             problem = error.problems[0]
         except OSError as error:  # a full disk, a read-only folder
             problem = str(error.strerror or error)
         else:
-            self._json(_marks(marks))
+            self._json(_marks(written))
             return
         raise _Refused(HTTPStatus.INTERNAL_SERVER_ERROR, f"not saved: {problem}")
 
@@ -232,23 +258,29 @@ def _integer(query: Mapping[str, list[str]], name: str) -> int:
     return int(values[0])
 
 
-def _mark_request(body: Any, pairs: int, max_grade: int) -> tuple[int, str | None, str | None]:
-    """The position, grade and note of a mark request ``{"position": 3, "grade": "2", "notes": "…"}``
-    (grade and note optional; grade "" clears it)."""
-    if not isinstance(body, dict) or set(body) - {"position", "grade", "notes"}:
-        raise _Refused(HTTPStatus.BAD_REQUEST, "expected {position, grade?, notes?}")
-    position = body.get("position")
-    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < pairs:
-        raise _Refused(HTTPStatus.BAD_REQUEST, f"position must be an integer in 0..{pairs - 1}")
-    grade, notes = body.get("grade"), body.get("notes")
+def _mark_request(body: Any, pairs: int, max_grade: int) -> list[Mark]:
+    """The marks of a request ``{"marks": [{"position": 3, "grade": "2", "notes": "…"}, …]}`` (grade and
+    notes optional; grade "" clears it): what a page gave since its last request was answered."""
+    if not isinstance(body, dict) or set(body) != {"marks"} or not isinstance(body["marks"], list):
+        raise _Refused(HTTPStatus.BAD_REQUEST, 'expected {"marks": [{position, grade?, notes?}, ...]}')
+    if not 1 <= len(body["marks"]) <= MAX_MARKS:
+        raise _Refused(HTTPStatus.BAD_REQUEST, f"send 1 to {MAX_MARKS} marks at a time")
     scale = [str(value) for value in range(max_grade + 1)]
-    if grade is not None and grade not in ["", *scale]:
-        raise _Refused(HTTPStatus.BAD_REQUEST, f"grade must be one of {', '.join(scale)} or empty")
-    if notes is not None and (not isinstance(notes, str) or len(notes) > MAX_NOTE):
-        raise _Refused(HTTPStatus.BAD_REQUEST, f"notes must be text of at most {MAX_NOTE} characters")
-    if grade is None and notes is None:
-        raise _Refused(HTTPStatus.BAD_REQUEST, "nothing to write: give a grade or notes")
-    return position, grade, notes
+    marks = []
+    for mark in body["marks"]:
+        if not isinstance(mark, dict) or set(mark) - {"position", "grade", "notes"}:
+            raise _Refused(HTTPStatus.BAD_REQUEST, "a mark is {position, grade?, notes?}")
+        position, grade, notes = mark.get("position"), mark.get("grade"), mark.get("notes")
+        if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < pairs:
+            raise _Refused(HTTPStatus.BAD_REQUEST, f"position must be an integer in 0..{pairs - 1}")
+        if grade is not None and grade not in ["", *scale]:
+            raise _Refused(HTTPStatus.BAD_REQUEST, f"grade must be one of {', '.join(scale)} or empty")
+        if notes is not None and (not isinstance(notes, str) or len(notes) > MAX_NOTE):
+            raise _Refused(HTTPStatus.BAD_REQUEST, f"notes must be text of at most {MAX_NOTE} characters")
+        if grade is None and notes is None:
+            raise _Refused(HTTPStatus.BAD_REQUEST, "nothing to write: give a grade or notes")
+        marks.append(Mark(position, grade, notes))
+    return marks
 
 
 def _marks(marks: Marks) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -44,6 +45,7 @@ __all__ = [
     "SheetError",
     "SheetRecords",
     "SheetRow",
+    "file_stamp",
     "pair_id",
     "pool_from_rankings",
     "pool_lines",
@@ -415,10 +417,18 @@ class SheetRecords:
     bom: bool
     #: what the file ends a record with: ``\r\n`` (as `write_sheet` and spreadsheets write) or ``\n``
     newline: str
+    #: the file read (`file_stamp`): while the file at the path has the same, it holds these records
+    stamp: tuple[int, ...] = ()
 
     @property
     def header(self) -> tuple[str, ...]:
         return tuple(cell.strip() for cell in self.records[0])
+
+
+def file_stamp(status: os.stat_result) -> tuple[int, ...]:
+    """What tells one version of a file from another: its device, inode, size and modification time (a
+    file replaced atomically is a new inode; one rewritten in place has a new time)."""
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
 def read_sheet_records(path: str | PathLike[str]) -> SheetRecords:
@@ -426,7 +436,9 @@ def read_sheet_records(path: str | PathLike[str]) -> SheetRecords:
     location = Path(path)
     where = str(location)
     try:
-        data = location.read_bytes()
+        with location.open("rb") as handle:
+            stamp = file_stamp(os.fstat(handle.fileno()))
+            data = handle.read()
     except FileNotFoundError:
         raise SheetError([f"{where}: file not found"]) from None
     except OSError as exc:
@@ -446,7 +458,8 @@ def read_sheet_records(path: str | PathLike[str]) -> SheetRecords:
         raise SheetError([f"{where}: not a CSV file: {exc}"]) from None
     if not records:
         raise SheetError([f"{where}: empty file (expected a header row: {','.join(SHEET_COLUMNS)})"])
-    read = SheetRecords(location, records, bom, "\r\n" if "\r\n" in text or "\n" not in text else "\n")
+    newline = "\r\n" if "\r\n" in text or "\n" not in text else "\n"
+    read = SheetRecords(location, records, bom, newline, stamp)
     _check_header(where, read.header)
     return read
 

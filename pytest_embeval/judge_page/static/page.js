@@ -18,9 +18,8 @@ const state = {
   loading: new Set(),       // first positions of windows being fetched
   undo: [],                 // {position, grade, notes} before each change made on this page
   stamps: [],               // performance.now() of this page's latest grades
-  pending: 0,               // writes sent and not yet confirmed
-  queue: Promise.resolve(),
-  latest: null,             // the marks of the last confirmed write
+  outbox: [],               // marks given and not sent yet
+  sending: null,            // marks sent and not confirmed yet
   paused: false,
   sharedDoneAtStart: false,
   broken: false,
@@ -138,11 +137,12 @@ function renderProgress() {
 }
 
 function renderSaved() {
-  page.saved.classList.toggle('unsaved', state.pending > 0 || state.broken);
+  const pending = unsaved();
+  page.saved.classList.toggle('unsaved', pending > 0 || state.broken);
   if (state.broken) {
-    page.saved.textContent = 'not saved';
+    page.saved.textContent = `${pending} not saved`;
   } else {
-    page.saved.textContent = state.pending > 0 ? `saving ${state.pending}…` : 'saved';
+    page.saved.textContent = pending > 0 ? `saving ${pending}…` : 'saved';
   }
 }
 
@@ -180,36 +180,49 @@ function labelOf(grade) {
 
 // ----------------------------------------------------------------------------------------- the writes
 
-function save(body) {
-  state.pending += 1;
+// Marks go out at once; those given while a write is on its way go together in the next request, so a
+// judge faster than the disk never waits and never queues one request per key.
+function save(mark) {
+  state.outbox.push(mark);
   renderSaved();
-  state.queue = state.queue.then(async () => {
-    try {
-      const response = await fetch('api/mark', {
-        method: 'POST',
-        headers: {'Content-Type': 'application/json'},
-        body: JSON.stringify(body),
-      });
-      if (!response.ok) {
-        throw new Error(await problem(response));
-      }
-      state.latest = await response.json();
-    } catch (error) {
-      state.broken = true;
-      fail(`Not saved (pair ${body.position + 1}): ${error.message}. ` +
-           'Grades confirmed as saved are in the sheet; restart the server and open its new address.');
-    } finally {
-      state.pending -= 1;
-      if (state.pending === 0 && state.latest !== null && !state.broken) {
-        // Every write of this page is in: take the sheets' marks, other pages' grades included.
-        state.grades = state.latest.grades;
-        state.notes = state.latest.notes;
-        renderProgress();
-      } else {
-        renderSaved();
-      }
+  if (!state.sending) {
+    send();
+  }
+}
+
+async function send() {
+  state.sending = state.outbox;
+  state.outbox = [];
+  try {
+    const response = await fetch('api/mark', {
+      method: 'POST',
+      headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify({marks: state.sending}),
+    });
+    if (!response.ok) {
+      throw new Error(await problem(response));
     }
-  });
+    const marks = await response.json();
+    state.sending = null;
+    if (state.outbox.length === 0) {
+      // Every grade of this page is in: take the sheets' marks, other pages' grades included.
+      state.grades = marks.grades;
+      state.notes = marks.notes;
+      renderProgress();
+    } else {
+      send();
+    }
+  } catch (error) {
+    state.broken = true;
+    const unsaved = state.sending.length + state.outbox.length;
+    fail(`Not saved: the last ${unsaved} change(s) (${error.message}). ` +
+         'Every grade confirmed before them is in the sheet; restart the server and open its new address.');
+    renderSaved();
+  }
+}
+
+function unsaved() {
+  return state.outbox.length + (state.sending ? state.sending.length : 0);
 }
 
 function nextUngraded(from) {
@@ -415,6 +428,13 @@ async function start() {
   }
   moveTo(session.resume);
 }
+
+// Closing the tab while a grade is on its way asks first.
+window.addEventListener('beforeunload', (event) => {
+  if (unsaved() > 0) {
+    event.preventDefault();
+  }
+});
 
 document.addEventListener('DOMContentLoaded', () => {
   start().catch((error) => fail(error.message));
