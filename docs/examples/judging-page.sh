@@ -18,6 +18,7 @@ echo "--8<-- [start:serve]"
 echo '$ embeval judge-page sheets/pool.1-of-6.csv --calibration sheets/calibration-ana.csv --golden golden/support.yaml --judge ana'
 embeval judge-page sheets/pool.1-of-6.csv --calibration sheets/calibration-ana.csv --golden golden/support.yaml --judge ana >page.log 2>&1 &
 server=$!
+trap 'kill -TERM "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 600); do grep -q '^open http' page.log && break; sleep 0.1; done
 url=$(sed -n 's/^open \(http[^ ]*\) .*/\1/p' page.log)
 sed -E 's#127\.0\.0\.1:[0-9]+/[A-Za-z0-9_-]+/#127.0.0.1:PORT/TOKEN/#' page.log

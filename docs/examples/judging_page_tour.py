@@ -74,9 +74,8 @@ def main() -> None:
         for position in range(SLOW):
             time.sleep(READING)
             press(position)
-        until(
-            lambda: driver.execute_script("return document.getElementById('saved').textContent;") == "saved"
-        )
+        saved = "return document.getElementById('saved').textContent === 'saved';"
+        until(lambda: bool(driver.execute_script(saved)))
         driver.save_screenshot(png)
         bar = driver.execute_script(
             "return [...document.getElementById('bar').children].map((e) => e.textContent).filter(Boolean);"
