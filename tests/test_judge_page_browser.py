@@ -64,6 +64,22 @@ def servers() -> Iterator[list[PageServer]]:
         server.kill()
 
 
+@pytest.fixture
+def pooled(tmp_path: Path) -> tuple[Path, Path, list[tuple[str, str]]]:
+    """The test golden set, its pool sheet (28 pairs), and the sheet's pairs in order."""
+    golden_path = write_judging_set(tmp_path)
+    sheet = write_pool_sheet(golden_path, tmp_path / "pool.csv")
+    return golden_path, sheet, list(in_order(sheet))
+
+
+def serve(browser: Any, servers: list[PageServer], *arguments: str | Path, total: int) -> PageServer:
+    """Start ``embeval judge-page ARGUMENTS`` and open its page at its first pair to grade."""
+    servers.append(PageServer(*arguments))
+    browser.get(servers[-1].url)
+    at_pair(browser, 1, total)
+    return servers[-1]
+
+
 def keys(driver: Any, *pressed: str) -> None:
     """Key presses, as a judge's keyboard sends them to the page (no element is clicked)."""
     from selenium.webdriver.common.action_chains import ActionChains
@@ -100,16 +116,12 @@ def saved(driver: Any) -> None:
 
 
 def test_a_judge_grades_by_keys_goes_back_survives_a_killed_server_and_the_sheet_merges(
-    browser: Any, servers: list[PageServer], tmp_path: Path
+    browser: Any, servers: list[PageServer], pooled: tuple[Path, Path, list[tuple[str, str]]]
 ) -> None:
-    golden_path = write_judging_set(tmp_path)
-    sheet = write_pool_sheet(golden_path, tmp_path / "pool.csv")
-    order = in_order(sheet)
+    golden_path, sheet, order = pooled
     total = len(order)
     assert total == 28
-    servers.append(PageServer(sheet, "--golden", golden_path, "--judge", "ana"))
-    browser.get(servers[-1].url)
-    at_pair(browser, 1, total)
+    serve(browser, servers, sheet, "--golden", golden_path, "--judge", "ana", total=total)
     assert text(browser, "guidelines-text").startswith("# Relevance of the test set")
     # one button (and key) per grade of the golden set's scale, labelled as its guidelines name them
     assert browser.execute_script(
@@ -175,14 +187,10 @@ def report_latency(probes: list[dict[str, list[float]]], presses: int) -> None:
 
 
 def test_a_hostile_document_renders_as_text_and_a_long_one_whole(
-    browser: Any, servers: list[PageServer], tmp_path: Path
+    browser: Any, servers: list[PageServer], pooled: tuple[Path, Path, list[tuple[str, str]]]
 ) -> None:
-    golden_path = write_judging_set(tmp_path)
-    sheet = write_pool_sheet(golden_path, tmp_path / "pool.csv")
-    order = in_order(sheet)
-    servers.append(PageServer(sheet, "--golden", golden_path))
-    browser.get(servers[-1].url)
-    at_pair(browser, 1, len(order))
+    golden_path, sheet, order = pooled
+    serve(browser, servers, sheet, "--golden", golden_path, total=len(order))
     hostile = next(i for i, (_, doc) in enumerate(order) if doc == HOSTILE_DOC)
     keys(browser, *["\ue014"] * hostile)  # ArrowRight: skip to it
     at_pair(browser, hostile + 1, len(order))
@@ -208,12 +216,10 @@ def test_a_hostile_document_renders_as_text_and_a_long_one_whole(
 
 
 def test_a_page_without_the_token_is_refused_and_so_are_its_requests(
-    browser: Any, servers: list[PageServer], tmp_path: Path
+    browser: Any, servers: list[PageServer], pooled: tuple[Path, Path, list[tuple[str, str]]]
 ) -> None:
-    golden_path = write_judging_set(tmp_path)
-    sheet = write_pool_sheet(golden_path, tmp_path / "pool.csv")
-    servers.append(PageServer(sheet, "--golden", golden_path))
-    server = servers[-1]
+    golden_path, sheet, order = pooled
+    server = serve(browser, servers, sheet, "--golden", golden_path, total=len(order))
     browser.get(f"http://127.0.0.1:{server.port}/")
     assert "forbidden" in browser.find_element("tag name", "body").text
     # a script on another page of this origin without the token cannot post a grade either
@@ -229,16 +235,11 @@ def test_a_page_without_the_token_is_refused_and_so_are_its_requests(
 
 
 def test_two_tabs_on_one_sheet_keep_each_others_grades(
-    browser: Any, servers: list[PageServer], tmp_path: Path
+    browser: Any, servers: list[PageServer], pooled: tuple[Path, Path, list[tuple[str, str]]]
 ) -> None:
-    golden_path = write_judging_set(tmp_path)
-    sheet = write_pool_sheet(golden_path, tmp_path / "pool.csv")
-    order = in_order(sheet)
+    golden_path, sheet, order = pooled
     total = len(order)
-    servers.append(PageServer(sheet, "--golden", golden_path))
-    url = servers[-1].url
-    browser.get(url)
-    at_pair(browser, 1, total)
+    url = serve(browser, servers, sheet, "--golden", golden_path, total=total).url
     first = browser.current_window_handle
     browser.switch_to.new_window("tab")
     try:
@@ -271,9 +272,7 @@ def test_the_calibration_round_comes_first_says_when_it_is_done_and_feeds_agreem
     calibration_pairs = in_order(ana)
     own_pairs = [pair for pair in in_order(own) if pair not in calibration_pairs]
     total = len(calibration_pairs) + len(own_pairs)
-    servers.append(PageServer(own, "--golden", golden_path, "--calibration", ana, "--judge", "ana"))
-    browser.get(servers[-1].url)
-    at_pair(browser, 1, total)
+    serve(browser, servers, own, "--golden", golden_path, "--calibration", ana, "--judge", "ana", total=total)
     assert "Calibration: 0 of 6 shared pairs graded" in text(browser, "calibration")
     keys(browser, "2", "0", "1", "0", "1")
     at_pair(browser, 6, total)
