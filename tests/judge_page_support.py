@@ -115,8 +115,12 @@ def write_calibration_sheets(golden_path: Path, folder: Path, shared: int) -> tu
 class PageServer:
     """``embeval judge-page ARGS`` in its own process, until `stop` or `kill`."""
 
-    def __init__(self, *args: str | Path, timeout: float = 60) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    def __init__(self, *args: str | Path, timeout: float = 60, env: Mapping[str, str] | None = None) -> None:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            **(env or {}),
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-c", _PROGRAM, "judge-page", *map(str, args)],
             stdout=subprocess.PIPE,

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -486,6 +488,20 @@ def test_the_command_prints_the_address_the_scale_and_what_is_missing_and_stops_
             "0 not relevant, 1 related, 2 highly relevant, 3 perfectly relevant"
         )
         assert printed[2].startswith(note)
+
+
+def test_open_hands_the_address_to_the_default_browser(sheet: Path, tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    record = f"import pathlib, sys; pathlib.Path({str(opened)!r}).write_text(sys.argv[1])"
+    # webbrowser runs $BROWSER with the address for %s
+    server = PageServer(sheet, "--open", env={"BROWSER": f"{sys.executable} -c {shlex.quote(record)} %s"})
+    try:
+        deadline = time.monotonic() + 30
+        while not opened.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert opened.read_text() == server.url
+    finally:
+        server.stop()
 
 
 def test_bad_input_is_one_line_naming_the_file_and_row(

@@ -307,3 +307,33 @@ def test_the_calibration_round_comes_first_says_when_it_is_done_and_feeds_agreem
         writer.writerows([{**row, "grade": "0", "judge": "ben"} for row in rows])
     result = agreement(first_ana, sheet_grades(read_sheet(ben_sheet)))
     assert result.n == 6 and result.only_first == result.only_second == 0
+
+
+def test_undo_skip_and_a_note_by_keys(
+    browser: Any, servers: list[PageServer], pooled: tuple[Path, Path, list[tuple[str, str]]]
+) -> None:
+    golden_path, sheet, order = pooled
+    total = len(order)
+    serve(browser, servers, sheet, "--golden", golden_path, "--judge", "ana", total=total)
+    keys(browser, "2", "1")
+    at_pair(browser, 3, total)
+    keys(browser, "u")  # the 1 is taken back, and its pair is on screen again
+    at_pair(browser, 2, total)
+    assert "not graded" in text(browser, "where")
+    keys(browser, "s", "s")  # skipped: nothing written
+    at_pair(browser, 4, total)
+    keys(browser, "n", "the title says more than the text", "\ue007", "0")  # a note, Enter, then a grade
+    at_pair(browser, 5, total)
+    saved(browser)
+    rows = {(row["query_id"], row["doc_id"]): row for row in sheet_cells(sheet)}
+    assert [(rows[order[i]]["grade"], rows[order[i]]["notes"]) for i in range(4)] == [
+        ("2", ""),
+        ("", ""),
+        ("", ""),
+        ("0", "the title says more than the text"),
+    ]
+    # the skipped pairs come round again once the rest is graded: after the last pair, the first ungraded
+    keys(browser, *["\ue014"] * (total - 5))  # to the last pair
+    at_pair(browser, total, total)
+    keys(browser, "1")
+    at_pair(browser, 2, total)
