@@ -84,7 +84,7 @@ class Mark:
 
 
 class JudgingState:
-    """The workbook, and the sheets as written last; `mark` writes one pair's cells (thread-safe)."""
+    """The workbook, and the sheets as read or written last; `mark` writes marks into them (thread-safe)."""
 
     def __init__(self, workbook: Workbook, sheets: Sequence[SheetRecords]) -> None:
         self.workbook = workbook
