@@ -104,6 +104,9 @@ def test_pool_from_a_report_writes_a_blind_sheet(
         "to judge: 126 pairs (6 queries; mean 21.0, max 22 per query)",
         f"sheet written to {sheet} (126 pairs, 6 queries)",
         "grade every row in the 'grade' column and write your name in 'judge'",
+        # the golden set names no guidelines: the judges are told
+        f"no guidelines: {golden} names no written relevance definition, so each judge grades by their "
+        "own; write one (a sentence per grade, with an example) and name it under 'guidelines:'",
     ]
     rows = sheet_rows(sheet)
     assert len(rows) == 126 and list(rows[0]) == list(SHEET_COLUMNS)

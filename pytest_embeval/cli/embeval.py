@@ -18,7 +18,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_embeval.cli import cache_commands, judge_commands, sample_commands, seeds_and_refresh
+from pytest_embeval.cli import (
+    cache_commands,
+    judge_commands,
+    judge_page_command,
+    sample_commands,
+    seeds_and_refresh,
+)
 from pytest_embeval.cli.support import (
     EXIT_FAILED,
     EXIT_OK,
@@ -44,6 +50,7 @@ from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.agreement import agreement, agreement_lines
 from pytest_embeval.judging.calibration_records import calibration_sources, model_lines, read_calibration
 from pytest_embeval.judging.coverage import DEFAULT_COVERAGE_GAP, coverage, coverage_lines, coverage_warnings
+from pytest_embeval.judging.grade_scale import no_guidelines_note
 from pytest_embeval.judging.merging import merge_sheets, qrels_file
 from pytest_embeval.judging.planning import DEFAULT_SD, observed_sd, plan, plan_lines
 from pytest_embeval.judging.pooling import (
@@ -223,6 +230,9 @@ def _pool(args: argparse.Namespace) -> int:
             queries = sum(1 for query in sheet.queries if query.rows)
             print(f"sheet written to {path} ({len(sheet.rows)} pairs, {queries} queries)")
         print("grade every row in the 'grade' column and write your name in 'judge'")
+        note = no_guidelines_note(golden)
+        if note is not None:
+            print(note)
         if rejudge is not None:
             print(
                 "judged pairs are on the sheet again, blind: where a new grade differs from the qrels, "
@@ -562,6 +572,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan_parser.set_defaults(run=_plan)
     judge_commands.add_parsers(commands)
+    judge_page_command.add_parser(commands)
     seeds_and_refresh.add_parsers(commands)
     cache_commands.add_commands(commands)
     sample_commands.add_commands(commands)

@@ -28,6 +28,7 @@ from pytest_embeval.cli.support import (
 )
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.agreement import agreement, agreement_lines
+from pytest_embeval.judging.grade_scale import no_guidelines_note
 from pytest_embeval.judging.merging import Judgment, MergeResult, append_qrels, qrels_file, replace_qrels
 from pytest_embeval.judging.pooling import write_sheet
 from pytest_embeval.judging.provenance import (
@@ -307,6 +308,9 @@ def _refresh(args: argparse.Namespace) -> int:
     print_lines(refresh_lines(golden, drawn))
     print(f"sheet written to {out} ({len(drawn.pool.rows)} pairs, blind: the old grades are not on it)")
     print(f"grade every row, then: embeval merge {args.golden} {out} --refresh")
+    note = no_guidelines_note(golden)
+    if note is not None:
+        print(note)
     return EXIT_OK
 
 

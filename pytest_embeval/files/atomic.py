@@ -27,10 +27,12 @@ __all__ = ["append_text", "error_line", "write_atomic"]
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
+def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> os.stat_result:
     """Write ``data`` (text is UTF-8, written as is: no newline translation) to ``path`` through a uniquely
     named temporary sibling and ``os.replace``, so no reader, worker or crash ever sees half a file; or
-    through ``path`` itself when it is a character device or a FIFO (see the module).
+    through ``path`` itself when it is a character device or a FIFO (see the module). Return the status of
+    the file written (taken before it replaced the old one: a process that replaces it in turn cannot be
+    mistaken for this one).
 
     The file keeps the mode of the file it replaces, or gets the umask's default: reports, sheets, qrels and
     cached embeddings are shared with other people, which a bare ``mkstemp`` (mode 0600) would prevent.
@@ -39,7 +41,7 @@ def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
     parts = [data.encode("utf-8")] if isinstance(data, str) else [data] if isinstance(data, bytes) else data
     if _written_through(path):
         _write_through(path, os.O_WRONLY, parts)
-        return
+        return os.stat(path)
     target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
@@ -52,8 +54,10 @@ def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
                 handle.write(part)
         if target.exists():
             shutil.copymode(target, temporary)
+        written = os.stat(temporary)
         with _naming(path):
             os.replace(temporary, target)
+        return written
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)

@@ -478,6 +478,7 @@ def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: O
     Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
     the folder are left out, and the new sheet gets the next free name.
     """
+    from pytest_embeval.judging.grade_scale import no_guidelines_note
     from pytest_embeval.judging.pooling import (
         SheetError,
         pool_from_rankings,
@@ -510,6 +511,9 @@ def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: O
         path, number = folder / f"{stem}.pool-{number}.csv", number + 1
     if writer.file("judging sheet", path, lambda: sheet_text(pool)):
         reporter.write_line(f"embeval pool: sheet written to {path}")
+        note = no_guidelines_note(golden)
+        if note is not None:
+            reporter.write_line(f"embeval pool: {note}")
 
 
 def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
