@@ -45,6 +45,7 @@ from pytest_embeval.plugin.state import (
     EmbevalState,
     GoldenSetError,
 )
+from pytest_embeval.plugin.terminal_progress import spec_progress
 from pytest_embeval.reports.annotations import GITHUB_ACTIONS, workflow_commands
 from pytest_embeval.reports.json_report import ROLES, Record, build_report, report_json
 from pytest_embeval.reports.terminal import (
@@ -78,11 +79,12 @@ def start(config: pytest.Config, settings: Settings) -> None:
         spec = getattr(settings, role)
         if spec is None:
             continue
+        given = config.getoption(f"--embeval-{role}")
+        where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
         try:
-            state.arms[spec] = ready_arm(spec, settings.device)
+            with spec_progress(config, where, spec, shown=settings.progress):
+                state.arms[spec] = ready_arm(spec, settings.device)
         except EncoderError as error:
-            given = config.getoption(f"--embeval-{role}")
-            where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
             if hasattr(config, "workerinput"):
                 # The controller resolved it, this worker cannot (another host, another environment): a
                 # worker that fails to configure is restarted again and again, so its items report it.
