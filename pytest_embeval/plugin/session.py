@@ -196,7 +196,9 @@ class SessionHooks:
             if record is not None:
                 devices[role] = record.as_dict()
             else:
-                devices[role] = "its own device" if spec is not None else f"the embeval_{role} fixture's"
+                devices[role] = (
+                    "its own device" if spec is not None else f"the device its embeval_{role} fixture chooses"
+                )
         return [device_line(self.state.settings.device, devices)]
 
     def pytest_unconfigure(self) -> None:
