@@ -4,6 +4,7 @@ nothing with ``-q -q``, ``--embeval-no-progress`` or on xdist workers; and the `
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import io
 import itertools
@@ -365,19 +366,20 @@ def _environment() -> dict[str, str]:
     return {**env, "COLUMNS": "120", "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
-def _under_a_pseudo_terminal(folder: Path, *args: str) -> str:
-    """What pytest writes when its output is a (pseudo-)terminal, as that terminal receives it."""
+def _pseudo_terminal_chunks(
+    folder: Path, command: list[str], env: dict[str, str], columns: int | None = None
+) -> list[tuple[float, str]]:
+    """What ``command`` writes when its output is a pseudo-terminal (``columns`` wide, if given), in the
+    chunks the terminal received, each with the time it came (``time.time()``)."""
     leader, follower = pty.openpty()
+    if columns is not None:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     child = subprocess.Popen(
-        _pytest_command("--color=no", *args),
-        cwd=folder,
-        env=_environment(),
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=follower,
+        command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
     )
     os.close(follower)
-    received = bytearray()
+    decoder = codecs.getincrementaldecoder("utf-8")()  # a character may be split between two chunks
+    chunks: list[tuple[float, str]] = []
     while True:
         try:
             chunk = os.read(leader, 65536)
@@ -385,10 +387,16 @@ def _under_a_pseudo_terminal(folder: Path, *args: str) -> str:
             break
         if not chunk:
             break
-        received += chunk
+        chunks.append((time.time(), decoder.decode(chunk)))
     os.close(leader)
-    assert child.wait(timeout=120) == 0, received.decode()
-    return received.decode().replace("\r\n", "\n")
+    assert child.wait(timeout=120) == 0, "".join(text for _, text in chunks)
+    return chunks
+
+
+def _under_a_pseudo_terminal(folder: Path, *args: str) -> str:
+    """What pytest writes when its output is a (pseudo-)terminal, as that terminal receives it."""
+    chunks = _pseudo_terminal_chunks(folder, _pytest_command("--color=no", *args), _environment())
+    return "".join(text for _, text in chunks).replace("\r\n", "\n")
 
 
 def test_on_a_terminal_one_line_is_rewritten_in_place(slow_project: Path) -> None:
@@ -455,29 +463,9 @@ RESOLVING = (
 )
 
 
-def _chunks_under_a_pseudo_terminal(folder: Path, columns: int, *args: str) -> list[tuple[float, str]]:
-    """What a pytest run writes to a pseudo-terminal ``columns`` wide, in the chunks the terminal received
-    them, each with the time it came (``time.time()``)."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    env = {name: value for name, value in _environment().items() if name not in ("COLUMNS", "LINES")}
-    command = [sys.executable, "-m", "pytest", "--embeval", "-p", "no:cacheprovider", "--color=no", *args]
-    child = subprocess.Popen(
-        command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
-    )
-    os.close(follower)
-    chunks: list[tuple[float, str]] = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the child closed the terminal: Linux reports EIO
-            break
-        if not chunk:
-            break
-        chunks.append((time.time(), chunk.decode(errors="replace")))
-    os.close(leader)
-    assert child.wait(timeout=120) == 0, "".join(text for _, text in chunks)
-    return chunks
+def _resolving_command(*args: str) -> list[str]:
+    """A pytest run that names the slow spec on its command line."""
+    return [sys.executable, "-m", "pytest", "--embeval", "-p", "no:cacheprovider", *RESOLVING, *args]
 
 
 def test_resolving_a_slow_spec_shows_its_count_within_seconds_on_an_80_column_terminal(
@@ -485,7 +473,9 @@ def test_resolving_a_slow_spec_shows_its_count_within_seconds_on_an_80_column_te
 ) -> None:
     golden()
     pytester.makepyfile(slow_spec=SLOW_SPEC)
-    chunks = _chunks_under_a_pseudo_terminal(pytester.path, 80, *RESOLVING)
+    # An 80-column terminal as the system sets it, not pytest's COLUMNS.
+    env = {name: value for name, value in _environment().items() if name not in ("COLUMNS", "LINES")}
+    chunks = _pseudo_terminal_chunks(pytester.path, _resolving_command("--color=no"), env, columns=80)
     started = float((pytester.path / "started").read_text())
     received = "".join(text for _, text in chunks)
     assert received.index(SPEC_LINE) < received.index("test session starts"), received
@@ -510,9 +500,13 @@ def test_resolving_a_slow_spec_in_a_ci_log_prints_whole_lines(
 ) -> None:
     golden()
     pytester.makepyfile(slow_spec=SLOW_SPEC)
-    command = [sys.executable, "-m", "pytest", "--embeval", "-p", "no:cacheprovider", *RESOLVING]
     done = subprocess.run(
-        command, cwd=pytester.path, env=_environment(), capture_output=True, text=True, timeout=120
+        _resolving_command(),
+        cwd=pytester.path,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout
     header = done.stdout.index("test session starts")
