@@ -10,8 +10,8 @@ tooling that compares two JSON reports, ``control_diff``.
 Everything here is imported on first use (``import pytest_embeval`` happens in every pytest run of anyone who
 installs the plugin, so it must stay cheap); the modules behind these names may move between releases, these
 names do not. The package's folders follow the pipeline (see ``docs/development.md``): ``core`` (metrics,
-statistics, the verdict rule) ← ``golden`` ← ``search`` ← ``arms`` ← ``run`` ← ``cache`` / ``judging`` ←
-``reports`` ← ``plugin`` / ``cli``.
+statistics, the verdict rule) ← ``files`` ← ``golden`` ← ``search`` ← ``arms`` ← ``run`` ← ``cache`` /
+``judging`` ← ``reports`` / ``judge_page`` ← ``plugin`` / ``cli``.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from pytest_embeval.plugin.state import (
     EmbevalState,
     GoldenSetError,
 )
+from pytest_embeval.plugin.terminal_progress import spec_progress
 from pytest_embeval.reports.annotations import GITHUB_ACTIONS, workflow_commands
 from pytest_embeval.reports.json_report import ROLES, Record, build_report, report_json
 from pytest_embeval.reports.terminal import (
@@ -77,11 +78,12 @@ def start(config: pytest.Config, settings: Settings) -> None:
         spec = getattr(settings, role)
         if spec is None:
             continue
+        given = config.getoption(f"--embeval-{role}")
+        where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
         try:
-            state.arms[spec] = ready_arm(spec, settings.device)
+            with spec_progress(config, where, spec, shown=settings.progress):
+                state.arms[spec] = ready_arm(spec, settings.device)
         except EncoderError as error:
-            given = config.getoption(f"--embeval-{role}")
-            where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
             if hasattr(config, "workerinput"):
                 # The controller resolved it, this worker cannot (another host, another environment): a
                 # worker that fails to configure is restarted again and again, so its items report it.
@@ -190,7 +192,9 @@ class SessionHooks:
             if record is not None:
                 devices[role] = record.as_dict()
             else:
-                devices[role] = "its own device" if spec is not None else f"the embeval_{role} fixture's"
+                devices[role] = (
+                    "its own device" if spec is not None else f"the device its embeval_{role} fixture chooses"
+                )
         return [device_line(self.state.settings.device, devices)]
 
     def pytest_unconfigure(self) -> None:

@@ -31,19 +31,23 @@ from pytest_embeval.reports.contents import (
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
-#: The terminal's strata table: golden-file order, with the MDE, the reasons left to the failures.
+#: The terminal's strata table: golden-file order, with the MDE; the reasons, too long for a column, follow
+#: it on lines of their own (`reason_lines`).
 TERMINAL_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "MDE", "verdict")
+#: The verdicts whose reason the terminal prints under the table: why a stratum failed, or did not resolve.
+REASONS_SHOWN = ("WORSE", "TIE")
 
 
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The per-golden-set table of DESIGN.md: one row per stratum that ran, then what the verdicts rest on
-    (the family of strata, ties, queries both arms miss, intervals on few differing queries)."""
+    """The per-golden-set table of DESIGN.md: one row per stratum that ran, each TIE's and WORSE's reason,
+    then what the verdicts rest on (the family of strata, ties, queries both arms miss, intervals on few
+    differing queries)."""
     # .get: reports written before the split was recorded had none.
     split = golden.get("split")
     where = golden["path"] if split is None else f"{golden['path']}, split {split}"
     title = (
         f"{golden['name']} ({where}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{interval_words(golden)}; "
+        f"{_guard_words(golden)}{interval_words(golden)}; "
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
     shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
@@ -53,7 +57,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         second = unweighted_row(stratum, TERMINAL_COLUMNS)
         rows += [row] if second is None else [row, second]
     # No rows when only the decision item ran (``-k decision``): its line follows the title.
-    lines = [title, *(table(shown.header, rows) if rows else [])]
+    lines = [title, *(table(shown.header, rows) if rows else []), *reason_lines(strata)]
     lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
@@ -71,6 +75,24 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     if rerank is not None:
         lines += _block_lines(rerank)
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden), *decision_lines(golden)]
+
+
+def _guard_words(golden: Mapping[str, Any]) -> str:
+    """``guard recall@20 margin 0.05, ``: the guards a stratum also fails on, each with its own margin."""
+    # .get: reports written before the golden set's guards were recorded.
+    guards = golden.get("guards") or {}
+    if not guards:
+        return ""
+    named = ", ".join(f"{metric} margin {margin:g}" for metric, margin in guards.items())
+    return f"{'guard' if len(guards) == 1 else 'guards'} {named}, "
+
+
+def reason_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why each TIE is a TIE and each WORSE is WORSE (a guard that failed, with its numbers), a line each,
+    in the table's order: ``language=es: TIE — unresolved: CI [-0.084, +0.082] covers 0; …``."""
+    return [
+        f"{s['stratum']}: {s['verdict']} — {s['reason']}" for s in strata if s["verdict"] in REASONS_SHOWN
+    ]
 
 
 def decision_lines(golden: Mapping[str, Any]) -> list[str]:

@@ -261,6 +261,7 @@ def _decided(
         tie_margin=golden.tie_margin,
         min_queries=golden.min_queries,
         guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
+        primary_metric=str(golden.metric),
     )
     return comparisons, decision
 
@@ -312,6 +313,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
             tie_margin=golden.tie_margin,
             min_queries=golden.min_queries,
             guards={name: (compared(name), margin) for name, margin in golden.guards.items()},
+            primary_metric=str(golden.metric),
         )
 
     primary = str(golden.metric)
