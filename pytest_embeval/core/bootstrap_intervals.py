@@ -15,7 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pytest_embeval.core import weighted_stats
+from pytest_embeval.core.design_variance import design_resamples, linearise
 from pytest_embeval.core.resampling import bootstrap_sums
+from pytest_embeval.core.sample_design import CellLayout
 
 __all__ = [
     "PercentileInterval",
@@ -67,9 +69,15 @@ def bootstrap_interval(
     rng: np.random.Generator,
     workers: int | None,
     weights: FloatArray | None = None,
+    layout: CellLayout | None = None,
 ) -> PercentileInterval | StudentizedInterval:
     """The resamples of ``interval`` (a name of `stats.INTERVALS`) for the differences ``d``, weighted by
-    ``weights`` where given."""
+    ``weights`` where given, and with them drawn by the design laid out in ``layout`` where given (the
+    rescaling bootstrap within its cells, :mod:`pytest_embeval.core.design_variance`)."""
+    if weights is not None and layout is not None:
+        if interval == "percentile":
+            return PercentileInterval(np.sort(design_resamples(d, weights, layout, n_resamples, rng).means))
+        return StudentizedInterval.stratified(d, weights, layout, n_resamples, rng)
     if interval == "percentile":
         if weights is not None:
             means = weighted_stats.resampled_means(d, weights, n_resamples, rng, workers)
@@ -148,6 +156,21 @@ class StudentizedInterval:
         self.se = weighted_stats.linearised_sd(d, w) / math.sqrt(d.size)
         t, self.means = weighted_stats.resampled_t(d, w, n_resamples, rng, workers)
         self.t = np.sort(t)
+        return self
+
+    @classmethod
+    def stratified(
+        cls, d: FloatArray, w: FloatArray, layout: CellLayout, n_resamples: int, rng: np.random.Generator
+    ) -> StudentizedInterval:
+        """The same interval for the weighted mean of a sample drawn by a stratified design: ``Δ_w -+ w* se``,
+        se the design's linearised standard error and t* from the rescaling bootstrap within the cells, each
+        replicate studentized by its own (`design_variance.design_resamples`)."""
+        self = cls.__new__(cls)
+        linearised = linearise(d, w, layout)
+        self.delta, self.se = linearised.delta, linearised.se
+        resamples = design_resamples(d, w, layout, n_resamples, rng)
+        self.t = np.sort(np.abs(resamples.t))
+        self.means = resamples.means
         return self
 
     def at(self, confidence: float) -> PercentileInterval | StudentizedInterval:
