@@ -59,9 +59,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validity import COLLECTIONS, DEFAULT_CACHE, DEFAULT_DATA, collection_report, populations_from_report
 
 from pytest_embeval.core.bootstrap_intervals import sorted_quantile
-from pytest_embeval.core.design_variance import design_resamples, linearise
+from pytest_embeval.core.design_variance import DesignResamples, design_resamples, jackknife, linearise
 from pytest_embeval.core.sample_design import SampleDesign, cell_layout
-from pytest_embeval.core.sampling import band_names, frequency_bands
+from pytest_embeval.core.sampling import frequency_bands
 from pytest_embeval.core.stats import paired_bootstrap_ci
 from pytest_embeval.golden.query_log import DistinctQuery, QueryLog, draw_queries
 
@@ -163,7 +163,9 @@ def allocate(log: QueryLog, n: int) -> Allocation:
         f"{stratum.name}\0{band}": k for stratum in draw.strata for band, (_, k) in stratum.bands.items()
     }
     names = [name for name in pools if sampled.get(name, 0)]
-    allocation = Allocation(names, [np.array(pools[name]) for name in names], [sampled[name] for name in names])
+    allocation = Allocation(
+        names, [np.array(pools[name]) for name in names], [sampled[name] for name in names]
+    )
     for seed, expected in drawn.items():
         if sorted(draw_rows(allocation, seed)[0].tolist()) != expected:
             raise AssertionError(f"the simulated draw differs from draw_queries' at seed {seed}")
@@ -173,7 +175,8 @@ def allocate(log: QueryLog, n: int) -> Allocation:
 def draw_rows(allocation: Allocation, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The population rows ``draw_queries(..., seed=seed)`` draws, and each one's cell (an index)."""
     rows, cells = [], []
-    for cell, (name, pool, k) in enumerate(zip(allocation.names, allocation.pools, allocation.sampled)):
+    cells_drawn = zip(allocation.names, allocation.pools, allocation.sampled, strict=True)
+    for cell, (name, pool, k) in enumerate(cells_drawn):
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
         rows.append(pool[np.sort(rng.choice(pool.size, size=k, replace=False))])
         cells.append(np.full(k, cell))
@@ -183,57 +186,116 @@ def draw_rows(allocation: Allocation, seed: int) -> tuple[np.ndarray, np.ndarray
 Interval = tuple[float, float]
 
 
-def intervals(
-    d: np.ndarray, w: np.ndarray, design: SampleDesign, resamples: int, seed: int, candidates: bool
-) -> dict[str, Interval]:
-    """Each interval of one drawn golden set (differences ``d``, weights ``w``)."""
-    layout = cell_layout(design, np.ones(d.size, dtype=bool))
-    lin = linearise(d, w, layout)
-    replicates = design_resamples(d, w, layout, resamples, np.random.default_rng([seed, 1]))
-    t = replicates.t
-    result: dict[str, Interval] = {}
-    if lin.variance == 0.0:
-        point = (lin.delta, lin.delta)
-        names = ["design"]
-        if candidates:
-            names += ["lin-z", "lin-t", "lin-t skew", "lin-z skew", "rwy-percentile", "rwy-t equal", "rw-n t sym", "rw-n t equal", "rw-n percentile"]
-        result.update(dict.fromkeys(names, point))
-    else:
-        half = sorted_quantile(np.sort(np.abs(t)), CONFIDENCE) * lin.se
-        result["design"] = (lin.delta - half, lin.delta + half)
-        if candidates:
-            from scipy.stats import t as student
+@dataclass
+class Drawn:
+    """One drawn golden set and what its intervals share, each computed when first asked for."""
 
-            result["lin-z"] = (lin.delta - 1.959964 * lin.se, lin.delta + 1.959964 * lin.se)
-            q = float(student.ppf(0.975, lin.degrees_of_freedom))
-            result["lin-t"] = (lin.delta - q * lin.se, lin.delta + q * lin.se)
-            shift = lin.third_cumulant * (2 * q * q + 1) / (6 * lin.variance)
-            shift = max(-q * lin.se, min(q * lin.se, shift))
-            result["lin-t skew"] = (lin.delta + shift - q * lin.se, lin.delta + shift + q * lin.se)
-            z = 1.959964
-            shift = lin.third_cumulant * (2 * z * z + 1) / (6 * lin.variance)
-            shift = max(-z * lin.se, min(z * lin.se, shift))
-            result["lin-z skew"] = (lin.delta + shift - q * lin.se, lin.delta + shift + q * lin.se)
-            means = np.sort(replicates.means)
-            result["rwy-percentile"] = (sorted_quantile(means, 0.025), sorted_quantile(means, 0.975))
-            ordered = np.sort(t)
-            high, low = sorted_quantile(ordered, 0.975), sorted_quantile(ordered, 0.025)
-            result["rwy-t equal"] = (lin.delta - high * lin.se, lin.delta - low * lin.se)
-            full = design_resamples(d, w, layout, resamples, np.random.default_rng([seed, 3]), fewer=0)
-            half = sorted_quantile(np.sort(np.abs(full.t)), CONFIDENCE) * lin.se
-            result["rw-n t sym"] = (lin.delta - half, lin.delta + half)
-            ordered = np.sort(full.t)
-            high, low = sorted_quantile(ordered, 0.975), sorted_quantile(ordered, 0.025)
-            result["rw-n t equal"] = (lin.delta - high * lin.se, lin.delta - low * lin.se)
-            means = np.sort(full.means)
-            result["rw-n percentile"] = (sorted_quantile(means, 0.025), sorted_quantile(means, 0.975))
+    d: np.ndarray
+    w: np.ndarray
+    design: SampleDesign
+    resamples: int
+    seed: int
+
+    def __post_init__(self) -> None:
+        self.layout = cell_layout(self.design, np.ones(self.d.size, dtype=bool))
+        self.lin = linearise(self.d, self.w, self.layout)
+        self._replicates: dict[int, DesignResamples] = {}
+
+    def replicates(self, fewer: int) -> DesignResamples:
+        """The rescaling bootstrap drawing n_h - ``fewer`` per cell (1: Rao-Wu-Yue's, 0: n_h)."""
+        if fewer not in self._replicates:
+            generator = np.random.default_rng([self.seed, 1 + 2 * fewer])
+            self._replicates[fewer] = design_resamples(
+                self.d, self.w, self.layout, self.resamples, generator, fewer
+            )
+        return self._replicates[fewer]
+
+
+def _student(df: float) -> float:
+    from scipy.stats import t as student
+
+    return float(student.ppf(0.975, df))
+
+
+def _symmetric(drawn: Drawn, fewer: int) -> Interval:
+    half = sorted_quantile(np.sort(np.abs(drawn.replicates(fewer).t)), CONFIDENCE) * drawn.lin.se
+    return drawn.lin.delta - half, drawn.lin.delta + half
+
+
+def _equal_tailed(drawn: Drawn, fewer: int) -> Interval:
+    ordered = np.sort(drawn.replicates(fewer).t)
+    high, low = sorted_quantile(ordered, 0.975), sorted_quantile(ordered, 0.025)
+    return drawn.lin.delta - high * drawn.lin.se, drawn.lin.delta - low * drawn.lin.se
+
+
+def _percentile(drawn: Drawn, fewer: int) -> Interval:
+    means = np.sort(drawn.replicates(fewer).means)
+    return sorted_quantile(means, 0.025), sorted_quantile(means, 0.975)
+
+
+def _t(delta: float, se: float, df: float) -> Interval:
+    q = _student(df)
+    return delta - q * se, delta + q * se
+
+
+def _with_replacement(drawn: Drawn) -> Interval:
+    d = drawn.d
     if d.min() == d.max():
-        result["with replacement"] = (float(d[0]), float(d[0]))
-    else:
-        result["with replacement"] = paired_bootstrap_ci(
-            d, confidence=CONFIDENCE, n_resamples=resamples, rng=np.random.default_rng([seed, 2]), weights=w
-        )
-    return result
+        return float(d[0]), float(d[0])
+    generator = np.random.default_rng([drawn.seed, 2])
+    return paired_bootstrap_ci(
+        d, confidence=CONFIDENCE, n_resamples=drawn.resamples, rng=generator, weights=drawn.w
+    )
+
+
+def _kurtosis_df(drawn: Drawn) -> float:
+    """Satterthwaite's degrees of freedom with each cell's variance estimate as variable as its values'
+    fourth moment makes it (never less than under normality): ``2 V² / Σ c_h² Var(s_h²)``."""
+    layout, lin = drawn.layout, drawn.lin
+    rows = layout.rows
+    w, d = drawn.w[rows], drawn.d[rows]
+    u = w * (d - lin.delta) / w.sum()
+    n = layout.sampled.astype(float)
+    cell = np.repeat(np.arange(n.size), layout.present)
+    mean = np.add.reduceat(u, layout.starts[:-1]) / n
+    deviation = u - mean[cell]
+    zeros = n - layout.present
+    second = (np.add.reduceat(deviation**2, layout.starts[:-1]) + zeros * mean**2) / np.maximum(n - 1, 1)
+    fourth = (np.add.reduceat(deviation**4, layout.starts[:-1]) + zeros * mean**4) / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        normal = 2 * second**2 / (n - 1)
+        moments = (fourth - second**2 * (n - 3) / (n - 1)) / n
+    spread = np.where(n >= 2, np.maximum(normal, moments), 0.0)
+    coefficient = np.where(layout.whole, 0.0, (1 - layout.fraction) * n)
+    variance_of_variance = float(np.sum(coefficient**2 * spread))
+    return 2 * lin.variance**2 / variance_of_variance if variance_of_variance > 0 else math.inf
+
+
+#: Every interval measured, by name: the chosen one first, today's without a design last.
+INTERVALS: dict[str, Callable[[Drawn], Interval]] = {
+    "design": lambda drawn: _symmetric(drawn, 1),
+    "lin-z": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, math.inf),
+    "lin-t": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, drawn.lin.degrees_of_freedom),
+    "lin-t kurt": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, _kurtosis_df(drawn)),
+    "jk-t": lambda drawn: (lambda jk: _t(drawn.lin.delta, jk.se, jk.degrees_of_freedom))(
+        jackknife(drawn.d, drawn.w, drawn.layout)
+    ),
+    "rwy-percentile": lambda drawn: _percentile(drawn, 1),
+    "rwy-t equal": lambda drawn: _equal_tailed(drawn, 1),
+    "rw-n t sym": lambda drawn: _symmetric(drawn, 0),
+    "rw-n t equal": lambda drawn: _equal_tailed(drawn, 0),
+    "with replacement": _with_replacement,
+}
+DEFAULT_INTERVALS = ("design", "with replacement")
+
+
+def intervals(drawn: Drawn, names: list[str]) -> dict[str, Interval]:
+    """The named intervals of one drawn golden set; a point at Δ_w where the design's variance is 0."""
+    point = (drawn.lin.delta, drawn.lin.delta)
+    return {
+        name: point if drawn.lin.variance == 0.0 and name != "with replacement" else INTERVALS[name](drawn)
+        for name in names
+    }
 
 
 @dataclass(frozen=True)
@@ -250,8 +312,8 @@ class Row:
 def simulate(population: Population, n: int, args: argparse.Namespace) -> Row:
     log = query_log(population)
     allocation = allocate(log, n)
-    sizes = {name: pool.size for name, pool in zip(allocation.names, allocation.pools)}
-    whole = sum(k == sizes[name] for name, k in zip(allocation.names, allocation.sampled))
+    sizes = {name: pool.size for name, pool in zip(allocation.names, allocation.pools, strict=True)}
+    whole = sum(k == sizes[name] for name, k in zip(allocation.names, allocation.sampled, strict=True))
     estimates = np.empty(args.simulations)
     kish = np.empty(args.simulations)
     bounds: dict[str, list[Interval]] = {}
@@ -261,9 +323,9 @@ def simulate(population: Population, n: int, args: argparse.Namespace) -> Row:
         inclusion = np.array(allocation.sampled)[cells] / pool_sizes[cells]
         d, w = population.values[rows], population.frequencies[rows] / inclusion
         design = SampleDesign(tuple(cells.tolist()), dict(enumerate(pool_sizes.tolist())))
-        found = intervals(d, w, design, args.resamples, s, args.candidates)
+        found = intervals(Drawn(d, w, design, args.resamples, s), args.intervals)
         if args.check_null:
-            shifted = intervals(d - population.truth, w, design, args.resamples, s, args.candidates)
+            shifted = intervals(Drawn(d - population.truth, w, design, args.resamples, s), args.intervals)
             for name, (low, high) in found.items():
                 moved = shifted[name]
                 gap = max(abs(low - population.truth - moved[0]), abs(high - population.truth - moved[1]))
@@ -300,7 +362,9 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 60, 150, 400])
     parser.add_argument("--simulations", type=int, default=2000)
     parser.add_argument("--resamples", type=int, default=2000)
-    parser.add_argument("--candidates", action="store_true", help="also the intervals not chosen")
+    parser.add_argument(
+        "--intervals", nargs="+", choices=list(INTERVALS), default=list(DEFAULT_INTERVALS), help="to measure"
+    )
     parser.add_argument("--check-null", action="store_true", help="compute the null's intervals too")
     parser.add_argument("--populations", nargs="+", help="only these populations (by name)")
     args = parser.parse_args()

@@ -155,9 +155,8 @@ def test_a_sidecar_the_queries_no_longer_match_is_an_error(tmp_path: Path, embev
     with pytest.raises(GoldenError) as raised:
         load_golden(path)
     assert str(raised.value).startswith(f"{queries}:1: band: ")
-    assert str(raised.value).endswith(
-        f"; queries.draw.json drew the queries by it: {remedy[len('the file no longer matches queries.draw.json; ') :]}"
-    )
+    advice = remedy.removeprefix("the file no longer matches queries.draw.json; ")
+    assert str(raised.value).endswith(f"; queries.draw.json drew the queries by it: {advice}")
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -194,12 +193,10 @@ def test_a_drawn_set_is_decided_on_the_design_and_every_report_says_so(
     assert "design" not in by_name["overall"]["unweighted"]  # every query once: no design
     assert words in markdown.read_text(encoding="utf-8")
     assert words in html.read_text(encoding="utf-8")
-    if by_name["language=en"]["verdict"] == "WORSE":
-        result.stdout.fnmatch_lines(
-            [
-                f"traffic-weighted by frequency / inclusion (n=*, Kish *, design: stratified, {len(english)} cells*"
-            ]
-        )
+    # The failure view of the English stratum (the candidate misses three English queries in four).
+    assert by_name["language=en"]["verdict"] == "WORSE"
+    english_words = f"design: stratified, {len(english)} cells"
+    result.stdout.fnmatch_lines([f"traffic-weighted by frequency / inclusion (n=*, Kish *, {english_words}*"])
 
 
 def test_the_design_is_in_the_fingerprint_only_when_used(tmp_path: Path, embeval: Embeval) -> None:
@@ -233,3 +230,24 @@ def test_plan_on_a_drawn_set_uses_the_design(tmp_path: Path, embeval: Embeval) -
     )
     plain_status, plain, _ = embeval("plan", _draw(tmp_path / "plain", embeval, weights=False), "--sd", "0.3")
     assert plain_status == 0 and "design:" not in plain
+
+
+def test_without_weights_a_draw_sidecar_changes_no_number(
+    pytester: pytest.Pytester, golden: Golden, embeval: Embeval
+) -> None:
+    """The design is read only under ``weights``: an unweighted run of a drawn set reports what the same
+    set without its sidecar reports, but for the draw recorded in the control."""
+    from conftest import without_timings
+
+    _draw(pytester.path, embeval, weights=False)
+    _run(pytester, f"--embeval-json={pytester.path / 'drawn.json'}")
+    sidecar = pytester.path / "support" / "queries.draw.json"
+    sidecar.rename(pytester.path / "kept.json")
+    _run(pytester, f"--embeval-json={pytester.path / 'plain.json'}")
+    drawn, plain = (
+        without_timings(json.loads((pytester.path / name).read_text(encoding="utf-8")))["golden_sets"][0]
+        for name in ("drawn.json", "plain.json")
+    )
+    assert drawn["control"].pop("draws")["queries"]["command"] == "sample"
+    assert "draws" not in plain["control"] and "design" not in drawn
+    assert drawn == plain

@@ -225,3 +225,37 @@ def design_resamples(
         means[start : start + count] = delta + scale * shift
         t[start : start + count] = block_t
     return DesignResamples(means, t)
+
+
+def jackknife(d: FloatArray, weights: FloatArray, layout: CellLayout) -> Linearised:
+    """The stratified jackknife (JKn) variance of Δ_w with the finite-population correction, R survey's
+    ``as.svrepdesign(type = "JKn")`` with ``fpc``: each query drawn is left out in turn, the others of its
+    cell weighted up by n_h / (n_h - 1), and cell h adds ``(1 - f_h)(n_h - 1)/n_h Σ_i (Δ_(hi) - Δ_(h·))²``;
+    a lonely cell adds what the linearisation gives it."""
+    rows = layout.rows
+    delta, scale, w, e = _scaled(d[rows], weights[rows])
+    n = layout.sampled.astype(np.float64)
+    cell = np.repeat(np.arange(n.size), layout.present)
+    totals_w = np.add.reduceat(w, layout.starts[:-1])
+    totals_we = np.add.reduceat(w * e, layout.starts[:-1])
+    big_w, big_we = float(totals_w.sum()), float(totals_we.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = n / (n - 1.0)
+        # Leaving out one query of the domain, or one of the cell's queries outside it (a zero).
+        left_w = big_w - totals_w[cell] + up[cell] * (totals_w[cell] - w)
+        left_we = big_we - totals_we[cell] + up[cell] * (totals_we[cell] - w * e)
+        out = left_we / left_w
+        zero = (big_we - totals_we + up * totals_we) / (big_w - totals_w + up * totals_w)
+    zeros = n - layout.present
+    sums = np.add.reduceat(out, layout.starts[:-1]) + zeros * zero
+    mean = sums / n
+    spread = np.add.reduceat((out - mean[cell]) ** 2, layout.starts[:-1]) + zeros * (zero - mean) ** 2
+    lonely = layout.sampled == 1
+    cells = np.where(lonely, 0.0, (1.0 - layout.fraction) * (n - 1.0) / n * spread) * scale**2
+    lin = linearise(d, weights, layout)
+    cells = np.where(lonely, lin.cell_variances, cells)
+    cells[layout.whole] = 0.0
+    variance = float(cells.sum())
+    weight = float(np.sum(cells * cells / np.maximum(n - 1.0, 1.0)))
+    df = variance * variance / weight if weight > 0 else math.inf
+    return Linearised(delta, variance, cells, df, lin.third_cumulant)
