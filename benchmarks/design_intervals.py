@@ -59,8 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validity import COLLECTIONS, DEFAULT_CACHE, DEFAULT_DATA, collection_report, populations_from_report
 
 from pytest_embeval.core.bootstrap_intervals import sorted_quantile
-from pytest_embeval.core.design_variance import DesignResamples, design_resamples, jackknife, linearise
-from pytest_embeval.core.sample_design import SampleDesign, cell_layout
+from pytest_embeval.core.design_variance import DesignResamples, design_resamples, linearise
+from pytest_embeval.core.sample_design import CellLayout, SampleDesign, cell_layout
 from pytest_embeval.core.sampling import frequency_bands
 from pytest_embeval.core.stats import paired_bootstrap_ci
 from pytest_embeval.golden.query_log import DistinctQuery, QueryLog, draw_queries
@@ -199,6 +199,7 @@ class Drawn:
     def __post_init__(self) -> None:
         self.layout = cell_layout(self.design, np.ones(self.d.size, dtype=bool))
         self.lin = linearise(self.d, self.w, self.layout)
+        self.df = _satterthwaite(self.lin.cell_variances, self.layout)
         self._replicates: dict[int, DesignResamples] = {}
 
     def replicates(self, fewer: int) -> DesignResamples:
@@ -248,38 +249,48 @@ def _with_replacement(drawn: Drawn) -> Interval:
     )
 
 
-def _kurtosis_df(drawn: Drawn) -> float:
-    """Satterthwaite's degrees of freedom with each cell's variance estimate as variable as its values'
-    fourth moment makes it (never less than under normality): ``2 V² / Σ c_h² Var(s_h²)``."""
-    layout, lin = drawn.layout, drawn.lin
-    rows = layout.rows
-    w, d = drawn.w[rows], drawn.d[rows]
-    u = w * (d - lin.delta) / w.sum()
-    n = layout.sampled.astype(float)
+def _satterthwaite(cells: np.ndarray, layout: CellLayout) -> float:
+    """Satterthwaite's degrees of freedom of a sum of cell variances, ``(Σ V_h)² / Σ V_h² / (n_h - 1)`` (a
+    lonely cell counts one); infinite for a variance of 0."""
+    weight = float(np.sum(cells * cells / np.maximum(layout.sampled - 1.0, 1.0)))
+    return float(cells.sum()) ** 2 / weight if weight > 0 else math.inf
+
+
+def _jackknife(drawn: Drawn) -> float:
+    """The stratified jackknife (JKn) variance of Δ_w with the finite-population correction, as R survey's
+    ``as.svrepdesign(type = "JKn")`` with ``fpc``: each query left out in turn, the others of its cell
+    weighted up by n_h / (n_h - 1); cell h adds ``(1 - f_h)(n_h - 1)/n_h Σ_i (Δ_(hi) - Δ_(h·))²``, a lonely
+    cell what the linearisation gives it."""
+    layout = drawn.layout
+    w, dev = drawn.w[layout.rows], drawn.d[layout.rows] - drawn.lin.delta
+    n = layout.sampled.astype(np.float64)
     cell = np.repeat(np.arange(n.size), layout.present)
-    mean = np.add.reduceat(u, layout.starts[:-1]) / n
-    deviation = u - mean[cell]
-    zeros = n - layout.present
-    second = (np.add.reduceat(deviation**2, layout.starts[:-1]) + zeros * mean**2) / np.maximum(n - 1, 1)
-    fourth = (np.add.reduceat(deviation**4, layout.starts[:-1]) + zeros * mean**4) / n
+    starts = layout.starts[:-1]
+    totals_w, totals_we = np.add.reduceat(w, starts), np.add.reduceat(w * dev, starts)
+    big_w, big_we = float(totals_w.sum()), float(totals_we.sum())
     with np.errstate(divide="ignore", invalid="ignore"):
-        normal = 2 * second**2 / (n - 1)
-        moments = (fourth - second**2 * (n - 3) / (n - 1)) / n
-    spread = np.where(n >= 2, np.maximum(normal, moments), 0.0)
-    coefficient = np.where(layout.whole, 0.0, (1 - layout.fraction) * n)
-    variance_of_variance = float(np.sum(coefficient**2 * spread))
-    return 2 * lin.variance**2 / variance_of_variance if variance_of_variance > 0 else math.inf
+        up = n / (n - 1.0)
+        left = (big_we - totals_we[cell] + up[cell] * (totals_we[cell] - w * dev)) / (
+            big_w - totals_w[cell] + up[cell] * (totals_w[cell] - w)
+        )
+        # Leaving out one of a cell's queries outside the domain (a zero): the same for all of them.
+        zero = (big_we + (up - 1.0) * totals_we) / (big_w + (up - 1.0) * totals_w)
+    zeros = n - layout.present
+    mean = (np.add.reduceat(left, starts) + zeros * zero) / n
+    spread = np.add.reduceat((left - mean[cell]) ** 2, starts) + zeros * (zero - mean) ** 2
+    cells = np.where(
+        layout.sampled == 1, drawn.lin.cell_variances, (1 - layout.fraction) * (n - 1) / n * spread
+    )
+    cells[layout.whole] = 0.0
+    return float(cells.sum())
 
 
 #: Every interval measured, by name: the chosen one first, today's without a design last.
 INTERVALS: dict[str, Callable[[Drawn], Interval]] = {
     "design": lambda drawn: _symmetric(drawn, 1),
     "lin-z": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, math.inf),
-    "lin-t": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, drawn.lin.degrees_of_freedom),
-    "lin-t kurt": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, _kurtosis_df(drawn)),
-    "jk-t": lambda drawn: (lambda jk: _t(drawn.lin.delta, jk.se, jk.degrees_of_freedom))(
-        jackknife(drawn.d, drawn.w, drawn.layout)
-    ),
+    "lin-t": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, drawn.df),
+    "jk-t": lambda drawn: _t(drawn.lin.delta, math.sqrt(_jackknife(drawn)), drawn.df),
     "rwy-percentile": lambda drawn: _percentile(drawn, 1),
     "rwy-t equal": lambda drawn: _equal_tailed(drawn, 1),
     "rw-n t sym": lambda drawn: _symmetric(drawn, 0),

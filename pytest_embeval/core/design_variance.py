@@ -17,16 +17,17 @@ cell with one query drawn of several (a *lonely* one, whose spread the sample ca
 
 **Resamples** (the rescaling bootstrap of Rao & Wu 1988 with m_h = n_h - 1, Rao, Wu & Yue 1992; R's
 ``subbootweights`` with the finite-population correction, as ``svrep``'s Rao-Wu-Yue-Beaumont bootstrap
-has it): in each replicate every cell of two or more queries, not drawn whole, draws ``m_h = n_h - 1`` of its
-queries with replacement (``r_i`` times query i), and each query's weight is multiplied by
-``1 - λ_h + λ_h (n_h / m_h) r_i``, ``λ_h = sqrt(1 - f_h)``: never negative, and the variance of a
-replicate's weighted total is V_h exactly; a cell drawn whole keeps its weights (λ = 0), and a lonely cell's
-one query is multiplied by ``1 ± λ_h``, each with chance 1/2 (the adjustment above, as a resample).
-The replicate recomputes the ratio, numerator and denominator, ``Δ*``, and its own standard error for the
-studentized statistic ``t* = (Δ* - Δ_w) / se*``: the linearised values of the m_h draws of each cell
-about the replicate's ratio, their sample variance s*² times ``λ_h² n_h² / m_h`` (whose expectation over
-the replicates is V_h), over the replicate's total weight squared. A cell of two queries draws one, which
-has no spread of its own: it adds its V_h as measured, and so does a lonely cell.
+has it): in each replicate every cell of two or more queries, not drawn whole, draws ``m_h = n_h - 1`` of
+its queries with replacement (``r_i`` times query i), and each query's weight is multiplied by
+``1 - λ_h + λ_h (n_h / m_h) r_i``, ``λ_h = sqrt(m_h (1 - f_h) / (n_h - 1))``, which is ``sqrt(1 - f_h)``:
+never negative, and the variance of a replicate's weighted total over the replicates is V_h exactly. A cell
+drawn whole keeps its weights (λ = 0); a lonely cell's one query is multiplied by ``1 ± λ_h``, each with
+chance 1/2 (the adjustment above, as a resample). The replicate recomputes the ratio, numerator and
+denominator, ``Δ*``, and its own standard error for the studentized statistic ``t* = (Δ* - Δ_w) / se*``: the
+linearised values of the m_h draws of each cell about the replicate's ratio, their sample variance s*²
+times ``λ_h² n_h² / m_h`` (whose expectation over the replicates is V_h), over the replicate's total weight
+squared. A cell of two queries draws one, which has no spread of its own: it adds its V_h as measured, and
+so does a lonely cell.
 
 Nothing here validates input: ``stats`` does.
 """
@@ -61,12 +62,6 @@ class Linearised:
     variance: float
     #: each laid-out cell's V_h / (Σ w)², in layout order
     cell_variances: FloatArray
-    #: Satterthwaite's degrees of freedom of the variance, ``(Σ V_h)² / Σ V_h² / (n_h - 1)`` (a lonely
-    #: cell counts one); infinite when the variance is 0
-    degrees_of_freedom: float
-    #: the third cumulant of Δ_w, ``Σ_h (1 - f_h)(1 - 2 f_h) n_h k3_h / (Σ w)³``, k3_h the unbiased third
-    #: cumulant of the cell's linearised values (cells of three or more drawn; the others add 0)
-    third_cumulant: float = 0.0
 
     @property
     def se(self) -> float:
@@ -105,23 +100,10 @@ def linearise(d: FloatArray, weights: FloatArray, layout: CellLayout) -> Lineari
     lonely = layout.sampled == 1
     spread = squares - sums * sums / n  # Σ (u - ū)² over the n_h queries drawn, those outside the domain 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        pooled = np.where(lonely, squares, n / (n - 1.0) * np.maximum(spread, 0.0))
-    cells = correction * pooled * (scale / float(w.sum())) ** 2
+        within = np.where(lonely, squares, n / (n - 1.0) * np.maximum(spread, 0.0))
+    cells = correction * within * (scale / float(w.sum())) ** 2
     cells[layout.whole] = 0.0
-    variance = float(cells.sum())
-    freedom = np.maximum(n - 1.0, 1.0)
-    weight = float(np.sum(cells * cells / freedom))
-    df = variance * variance / weight if weight > 0 else math.inf
-    mean = sums / n
-    index = np.repeat(np.arange(n.size), layout.present)
-    deviations = u - mean[index]
-    # The queries drawn outside the domain are zeros: their deviations are -mean, n_h - present of them.
-    cubes = np.add.reduceat(deviations**3, layout.starts[:-1]) + (n - layout.present) * (-mean) ** 3
-    with np.errstate(divide="ignore", invalid="ignore"):
-        k3 = np.where(n >= 3, n / ((n - 1.0) * (n - 2.0)) * cubes, 0.0)
-    third = correction * (1.0 - 2.0 * layout.fraction) * n * k3 * (scale / float(w.sum())) ** 3
-    third[layout.whole] = 0.0
-    return Linearised(delta, variance, cells, df, float(third.sum()))
+    return Linearised(delta, float(cells.sum()), cells)
 
 
 def design_cells(layout: CellLayout, linearised: Linearised) -> DesignCells:
@@ -147,7 +129,9 @@ def design_resamples(
     fewer: int = 1,
 ) -> DesignResamples:
     """``n_resamples`` replicates of the rescaling bootstrap (module docstring) of the weighted mean of ``d``
-    (laid out by ``layout``): a fixed function of the data and the generator's state, which advances."""
+    (laid out by ``layout``): a fixed function of the data and the generator's state, which advances. Each
+    cell draws ``n_h - fewer`` of its queries: 1 is Rao, Wu & Yue's choice (the interval's); 0, Rao & Wu's
+    n_h draws (whose weights can go below 0), is what ``benchmarks/design_intervals.py`` compared it with."""
     rows = layout.rows
     delta, scale, w, e = _scaled(d[rows], weights[rows])
     starts, present, n = layout.starts, layout.present, layout.sampled
@@ -225,37 +209,3 @@ def design_resamples(
         means[start : start + count] = delta + scale * shift
         t[start : start + count] = block_t
     return DesignResamples(means, t)
-
-
-def jackknife(d: FloatArray, weights: FloatArray, layout: CellLayout) -> Linearised:
-    """The stratified jackknife (JKn) variance of Δ_w with the finite-population correction, R survey's
-    ``as.svrepdesign(type = "JKn")`` with ``fpc``: each query drawn is left out in turn, the others of its
-    cell weighted up by n_h / (n_h - 1), and cell h adds ``(1 - f_h)(n_h - 1)/n_h Σ_i (Δ_(hi) - Δ_(h·))²``;
-    a lonely cell adds what the linearisation gives it."""
-    rows = layout.rows
-    delta, scale, w, e = _scaled(d[rows], weights[rows])
-    n = layout.sampled.astype(np.float64)
-    cell = np.repeat(np.arange(n.size), layout.present)
-    totals_w = np.add.reduceat(w, layout.starts[:-1])
-    totals_we = np.add.reduceat(w * e, layout.starts[:-1])
-    big_w, big_we = float(totals_w.sum()), float(totals_we.sum())
-    with np.errstate(divide="ignore", invalid="ignore"):
-        up = n / (n - 1.0)
-        # Leaving out one query of the domain, or one of the cell's queries outside it (a zero).
-        left_w = big_w - totals_w[cell] + up[cell] * (totals_w[cell] - w)
-        left_we = big_we - totals_we[cell] + up[cell] * (totals_we[cell] - w * e)
-        out = left_we / left_w
-        zero = (big_we - totals_we + up * totals_we) / (big_w - totals_w + up * totals_w)
-    zeros = n - layout.present
-    sums = np.add.reduceat(out, layout.starts[:-1]) + zeros * zero
-    mean = sums / n
-    spread = np.add.reduceat((out - mean[cell]) ** 2, layout.starts[:-1]) + zeros * (zero - mean) ** 2
-    lonely = layout.sampled == 1
-    cells = np.where(lonely, 0.0, (1.0 - layout.fraction) * (n - 1.0) / n * spread) * scale**2
-    lin = linearise(d, weights, layout)
-    cells = np.where(lonely, lin.cell_variances, cells)
-    cells[layout.whole] = 0.0
-    variance = float(cells.sum())
-    weight = float(np.sum(cells * cells / np.maximum(n - 1.0, 1.0)))
-    df = variance * variance / weight if weight > 0 else math.inf
-    return Linearised(delta, variance, cells, df, lin.third_cumulant)
