@@ -388,9 +388,8 @@ def timing(repeat: int) -> int:
             compare_paired(a, b, rng=np.random.default_rng(1), n_resamples=10_000, workers=1, **kwargs)
             best = min(best, time.process_time() - started)
         times[name] = best
-    print(
-        f"compare_paired, 1,500 queries x 10,000 resamples, one thread, best of {repeat}: CPU ms, x unweighted"
-    )
+    print(f"compare_paired, 1,500 queries x 10,000 resamples, one thread, best of {repeat}:")
+    print("CPU ms, and x the unweighted comparison's")
     for name, seconds in times.items():
         print(f"{name:<20} {1000 * seconds:7.1f}  {seconds / times['unweighted']:5.1f}")
     print(f"load average {os.getloadavg()[0]:.2f}")
