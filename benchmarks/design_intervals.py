@@ -43,6 +43,8 @@ bootstrap's percentile interval) and ``rwy-t equal`` (its equal-tailed bootstrap
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import os
 import sys
@@ -51,12 +53,20 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validity import COLLECTIONS, DEFAULT_CACHE, DEFAULT_DATA, collection_report, populations_from_report
+from validity import (
+    COLLECTIONS,
+    DEFAULT_CACHE,
+    DEFAULT_DATA,
+    REPO,
+    collection_report,
+    populations_from_report,
+)
 
 from pytest_embeval.core.bootstrap_intervals import sorted_quantile
 from pytest_embeval.core.design_variance import DesignResamples, design_resamples, linearise
@@ -287,17 +297,17 @@ def _jackknife(drawn: Drawn) -> float:
 
 #: Every interval measured, by name: the chosen one first, today's without a design last.
 INTERVALS: dict[str, Callable[[Drawn], Interval]] = {
-    "design": lambda drawn: _symmetric(drawn, 1),
+    "design studentized": lambda drawn: _symmetric(drawn, 1),
+    "design percentile": lambda drawn: _percentile(drawn, 1),
     "lin-z": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, math.inf),
     "lin-t": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, drawn.df),
     "jk-t": lambda drawn: _t(drawn.lin.delta, math.sqrt(_jackknife(drawn)), drawn.df),
-    "rwy-percentile": lambda drawn: _percentile(drawn, 1),
     "rwy-t equal": lambda drawn: _equal_tailed(drawn, 1),
     "rw-n t sym": lambda drawn: _symmetric(drawn, 0),
     "rw-n t equal": lambda drawn: _equal_tailed(drawn, 0),
     "with replacement": _with_replacement,
 }
-DEFAULT_INTERVALS = ("design", "with replacement")
+DEFAULT_INTERVALS = ("design studentized", "design percentile", "lin-t", "with replacement")
 
 
 def intervals(drawn: Drawn, names: list[str]) -> dict[str, Interval]:
@@ -357,6 +367,53 @@ def simulate(population: Population, n: int, args: argparse.Namespace) -> Row:
     )
 
 
+#: The code a row's numbers depend on: a row cached by other code is computed again.
+SOURCES = (
+    Path(__file__),
+    REPO / "pytest_embeval" / "core" / "design_variance.py",
+    REPO / "pytest_embeval" / "core" / "sample_design.py",
+    REPO / "pytest_embeval" / "core" / "stats.py",
+    REPO / "pytest_embeval" / "core" / "weighted_stats.py",
+    REPO / "pytest_embeval" / "core" / "resampling.py",
+    REPO / "pytest_embeval" / "golden" / "query_log.py",
+)
+
+
+def cached_row(population: Population, n: int, args: argparse.Namespace) -> Row:
+    """`simulate`'s row, kept under ``--cache`` (keyed by the population, n, the settings and the code), so
+    that a rerun of the same code reads it instead of simulating again."""
+    key = hashlib.sha256()
+    for source in SOURCES:
+        key.update(source.read_bytes())
+    settings = [population.name, n, args.simulations, args.resamples, sorted(args.intervals)]
+    key.update(json.dumps(settings).encode())
+    path = args.cache / "design-intervals" / f"{key.hexdigest()[:24]}.npz"
+    if path.is_file():
+        with np.load(path) as stored:
+            bounds = {name: stored[f"bounds {name}"] for name in args.intervals}
+            numbers = stored["numbers"]
+            return Row(
+                population.name,
+                n,
+                int(numbers[0]),
+                int(numbers[1]),
+                float(numbers[2]),
+                stored["estimates"],
+                bounds,
+            )
+    row = simulate(population, n, args)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial.npz")
+    np.savez(
+        partial,
+        numbers=np.array([row.cells, row.whole, row.kish]),
+        estimates=row.estimates,
+        **{f"bounds {name}": bounds for name, bounds in row.bounds.items()},
+    )
+    partial.replace(path)
+    return row
+
+
 def describe(row: Row, truth: float, name: str) -> tuple[float, float, float, float]:
     """(coverage, width ratio, below, above) of one interval."""
     low, high = row.bounds[name][:, 0], row.bounds[name][:, 1]
@@ -375,7 +432,7 @@ def timing(repeat: int) -> int:
     b = a + g.normal(0.02, 0.2, n)
     w = g.pareto(1.5, n) + 1.0
     design = SampleDesign(tuple(f"c{i % 10}" for i in range(n)), {f"c{h}": 2000 for h in range(10)})
-    runs = {
+    runs: dict[str, dict[str, Any]] = {
         "unweighted": {},
         "weights alone": {"weights": w},
         "weights and design": {"weights": w, "design": design},
@@ -409,14 +466,16 @@ def main() -> int:
     parser.add_argument("--check-null", action="store_true", help="compute the null's intervals too")
     parser.add_argument("--populations", nargs="+", help="only these populations (by name)")
     parser.add_argument("--timing", type=int, metavar="REPEAT", help="time one comparison instead")
+    parser.add_argument("--table", action="store_true", help="print the Markdown table alone")
     args = parser.parse_args()
     if args.timing:
         return timing(args.timing)
     pops = populations(real_differences(args.data, args.cache))
     if args.populations:
         pops = [p for p in pops if p.name in args.populations]
+    say = (lambda *_, **__: None) if args.table else print
     load = os.getloadavg()[0]
-    print(
+    say(
         f"{args.simulations} simulations per row, {args.resamples} resamples, 95 % intervals, nDCG@10 "
         f"differences of all-MiniLM-L6-v2 and its static distillation; load average {load:.2f}"
     )
@@ -424,7 +483,7 @@ def main() -> int:
     lines = []
     started = time.perf_counter()
     for population in pops:
-        print(
+        say(
             f"population {population.name}: {population.values.size:,} distinct queries, "
             f"{int(population.frequencies.sum()):,} searches, true Δ {population.truth:+.4f}",
             flush=True,
@@ -432,19 +491,19 @@ def main() -> int:
         for n in args.sizes:
             if n >= population.values.size:
                 continue
-            row = simulate(population, n, args)
-            names = names or list(row.bounds)
+            row = cached_row(population, n, args)
+            names = names or [name for name in INTERVALS if name in row.bounds]
             cells = [population.name, str(n), f"{row.cells} ({row.whole})", f"{row.kish:.1f}"]
             for name in names:
                 covered, width, below, above = describe(row, population.truth, name)
                 cells.append(f"{100 * covered:.1f} · {width:.2f} · {100 * below:.1f}/{100 * above:.1f}")
             lines.append(cells)
-            print(" | ".join(cells), flush=True)
+            say(" | ".join(cells), flush=True)
     elapsed = time.perf_counter() - started
-    print(f"({elapsed:.0f} s; load average now {os.getloadavg()[0]:.2f})")
+    say(f"({elapsed:.0f} s; load average now {os.getloadavg()[0]:.2f})")
     header = ["population", "n", "cells (whole)", "median Kish"]
     header += [f"{name}: coverage % · width · below/above %" for name in names]
-    print()
+    say()
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for cells in lines:

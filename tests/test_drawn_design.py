@@ -251,3 +251,24 @@ def test_without_weights_a_draw_sidecar_changes_no_number(
     assert drawn["control"].pop("draws")["queries"]["command"] == "sample"
     assert "draws" not in plain["control"] and "design" not in drawn
     assert drawn == plain
+
+
+def test_plans_mde_is_the_designs_for_the_sd_given(tmp_path: Path, embeval: Embeval) -> None:
+    """``V = sd² Σ_h (1 - n_h/N_h) Σ_{i in h} w_i² / (Σ w)²`` (`planning`), summed here from the queries;
+    the queries needed grow every cell in proportion to its draw, so they reach at most the population."""
+    import math
+
+    from pytest_embeval.core.stats import z_sum
+    from pytest_embeval.judging.planning import plan
+
+    golden = load_golden(_draw(tmp_path, embeval))
+    assert golden.design is not None
+    drawn, population = golden.design.drawn(), golden.design.population
+    squares: dict[object, float] = {}
+    for query, cell in zip(golden.queries, golden.design.cells, strict=True):
+        squares[cell] = squares.get(cell, 0.0) + (query.traffic_weight or 0.0) ** 2
+    total = sum(query.traffic_weight or 0.0 for query in golden.queries)
+    variance = 0.09 * sum((1 - drawn[c] / population[c]) * s for c, s in squares.items()) / total**2
+    overall = plan(golden, sd=0.3)[0]
+    assert overall.n == 30 and overall.mde == pytest.approx(z_sum(0.05, 0.8) * math.sqrt(variance), rel=1e-12)
+    assert overall.needed is not None and 30 < overall.needed <= sum(population.values())
