@@ -79,6 +79,7 @@ CONFIDENCE = 0.95
 BANDS = (("head", 0.33), ("torso", 0.33))
 HEAD_BOOST = 2.0
 BY = ("collection",)
+FLOOR = 20  # embeval sample's default
 LARGE = 7_500  # distinct queries per collection in the large populations
 
 
@@ -157,17 +158,24 @@ def query_log(population: Population) -> QueryLog:
     return QueryLog(Path("log.jsonl"), "jsonl", BY, rows, 0, "sha256:-", distinct)
 
 
+def stratified_by(n: int) -> tuple[str, ...]:
+    """``--by collection`` where ``embeval sample``'s default floor lets it (20 queries in each of the four
+    collections), else the bands alone: what the command draws at that size."""
+    return BY if n >= FLOOR * len(COLLECTIONS) else ()
+
+
 def allocate(log: QueryLog, n: int) -> Allocation:
     """The cells and their draws at size n, from ``draw_queries`` itself, and each cell's pool in the order
     it draws from; the seed-0 and seed-1 draws of `draw` are checked against ``draw_queries``'."""
-    floor = min(20, n // 4)
+    by = stratified_by(n)
     band_of = frequency_bands([q.frequency for q in log.distinct], BANDS)
     pools: dict[str, list[int]] = {}
     for query, band in zip(log.distinct, band_of, strict=True):
-        pools.setdefault(f"collection={query.values[0]}\0{band}", []).append(int(query.key))
+        stratum = f"collection={query.values[0]}" if by else "overall"
+        pools.setdefault(f"{stratum}\0{band}", []).append(int(query.key))
     drawn = {}
     for seed in (0, 1):
-        draw = draw_queries(log, BY, size=n, floor=floor, bands=BANDS, head_boost=HEAD_BOOST, seed=seed)
+        draw = draw_queries(log, by, size=n, floor=FLOOR, bands=BANDS, head_boost=HEAD_BOOST, seed=seed)
         drawn[seed] = sorted(int(q.text) for q in draw.queries)
     sampled = {
         f"{stratum.name}\0{band}": k for stratum in draw.strata for band, (_, k) in stratum.bands.items()
@@ -233,15 +241,24 @@ def _symmetric(drawn: Drawn, fewer: int) -> Interval:
     return drawn.lin.delta - half, drawn.lin.delta + half
 
 
+def _design(drawn: Drawn, interval: str) -> Interval:
+    """The interval a weighted stratum of a drawn set gets (`stats.paired_bootstrap_ci` with the design)."""
+    generator = np.random.default_rng([drawn.seed, 5])
+    return paired_bootstrap_ci(
+        drawn.d,
+        confidence=CONFIDENCE,
+        n_resamples=drawn.resamples,
+        rng=generator,
+        interval=interval,
+        weights=drawn.w,
+        design=drawn.design,
+    )
+
+
 def _equal_tailed(drawn: Drawn, fewer: int) -> Interval:
     ordered = np.sort(drawn.replicates(fewer).t)
     high, low = sorted_quantile(ordered, 0.975), sorted_quantile(ordered, 0.025)
     return drawn.lin.delta - high * drawn.lin.se, drawn.lin.delta - low * drawn.lin.se
-
-
-def _percentile(drawn: Drawn, fewer: int) -> Interval:
-    means = np.sort(drawn.replicates(fewer).means)
-    return sorted_quantile(means, 0.025), sorted_quantile(means, 0.975)
 
 
 def _t(delta: float, se: float, df: float) -> Interval:
@@ -297,8 +314,9 @@ def _jackknife(drawn: Drawn) -> float:
 
 #: Every interval measured, by name: the chosen one first, today's without a design last.
 INTERVALS: dict[str, Callable[[Drawn], Interval]] = {
-    "design studentized": lambda drawn: _symmetric(drawn, 1),
-    "design percentile": lambda drawn: _percentile(drawn, 1),
+    "design studentized": lambda drawn: _design(drawn, "studentized"),
+    "design percentile": lambda drawn: _design(drawn, "percentile"),
+    "rwy-t sym": lambda drawn: _symmetric(drawn, 1),
     "lin-z": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, math.inf),
     "lin-t": lambda drawn: _t(drawn.lin.delta, drawn.lin.se, drawn.df),
     "jk-t": lambda drawn: _t(drawn.lin.delta, math.sqrt(_jackknife(drawn)), drawn.df),

@@ -336,3 +336,28 @@ def test_the_design_interval_keeps_its_coverage_on_draws_of_embeval_sample() -> 
     width = np.mean(high - low) / (2 * 1.959964 * np.std(delta, ddof=1))
     assert 0.85 <= width <= 1.3
     assert np.mean(high - low) < 0.7 * np.mean(alone_width)
+
+
+def test_the_interval_is_never_narrower_than_students_t_on_satterthwaites_freedom() -> None:
+    """A cell drawn whole and one of 5 queries drawn of 10, which carries all the variance: Satterthwaite's
+    degrees of freedom are n_B - 1 = 4, t_4 at 97.5 % is 2.7764 (scipy.stats.t.ppf), so the half-width is
+    at least 2.7764 se whatever the replicates say, and the p-value is at least Student's; it inverts the
+    interval at every confidence."""
+    from scipy.stats import t as student
+
+    cells = ("A", "A", "B", "B", "B", "B", "B")
+    design = SampleDesign(cells, {"A": 2, "B": 10})
+    d = np.array([1.0, 0.0, 0.5, 0.0, -0.5, 0.2, 0.1])
+    w = np.array([4.0, 4.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+    a = np.full(7, 0.5)
+    c = compare_paired(a, a + d, rng=rng(4), n_resamples=4000, weights=w, design=design)
+    se = c.sd / math.sqrt(7)
+    assert c.interval == "studentized" and c.note is None
+    assert c.ci_high - c.delta >= student.ppf(0.975, 4) * se - 1e-12
+    assert c.delta - c.ci_low == pytest.approx(c.ci_high - c.delta, rel=1e-12)
+    assert c.p_value >= 2 * student.sf(abs(c.delta) / se, 4) - 1e-12
+    for confidence in (0.5, 0.7, 0.8, 0.9, 0.95):
+        at = compare_paired(
+            a, a + d, rng=rng(4), n_resamples=4000, weights=w, design=design, confidence=confidence
+        )
+        assert (at.ci_low > 0 or at.ci_high < 0) == (c.p_value < 1 - confidence), confidence

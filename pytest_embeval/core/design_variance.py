@@ -62,6 +62,9 @@ class Linearised:
     variance: float
     #: each laid-out cell's V_h / (Σ w)², in layout order
     cell_variances: FloatArray
+    #: Satterthwaite's degrees of freedom of the variance, ``(Σ V_h)² / Σ_h V_h² / (n_h - 1)`` (a lonely
+    #: cell counts one); infinite when the variance is 0
+    degrees_of_freedom: float
 
     @property
     def se(self) -> float:
@@ -103,7 +106,9 @@ def linearise(d: FloatArray, weights: FloatArray, layout: CellLayout) -> Lineari
         within = np.where(lonely, squares, n / (n - 1.0) * np.maximum(spread, 0.0))
     cells = correction * within * (scale / float(w.sum())) ** 2
     cells[layout.whole] = 0.0
-    return Linearised(delta, float(cells.sum()), cells)
+    variance = float(cells.sum())
+    unsure = float(np.sum(cells * cells / np.maximum(n - 1.0, 1.0)))  # Satterthwaite's denominator
+    return Linearised(delta, variance, cells, variance * variance / unsure if unsure > 0 else math.inf)
 
 
 def design_cells(layout: CellLayout, linearised: Linearised) -> DesignCells:
@@ -189,8 +194,8 @@ def design_resamples(
             index = np.where(local < column_present, column_start + local, zero_row)
             # Each replicate's count of every query (one bincount), then each cell's five sums as one
             # product of its queries' counts and columns: cheaper than gathering the columns per draw.
-            flat = (index + np.arange(count)[:, None] * (zero_row + 1)).ravel()
-            counts = np.bincount(flat, minlength=count * (zero_row + 1)).reshape(count, zero_row + 1)
+            slots = (index + np.arange(count)[:, None] * (zero_row + 1)).ravel()
+            counts = np.bincount(slots, minlength=count * (zero_row + 1)).reshape(count, zero_row + 1)
             counts = counts.astype(np.float64)
             sums = np.empty((count, cells_drawn.size, 5))
             for k, (low, high) in enumerate(spans):

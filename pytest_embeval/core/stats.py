@@ -266,9 +266,11 @@ def paired_bootstrap_ci(
     workers: int | None = None,
     interval: str = DEFAULT_INTERVAL,
     weights: ArrayLike | None = None,
+    design: SampleDesign | None = None,
 ) -> tuple[float, float]:
     """Bootstrap interval for the mean of paired differences (``interval``: see the module docstring), or
-    with ``weights`` (one per difference, finite, above 0) for their weighted mean.
+    with ``weights`` (one per difference, finite, above 0) for their weighted mean, and with a ``design``
+    as well (see `compare_paired`) for the weighted mean of a sample that design drew.
 
     Pairs are resampled as units: resampling the differences ``candidate - incumbent`` by one shared
     index is the paired bootstrap. The same generator state gives the same interval whatever ``workers``
@@ -287,8 +289,10 @@ def paired_bootstrap_ci(
     n_resamples = _check_n_resamples(n_resamples)
     rng, workers = _check_rng(rng), _check_workers(workers)
     w = _check_weights(weights, d.size)
+    checked = _check_design(design, d.size, w is not None)
+    layout = None if checked is None else cell_layout(checked, np.ones(d.size, dtype=bool))
     return (
-        bootstrap_interval(_check_interval(interval), d, n_resamples, rng, workers, w)
+        bootstrap_interval(_check_interval(interval), d, n_resamples, rng, workers, w, layout)
         .at(confidence)
         .interval(confidence)
     )
