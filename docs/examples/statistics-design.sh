@@ -35,7 +35,7 @@ qrels: support/drawn-qrels.tsv
 strata: [language, band]
 metric: recall@5
 tie_margin: 0.03
-min_queries: 10
+min_queries: 5
 weights: frequency
 YAML
 show cat golden/drawn.yaml

@@ -27,6 +27,14 @@ are weighted, and both intervals resample queries with their weights and recompu
 studentized one divides by each resample's linearised standard error, and the reported sd is the sd of the
 linearised values, which the minimum detectable effect uses as the unweighted one uses the sd
 (:mod:`pytest_embeval.core.weighted_stats`). The sign test counts queries, not traffic.
+
+With a ``design`` as well (`sample_design.SampleDesign`: the queries were drawn by cells, uniformly without
+replacement in each, as ``embeval sample`` draws), the variance is the design's (the stratified
+linearisation variance with each cell's finite-population correction, a cell drawn whole adding none), the
+studentized interval resamples within the cells by Rao, Wu & Yue's rescaling bootstrap and is never
+narrower than Student's t on Satterthwaite's degrees of freedom, the percentile interval takes the same
+replicates' percentiles, and sd is the design's standard error times sqrt(n), so the MDE is the design's
+(:mod:`pytest_embeval.core.design_variance`, ``bootstrap_intervals.StratifiedInterval``).
 """
 
 from __future__ import annotations
