@@ -1,48 +1,55 @@
 """Does the weighted interval of a drawn sample keep its promise? Coverage, width and false verdicts by
 simulation, drawn the way ``embeval sample`` draws, on real per-query differences.
 
-    python benchmarks/design_intervals.py [--sizes 20 60 150 400] [--simulations 2000] [--resamples 2000]
-                                          [--candidates] [--populations NAME ...] [--data DIR] [--cache DIR]
+    python benchmarks/design_intervals.py [--sizes 20 60 150 400] [--simulations 2000] [--resamples 1000]
+                                          [--intervals NAME ...] [--floor 20] [--populations NAME ...]
+                                          [--check-null] [--table] [--data DIR] [--cache DIR]
+    python benchmarks/design_intervals.py --timing 5
 
 The per-query nDCG@10 differences are those of ``benchmarks/validity.py``: the four public collections
 under ``--data`` scored by the demo's two models (all-MiniLM-L6-v2 and its model2vec distillation), cached
-under ``--cache`` on first use. From them, *populations* of distinct queries, each with a collection (the
-stratum ``embeval sample --by collection`` draws by) and a traffic frequency:
+under ``--cache`` on first use. From them, *populations* of distinct queries, each with a collection and a
+traffic frequency:
 
-* ``few hundred``: the collections' own queries, each once;
+* ``few hundred``: the collections' 481 queries, each once;
 * ``30,000``: 7,500 per collection, each a collection's real difference drawn at random, a non-zero one
   moved by Gaussian noise (sd 0.05, kept within [-1, 1]), a zero one kept 0 (two models that rank a query
   alike);
 * traffic ``zipf`` (frequency ∝ rank⁻¹) or ``flat`` (∝ rank^-0.5), rounded to searches (at least 1); ranks
   ``independent`` of the difference (a seeded shuffle) or ``correlated`` with it (ranked by the difference
-  plus noise of its own sd: the candidate does better on popular queries, rank correlation about 0.7).
+  plus noise of its own sd: the candidate does better on popular queries).
 
 The true Δ is the population's traffic-weighted mean Σ f d / Σ f. Each simulated golden set is drawn from a
-query log of that population by ``embeval sample``'s own code (`golden.query_log.draw_queries`: strata by
-collection with a floor of min(20, n / 4), bands head=0.33,torso=0.33, the head boosted x2, each (stratum,
-band) cell drawn uniformly without replacement with the generator ``draw_queries`` seeds for it): the
-allocation comes from ``draw_queries`` itself, and each simulation's seed-s draw is the one
-``draw_queries(..., seed=s)`` makes (checked against it for the first seeds). Each query weighs
-frequency / inclusion, and its cell and the cells' sizes form the design.
+query log of that population by ``embeval sample``'s own code (`golden.query_log.draw_queries`): bands
+head=0.33,torso=0.33, the head boosted x2, ``--floor`` (default 20, the command's), stratified ``--by
+collection`` where the floor allows it (n >= 4 x floor) and by the bands alone below, each (stratum, band)
+cell drawn uniformly without replacement with the generator ``draw_queries`` seeds for it: the allocation
+comes from ``draw_queries`` itself, and simulation s draws what ``draw_queries(..., seed=s)`` draws (checked
+against it for the first seeds). Each query weighs frequency / inclusion; its cell and the cells' sizes
+form the design.
 
 For each population and n it prints, per interval: coverage of the true Δ; the mean width over
 ``2 x 1.96 x`` the actual sd of the estimates over the simulations; and the shares of intervals wholly
 below and wholly above the true Δ, which are the one-sided false rates under the true null (the
-population shifted so that its weighted mean is 0, the same draw: every interval here shifts with the
-data, so the null's interval is this one minus the true Δ; ``--check-null`` computes them on the shifted
-population too and shows they agree). Monte-Carlo standard errors at 2,000 simulations: 0.5 points on a
-95 % coverage, 0.35 on a 2.5 % rate.
+population shifted so that its weighted mean is 0, the same draw): every interval here moves with the data,
+so the null's interval is this one minus the true Δ; ``--check-null`` computes it on the shifted population
+and stops if it differs. Monte-Carlo standard errors at 2,000 simulations: 0.5 points on a 95 % coverage,
+0.35 on a 2.5 % rate.
 
-The intervals, 95 %: ``design`` (the default under a design, ``compare_paired(..., design=)``) and
-``with replacement`` (today's interval without a design). ``--candidates`` adds the others measured before
-choosing (all from the same replicates): ``lin-z`` and ``lin-t`` (the linearisation variance with the
-normal quantile, and Student's t on Satterthwaite's degrees of freedom), ``rwy-percentile`` (the rescaling
-bootstrap's percentile interval) and ``rwy-t equal`` (its equal-tailed bootstrap-t).
+The intervals (``--intervals``), 95 %: ``design studentized`` and ``design percentile``, what a weighted
+stratum of a drawn set gets (`stats.paired_bootstrap_ci(..., weights=, design=)`, the default and
+``interval: percentile``); ``with replacement``, the interval of weights without a design; and the
+candidates measured before choosing: ``rwy-t sym`` (the rescaling bootstrap-t alone, without the Student
+floor), ``rwy-t equal`` (its equal-tailed version), ``rw-n t sym`` / ``rw-n t equal`` (n_h draws per cell
+instead of n_h - 1), ``lin-z`` and ``lin-t`` (the linearisation variance with the normal quantile, or
+Student's t on Satterthwaite's degrees of freedom) and ``jk-t`` (the stratified jackknife's variance with
+the same t). A row is kept under ``--cache`` keyed by its settings and the code, so a rerun prints at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import math
@@ -79,7 +86,7 @@ CONFIDENCE = 0.95
 BANDS = (("head", 0.33), ("torso", 0.33))
 HEAD_BOOST = 2.0
 BY = ("collection",)
-FLOOR = 20  # embeval sample's default
+FLOOR = 20  # embeval sample's default --floor
 LARGE = 7_500  # distinct queries per collection in the large populations
 
 
@@ -158,16 +165,16 @@ def query_log(population: Population) -> QueryLog:
     return QueryLog(Path("log.jsonl"), "jsonl", BY, rows, 0, "sha256:-", distinct)
 
 
-def stratified_by(n: int) -> tuple[str, ...]:
-    """``--by collection`` where ``embeval sample``'s default floor lets it (20 queries in each of the four
-    collections), else the bands alone: what the command draws at that size."""
-    return BY if n >= FLOOR * len(COLLECTIONS) else ()
+def stratified_by(n: int, floor: int) -> tuple[str, ...]:
+    """``--by collection`` where the floor lets it (``floor`` queries in each of the four collections), else
+    the bands alone: what ``embeval sample --floor`` draws at that size."""
+    return BY if n >= floor * len(COLLECTIONS) else ()
 
 
-def allocate(log: QueryLog, n: int) -> Allocation:
+def allocate(log: QueryLog, n: int, floor: int) -> Allocation:
     """The cells and their draws at size n, from ``draw_queries`` itself, and each cell's pool in the order
     it draws from; the seed-0 and seed-1 draws of `draw` are checked against ``draw_queries``'."""
-    by = stratified_by(n)
+    by = stratified_by(n, floor)
     band_of = frequency_bands([q.frequency for q in log.distinct], BANDS)
     pools: dict[str, list[int]] = {}
     for query, band in zip(log.distinct, band_of, strict=True):
@@ -175,7 +182,7 @@ def allocate(log: QueryLog, n: int) -> Allocation:
         pools.setdefault(f"{stratum}\0{band}", []).append(int(query.key))
     drawn = {}
     for seed in (0, 1):
-        draw = draw_queries(log, by, size=n, floor=FLOOR, bands=BANDS, head_boost=HEAD_BOOST, seed=seed)
+        draw = draw_queries(log, by, size=n, floor=floor, bands=BANDS, head_boost=HEAD_BOOST, seed=seed)
         drawn[seed] = sorted(int(q.text) for q in draw.queries)
     sampled = {
         f"{stratum.name}\0{band}": k for stratum in draw.strata for band, (_, k) in stratum.bands.items()
@@ -350,7 +357,7 @@ class Row:
 
 def simulate(population: Population, n: int, args: argparse.Namespace) -> Row:
     log = query_log(population)
-    allocation = allocate(log, n)
+    allocation = allocate(log, n, args.floor)
     sizes = {name: pool.size for name, pool in zip(allocation.names, allocation.pools, strict=True)}
     whole = sum(k == sizes[name] for name, k in zip(allocation.names, allocation.sampled, strict=True))
     estimates = np.empty(args.simulations)
@@ -397,13 +404,27 @@ SOURCES = (
 )
 
 
+def code_digest() -> str:
+    """The sha256 of `SOURCES`' syntax trees, docstrings aside (comments are not in them): what a row's
+    numbers depend on, which a change of wording does not alter."""
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            first = body[0] if isinstance(body, list) and body else None
+            docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            if docstring and isinstance(first.value.value, str):  # type: ignore[union-attr]
+                body[0] = ast.Pass()
+        digest.update(ast.dump(tree).encode())
+    return digest.hexdigest()
+
+
 def cached_row(population: Population, n: int, args: argparse.Namespace) -> Row:
     """`simulate`'s row, kept under ``--cache`` (keyed by the population, n, the settings and the code), so
     that a rerun of the same code reads it instead of simulating again."""
-    key = hashlib.sha256()
-    for source in SOURCES:
-        key.update(source.read_bytes())
-    settings = [population.name, n, args.simulations, args.resamples, sorted(args.intervals)]
+    key = hashlib.sha256(code_digest().encode())
+    settings = [population.name, n, args.simulations, args.resamples, sorted(args.intervals), args.floor]
     key.update(json.dumps(settings).encode())
     path = args.cache / "design-intervals" / f"{key.hexdigest()[:24]}.npz"
     if path.is_file():
@@ -476,8 +497,9 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 60, 150, 400])
+    parser.add_argument("--floor", type=int, default=FLOOR, help="embeval sample's --floor (default 20)")
     parser.add_argument("--simulations", type=int, default=2000)
-    parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument(
         "--intervals", nargs="+", choices=list(INTERVALS), default=list(DEFAULT_INTERVALS), help="to measure"
     )

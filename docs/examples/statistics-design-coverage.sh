@@ -5,4 +5,4 @@
 # machine takes about ten minutes.
 # not checked: a simulation of minutes; benchmarks/README.md has the command and the figures
 need_shared
-"$PYTHON" "$REPO/benchmarks/design_intervals.py" --data "$SHARED/data" --table
+"$PYTHON" "$REPO/benchmarks/design_intervals.py" --data "$SHARED/data" --intervals "design studentized" lin-t --table
