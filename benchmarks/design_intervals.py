@@ -73,6 +73,7 @@ from validity import (
     REPO,
     collection_report,
     populations_from_report,
+    print_markdown_table,
 )
 
 from pytest_embeval.core.bootstrap_intervals import sorted_quantile
@@ -544,10 +545,7 @@ def main() -> int:
     header = ["population", "n", "cells (whole)", "median Kish"]
     header += [f"{name}: coverage % · width · below/above %" for name in names]
     say()
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for cells in lines:
-        print("| " + " | ".join(cells) + " |")
+    print_markdown_table(header, lines)
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import CliResult
+from conftest import CliResult, run_good_against_bad_english
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.loader import load_golden
 
@@ -159,15 +159,7 @@ def test_a_sidecar_the_queries_no_longer_match_is_an_error(tmp_path: Path, embev
     assert str(raised.value).endswith(f"; queries.draw.json drew the queries by it: {advice}")
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:bad_english",
-        *args,
-    )
+_run = run_good_against_bad_english
 
 
 def test_a_drawn_set_is_decided_on_the_design_and_every_report_says_so(

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_good_against_bad_english
+
 Golden = Callable[..., Path]
 
 # English queries: 1 search each; Spanish: 100 each. Overall Kish n = (24 + 2400)² / (24 + 240000) = 24.46.
@@ -26,15 +28,7 @@ def _weighted(golden: Golden, path: Path, *, declared: bool = True, **settings: 
     return written
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:bad_english",
-        *args,
-    )
+_run = run_good_against_bad_english
 
 
 def test_the_verdict_rests_on_the_weighted_mean_and_the_unweighted_is_shown_beside(

@@ -88,31 +88,26 @@ def plan(
         n = sum(1 for qid in stratum.query_ids if qid in relevant)
         spread = measured.get(stratum.name, sd)
         cells = _design_cells(golden, stratum, relevant, spread)
+        mde: float | None = None
+        needed: int | None = None
         if cells is not None and n:
             z = z_sum(alpha, power)
-            needed = cells.queries_needed(golden.tie_margin, z) if golden.tie_margin else None
-            rows.append(
-                PlanRow(
-                    stratum=stratum.name,
-                    n=n,
-                    sd=spread,
-                    observed=stratum.name in measured,
-                    mde=z * math.sqrt(cells.variance_at(sum(cells.sampled))),
-                    # None from the cells: the present draw reaches the margin already
-                    needed=(n if needed is None else needed) if golden.tie_margin else None,
-                )
-            )
-            continue
+            mde = z * math.sqrt(cells.variance_at(sum(cells.sampled)))
+            if golden.tie_margin:
+                # None from the cells: the present draw reaches the margin already
+                needed = cells.queries_needed(golden.tie_margin, z) or n
+        else:
+            mde = minimum_detectable_effect(spread, n, alpha=alpha, power=power) if n else None
+            if golden.tie_margin:
+                needed = paired_n(golden.tie_margin, spread, alpha=alpha, power=power)
         rows.append(
             PlanRow(
                 stratum=stratum.name,
                 n=n,
                 sd=spread,
                 observed=stratum.name in measured,
-                mde=minimum_detectable_effect(spread, n, alpha=alpha, power=power) if n else None,
-                needed=paired_n(golden.tie_margin, spread, alpha=alpha, power=power)
-                if golden.tie_margin
-                else None,
+                mde=mde,
+                needed=needed,
             )
         )
     return tuple(rows)
