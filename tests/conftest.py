@@ -182,3 +182,16 @@ def golden(pytester: pytest.Pytester) -> Callable[..., Path]:
         return golden_files(pytester.path, name, **settings)
 
     return write
+
+
+def run_good_against_bad_english(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """``pytest --embeval`` in pytester's folder, the fake models' good arm against the one that misses three
+    English queries in four (`fake_models`)."""
+    return pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad_english",
+        *args,
+    )

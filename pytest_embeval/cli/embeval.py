@@ -351,7 +351,8 @@ def _plan(args: argparse.Namespace) -> int:
                 f"{args.from_report}: the report measured {record.get('metric')!r}, the golden set's metric "
                 f"is {str(golden.metric)!r}; its standard deviations do not apply"
             )
-        observed = observed_sd(record)
+        # Under a design, the MDE comes from the variance of the draw with one query's sd (`planning`).
+        observed = observed_sd(record, per_query=golden.design is not None and golden.weights is not None)
     rows = plan(golden, sd=args.sd, observed=observed)
     _print(plan_lines(golden, rows))
     return EXIT_OK

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-from pytest_embeval.core.stats import PairedComparison, paired_n
+from pytest_embeval.core.stats import MDE_POWER, PairedComparison, paired_n, z_sum
 
 __all__ = [
     "MULTIPLE_COMPARISONS",
@@ -231,6 +231,16 @@ def decide(
     )
 
 
+def _queries_needed(c: PairedComparison, margin: float) -> int | None:
+    """Queries for an MDE of ``margin``: `stats.paired_n` from the sd, or under a design more queries drawn
+    from the comparison's cells, whose finite populations `sample_design.DesignCells.queries_needed`
+    counts (None when the present draw reaches it)."""
+    alpha = 1.0 - c.confidence
+    if c.design is None:
+        return paired_n(margin, c.sd, alpha=alpha)
+    return c.design.queries_needed(margin, z_sum(alpha, MDE_POWER))
+
+
 def _decimals(*values: float) -> int:
     """Fewest decimals, from 3 to 6, that keep the compared values apart, so that a sentence never reads
     "0.030 < 0.030" when Δ is 0.02999."""
@@ -283,8 +293,8 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
 
     needed = None
     if m > 0 and math.isfinite(c.sd) and c.sd > 0:
-        needed = paired_n(m, c.sd, alpha=1.0 - c.confidence)
-        if needed <= n:
+        needed = _queries_needed(c, m)
+        if needed is not None and needed <= n:
             # n already detects a margin-sized difference with 80 % power: more queries are not the remedy.
             needed = None
     resolution = f"MDE {c.mde:.3f} at {sized}"

@@ -5,7 +5,8 @@ and TSV documents and queries; `qrels_files`: BEIR and TREC judgments), the file
 from its YAML alone (`inputs`), per-query filters (`filters`), chunks folded to documents (`folding`) and
 how long a judgment stays usable (`shelf_life`); the declared ``decision:`` block (`decision_spec`); and
 drawing from production: a query log sampled (`query_log`), a corpus sampled (`corpus_draw`), the draw
-sidecars that say how (`draws`).
+sidecars that say how (`draws`), and the design a drawn set's queries came from, read from its draw sidecar
+(`drawn_design`).
 
 Every problem is a `data_files.GoldenError` naming the file, the line and the key.
 

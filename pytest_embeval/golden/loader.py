@@ -32,7 +32,10 @@ Decisions the schema leaves open, taken here:
   least 2 (hnswlib cannot build a graph with M = 1).
 * ``weights: frequency`` makes every verdict rest on the traffic-weighted means, each query weighted by its
   ``frequency`` (which every query must then have), over its ``inclusion`` when the queries have one
-  (`data_files.Query.traffic_weight`); it is part of the plan, in its fingerprint only when given.
+  (`data_files.Query.traffic_weight`); it is part of the plan, in its fingerprint only when given. When the
+  queries file has the draw sidecar of ``embeval sample``, the weighted intervals use the design of that
+  draw (`drawn_design`: each query's (stratum, band) cell, each cell's distinct queries); a sidecar the
+  file no longer matches is an error, never a silent fallback to the with-replacement interval.
 * ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
   file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
   the fingerprint: the judgments are, and the guidelines change no score.
@@ -48,7 +51,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,6 +60,7 @@ import yaml
 
 from pytest_embeval.core.capacity import MAX_COUNT, MAX_PRICE, Production
 from pytest_embeval.core.metrics import MetricSpec
+from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import DEFAULT_INTERVAL, INTERVALS
 from pytest_embeval.core.ties import TIES
 from pytest_embeval.core.verdict import MULTIPLE_COMPARISONS
@@ -68,6 +72,7 @@ from pytest_embeval.golden.data_files import (
 )
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
 from pytest_embeval.golden.decision_spec import read_decision
+from pytest_embeval.golden.drawn_design import drawn_design
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
@@ -163,6 +168,17 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def _design(
+    weights: str | None, queries: Sequence[Query], path: Path | None, draws: Mapping[str, Mapping[str, Any]]
+) -> SampleDesign | None:
+    """Under ``weights``, the design of queries drawn by ``embeval sample`` (its sidecar beside the queries
+    file ``path``); None without weights or without such a sidecar."""
+    draw = draws.get("queries")
+    if weights is None or draw is None or draw.get("command") != "sample" or path is None:
+        return None
+    return drawn_design(path, queries, draw)
 
 
 # --- the YAML file -----------------------------------------------------------------------------------------
@@ -270,6 +286,7 @@ class _GoldenLoader(DataReader):
             fold=fold,
             rerank=rerank,
             weights=weights,
+            design=_design(weights, data.queries, data.queries_path, data.draws),
         )
         if "decision" not in top:
             return golden

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_embeval.core.canonical import KeyedTexts, hash_rows
 from pytest_embeval.core.capacity import Production
 from pytest_embeval.core.metrics import MetricSpec, parse_metric
+from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import DEFAULT_INTERVAL
 from pytest_embeval.golden.data_files import (
     Document,
@@ -227,6 +228,10 @@ class GoldenSet:
     #: how the corpus and queries files were drawn from production, by data key, as their draw sidecars
     #: say (`draws.read_draw`); not fingerprinted, since the digests of the data hold their content
     draws: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: with ``weights`` on queries drawn by ``embeval sample``: the design of the draw, from its sidecar
+    #: (`drawn_design`), whose variance the weighted intervals use; None: weights without a design (the
+    #: with-replacement interval), or no weights
+    design: SampleDesign | None = None
 
     def query_weights(self) -> tuple[float, ...] | None:
         """Each query's weight, in query order, under ``weights``: the traffic it stands for
@@ -366,6 +371,10 @@ class GoldenSet:
             (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()
         )
         hash_rows(digest, judgments, "qrel ")
+        if self.design is not None:  # only then, so sets without a design keep their fingerprints
+            cells = [str(cell) for cell in self.design.cells]
+            population = {str(cell): size for cell, size in self.design.population.items()}
+            digest.update(b"design " + _canonical([cells, population]) + b"\n")
         return "sha256:" + digest.hexdigest()
 
 

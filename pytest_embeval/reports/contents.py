@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pytest_embeval.core.sample_design import STRATIFIED, design_words
 from pytest_embeval.core.verdict import ROUGH_BELOW, familywise_error
 from pytest_embeval.judging.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.reports.json_report import ROLES
@@ -95,6 +96,8 @@ def interval_words(golden: Mapping[str, Any]) -> str:
     adjusted = golden.get("multiple_comparisons", "none")
     level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
     weighted = f", traffic-weighted by {_traffic_weight(golden)}" if "weights" in golden else ""
+    if "design" in golden:
+        weighted += f", {design_words(golden['design'])}"
     return f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}{weighted}"
 
 
@@ -231,6 +234,14 @@ def _weights_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]
             "unweighted: every query once, as without the key; W/L counts queries."
         )
     ]
+    if golden.get("design", {}).get("kind") == STRATIFIED:
+        notes.append(
+            Note(
+                f"{design_words(golden['design'])}: the weighted intervals, MDE and queries needed use the "
+                "variance of the draw its sidecar records (each cell drawn without replacement; a cell drawn "
+                "whole has no sampling error)."
+            )
+        )
     changed = [
         f"{s['stratum']} ({s['verdict']} weighted, {s['unweighted']['verdict']} unweighted)"
         for s in strata

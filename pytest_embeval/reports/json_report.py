@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_embeval.arms.rerank import RerankOutcome
+from pytest_embeval.core.sample_design import NO_DESIGN
 from pytest_embeval.core.stats import PairedComparison
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.coverage import coverage
@@ -44,8 +45,11 @@ RECALL_TARGET_HELD = (
 
 def comparison_record(comparison: PairedComparison) -> Record:
     """One comparison's numbers; a weighted one's (``weights``) are the weighted means, Δ, interval, sd and
-    MDE, with Kish's effective number of queries under ``kish_n`` (absent for an unweighted one)."""
+    MDE, with Kish's effective number of queries under ``kish_n`` (absent for an unweighted one), and under
+    ``design`` the cells of the draw whose variance they use (absent without a design)."""
     weighted: Record = {} if comparison.kish_n is None else {"kish_n": comparison.kish_n}
+    if comparison.design is not None:
+        weighted["design"] = comparison.design.record()
     return {
         "n": comparison.n,
         "effective_n": comparison.effective_n,
@@ -282,9 +286,14 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "ties": golden.ties,
         "multiple_comparisons": golden.multiple_comparisons,
         # Only when declared, so that a report without weights keeps its shape; ``traffic_weight``: what a
-        # query weighs, ``frequency`` or (a drawn sample's queries) ``frequency / inclusion``.
+        # query weighs, ``frequency`` or (a drawn sample's queries) ``frequency / inclusion``; ``design``:
+        # the draw whose variance the intervals use, or none (the with-replacement interval).
         **(
-            {"weights": golden.weights, "traffic_weight": golden.traffic_weighting}
+            {
+                "weights": golden.weights,
+                "traffic_weight": golden.traffic_weighting,
+                "design": NO_DESIGN if golden.design is None else golden.design.record(),
+            }
             if golden.weights is not None
             else {}
         ),

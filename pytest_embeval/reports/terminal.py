@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_embeval.core.sample_design import design_words
 from pytest_embeval.core.text_table import table
 from pytest_embeval.reports.capacity_contents import (
     Block,
@@ -186,9 +187,10 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
     ]
     plain = record.get("unweighted")
     if plain is not None:
+        design = f", {design_words(record['design'])}" if "design" in record else ""
         lines.append(
             f"traffic-weighted by {record.get('traffic_weight', record['weights'])} (n={record['n']}, "
-            f"Kish {record['kish_n']:.1f}); "
+            f"Kish {record['kish_n']:.1f}{design}); "
             f"unweighted: Δ {fmt_number(plain['delta'], True)} {fmt_interval(plain['ci'])}, "
             f"{plain['verdict']}"
         )

@@ -11,7 +11,8 @@ reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the 
 the after-rerank comparison, and the ties and slices stay the first stage's.
 
 With ``weights: frequency`` every comparison is traffic-weighted (each query by `GoldenSet.query_weights`:
-its frequency, over its inclusion probability when it has one), the verdicts, the family and the ties rest
+its frequency, over its inclusion probability when it has one; with the design of the draw when the
+queries were drawn by ``embeval sample``, `GoldenSet.design`), the verdicts, the family and the ties rest
 on the weighted comparisons, the floor applies to Kish's effective number of queries, and the queries
 driving a disputed mean are ranked by their weighted contribution; each stratum also carries the outcome of
 the same run unweighted (`StratumOutcome.unweighted`), exactly what the file without the key decides.
@@ -27,6 +28,7 @@ import numpy as np
 
 from pytest_embeval.arms.rerank import RerankOutcome
 from pytest_embeval.core.progress import step
+from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import (
     DegenerateComparisonWarning,
     PairedComparison,
@@ -133,6 +135,14 @@ def _weights(golden: GoldenSet, rows: np.ndarray) -> np.ndarray | None:
     return None if weights is None else np.asarray(weights, dtype=np.float64)[rows]
 
 
+def _weighting(golden: GoldenSet, rows: np.ndarray) -> tuple[np.ndarray | None, SampleDesign | None]:
+    """The queries' weights on ``rows`` under ``weights``, and the design they were drawn with (the other
+    queries drawn in their cells count as outside the stratum); both None without ``weights``."""
+    weights = _weights(golden, rows)
+    design = None if weights is None or golden.design is None else golden.design.rows(rows)
+    return weights, design
+
+
 def _below_floor(golden: GoldenSet, rows: np.ndarray, incumbent: np.ndarray, candidate: np.ndarray) -> bool:
     """Fewer than 2 pairs, or fewer than ``min_queries``: pairs, or with weights Kish's effective number."""
     paired = np.isfinite(incumbent) & np.isfinite(candidate)
@@ -151,7 +161,7 @@ def _compare(
     candidate: np.ndarray,
     confidence: float,
     stage: str = "",
-    weights: np.ndarray | None = None,
+    weighting: tuple[np.ndarray | None, SampleDesign | None] = (None, None),
 ) -> PairedComparison:
     """One metric on one stratum. The seed names the stratum and metric only (and the ``stage`` of a
     comparison around the reranker), so the same pairs give the same resamples at any confidence (the
@@ -168,7 +178,8 @@ def _compare(
             n_resamples=golden.bootstrap,
             rng=np.random.default_rng(stable_seed(*seed)),
             interval=golden.interval,
-            weights=weights,
+            weights=weighting[0],
+            design=weighting[1],
         )
 
 
@@ -195,9 +206,9 @@ def evaluate_golden(run: GoldenRun, selected: Collection[str] | None = None) -> 
             if _below_floor(golden, rows, incumbent, candidate):
                 p_values.append(None)
             elif holm:
-                weights = _weights(golden, rows)
+                weighting = _weighting(golden, rows)
                 compared = _compare(
-                    golden, stratum, primary, incumbent, candidate, golden.confidence, stage, weights
+                    golden, stratum, primary, incumbent, candidate, golden.confidence, stage, weighting
                 )
                 p_values.append(compared.p_value)
             else:
@@ -242,7 +253,7 @@ def _decided(
 ) -> tuple[dict[str, PairedComparison], Decision]:
     """Every metric of the golden set compared on ``rows`` of both arms' ``scores``, and the verdict rule
     applied to them (primary and guards)."""
-    weights = _weights(golden, rows)
+    weighting = _weighting(golden, rows)
     comparisons = {
         str(m): _compare(
             golden,
@@ -252,7 +263,7 @@ def _decided(
             scores[1][str(m)][rows],
             confidence,
             stage,
-            weights,
+            weighting,
         )
         for m in golden.all_metrics()
     }
@@ -298,14 +309,14 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     at the family's level for this stratum (`evaluate_golden`) or, without a family, at ``confidence``."""
     golden = run.golden
     rows = _stratum_rows(golden, stratum)
-    weights = _weights(golden, rows)
+    weighting = _weighting(golden, rows)
     level = None if family is None or family.method == "none" else family.level
     confidence = golden.confidence if level is None else 1.0 - level
 
     def decide_with(incumbent: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> Decision:
         def compared(name: str) -> PairedComparison:
             return _compare(
-                golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence, "", weights
+                golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence, "", weighting
             )
 
         return decide(
