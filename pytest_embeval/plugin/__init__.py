@@ -32,6 +32,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_embeval.plugin import hooks  # pytest and the standard library only
+
+    pluginmanager.add_hookspecs(hooks)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     settings = resolve_settings(config)
     if not settings.enabled:
@@ -40,9 +46,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     session.start(config, settings)
     # pytest-xdist's default "load" scheduling would scatter a golden set's strata over workers, each then
-    # embedding the whole corpus; "loadfile" keeps every file's items on one worker.
+    # embedding the whole corpus; "loadfile" keeps every file's items on one worker, and the session's
+    # scheduler (`xdist_scheduling`) keeps each candidate's items of a shortlist's file on one.
     if getattr(config.option, "dist", None) == "load":
         config.option.dist = "loadfile"
+        session.schedule_by_candidate(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_embeval.core.verdict import ROUGH_BELOW, familywise_error
 from pytest_embeval.judging.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.reports.json_report import ROLES
+from pytest_embeval.reports.shortlist import CANDIDATE_NAME
 
 #: Reading order of the verdicts: what fails the build first, then what the candidate wins, then ties.
 VERDICT_ORDER = ("WORSE", "BETTER", "TIE")
@@ -30,6 +31,15 @@ def fmt_number(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "—"
     return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def fmt_bytes(value: int) -> str:
+    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
+    units = ("B", "KiB", "MiB", "GiB")
+    exponent = 0
+    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
+        exponent += 1
+    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
 
 
 def fmt_interval(ci: Sequence[float | None]) -> str:
@@ -243,7 +253,10 @@ def _weights_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]
 
 def coverage_notes(golden: Mapping[str, Any], report_path: str | None = None) -> list[Note]:
     """A warning for each arm whose top k was judged much less than another's (`coverage.coverage_warnings`,
-    from the report's ``coverage`` records; the fix names ``report_path`` when there is one)."""
+    from the report's ``coverage`` records; the fix names ``report_path`` when there is one). Nothing for a
+    shortlist's candidate: its shortlist warns once, across every arm (`shortlist_contents`)."""
+    if CANDIDATE_NAME in golden:
+        return []
     rows = [CoverageRow(**row) for row in golden.get("coverage", [])]
     found = coverage_warnings(rows, golden_path=golden["path"], report_path=report_path)
     return [Note(warning, warning=True) for warning in found]
@@ -355,6 +368,12 @@ def join_words(words: Sequence[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
+def golden_title(golden: Mapping[str, Any]) -> str:
+    """The golden set's name, and in a shortlist its candidate's: ``support-search [small]``."""
+    named = golden.get(CANDIDATE_NAME)
+    return str(golden["name"]) if named is None else f"{golden['name']} [{named}]"
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Headline:
     """One golden set at a glance: ``support-search: 3 WORSE, 3 TIE — candidate loses overall and on
@@ -398,7 +417,7 @@ def headline(golden: Mapping[str, Any]) -> Headline:
             reason = str(s["reason"]).split(":", 1)[0]
             reasons[reason] = reasons.get(reason, 0) + 1
     return Headline(
-        name=str(golden["name"]),
+        name=golden_title(golden),
         counts=", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count) or "no strata",
         loses=tuple(s["stratum"] for s in strata if s["verdict"] == "WORSE"),
         wins=tuple(s["stratum"] for s in strata if s["verdict"] == "BETTER"),
