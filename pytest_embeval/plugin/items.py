@@ -205,6 +205,15 @@ class GoldenItem(pytest.Function):
         self.run = None
 
     @property
+    def id(self) -> Any:
+        """The structured node id of pytest 9.2 and later, as pytest reads it back from a string: a
+        shortlist's item ``overall[small]`` is the name ``overall`` with the parameters ``small`` there
+        (what ``--lf`` finds in its cache), not the name ``overall[small]`` a `pytest.Function` without a
+        parametrization is given."""
+        given = super().id
+        return type(given).parse(str(given))
+
+    @property
     def golden_path(self) -> str:
         """The golden file as node ids and the report name it (see `golden_node_path`)."""
         return self.nodeid.split("::", 1)[0]

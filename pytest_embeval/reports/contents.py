@@ -284,6 +284,16 @@ def _family_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]
         for s in strata
         if s.get("family") is not None and s["family"]["level"] is not None
     )
+    candidates = families[0].get("candidates")
+    if candidates:
+        return [
+            Note(
+                f"multiple comparisons: {method} over {size} comparisons, the strata of "
+                f"{counted(len(candidates), 'candidate')} ({', '.join(candidates)}) decided as one family "
+                f"(family: candidate decides each on its own), family-wise level {alpha:g}; this candidate's "
+                f"levels: {levels}."
+            )
+        ]
     return [
         Note(
             f"multiple comparisons: {method} over {size} strata, family-wise level {alpha:g}; "
@@ -361,6 +371,11 @@ def guards_table(golden: Mapping[str, Any]) -> Table | None:
 def failing_first(strata: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The strata in reading order (`VERDICT_ORDER`), each verdict's in the golden file's order."""
     return sorted(strata, key=lambda s: VERDICT_ORDER.index(s["verdict"]))
+
+
+def counted(count: int, word: str) -> str:
+    """``1 candidate``, ``3 candidates``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def join_words(words: Sequence[str]) -> str:

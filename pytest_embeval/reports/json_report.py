@@ -167,10 +167,13 @@ def _rerank_stratum(rerank: RerankOutcome) -> Record:
 
 def _family_record(family: Family | None) -> Record | None:
     """How the stratum was adjusted for the strata decided with it: the method, the family size and the
-    level its intervals were computed at (None: outside the family, under the floor)."""
+    level its intervals were computed at (None: outside the family, under the floor); in a shortlist's
+    family, the candidates whose strata are in it."""
     if family is None:
         return None
-    return {"method": family.method, "size": family.size, "level": family.level}
+    # A shortlist's family also names the candidates whose strata it holds; one candidate's keeps its shape.
+    candidates = {"candidates": list(family.candidates)} if family.candidates else {}
+    return {"method": family.method, "size": family.size, "level": family.level, **candidates}
 
 
 def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:

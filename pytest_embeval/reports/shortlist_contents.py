@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_embeval.judging.coverage import CoverageRow, coverage_warnings
-from pytest_embeval.reports.contents import Note, Table, fmt_bytes, fmt_interval, fmt_number
+from pytest_embeval.reports.contents import Note, Table, counted, fmt_bytes, fmt_interval, fmt_number
 
 __all__ = ["reading_order", "shortlist_caption", "shortlist_forest", "shortlist_notes", "shortlist_table"]
 
@@ -118,16 +118,14 @@ def shortlist_caption(shortlist: Mapping[str, Any]) -> str:
 
 def _family_words(shortlist: Mapping[str, Any]) -> str:
     family = shortlist["family"]
-    ran = len(family["candidates"])
-    if not ran:
+    if not family["candidates"]:
         return "no candidate ran"
-    candidates = f"{ran} candidate{'' if ran == 1 else 's'}"
     if family["scope"] == "candidate":
         return f"each candidate's strata a family of their own ({family['method']}), family: candidate"
     level = f"{1 - shortlist['confidence']:.0%}"
     return (
-        f"one family of {family['size']} comparisons ({candidates}' strata), {family['method']}, family-wise "
-        f"level {level}"
+        f"one family of {family['size']} comparisons, the strata of "
+        f"{counted(len(family['candidates']), 'candidate')}, {family['method']}, family-wise level {level}"
     )
 
 
@@ -140,8 +138,8 @@ def shortlist_notes(shortlist: Mapping[str, Any], report_path: str | None = None
     if not_run:
         notes.append(
             Note(
-                f"not run: {', '.join(not_run)} (its error is reported with its items); the family is the "
-                f"{len(shortlist['family']['candidates'])} candidates that ran",
+                f"not run: {', '.join(not_run)} (the error is reported with its items); the family holds "
+                f"the {counted(len(shortlist['family']['candidates']), 'candidate')} that ran",
                 warning=True,
             )
         )
