@@ -303,8 +303,8 @@ def test_a_fixture_cannot_give_a_shortlist(pytester: pytest.Pytester, golden: Go
     result.assert_outcomes(errors=3)
     result.stdout.fnmatch_lines(
         [
-            "support: the embeval_candidate fixture returned 2 candidates, but a fixture runs after the items "
-            "are named: give a shortlist with the pytest_embeval_candidates hook*"
+            "support: the embeval_candidate fixture returned 2 candidates, but a fixture runs after the "
+            "items are named: give a shortlist with the pytest_embeval_candidates hook*"
         ]
     )
 
@@ -431,5 +431,7 @@ def test_last_failed_reruns_the_failed_candidates_items(pytester: pytest.Pyteste
     assert outcomes(first) == {"failed": 2, "tie": 4}
     again = pytester.runpytest("--embeval", "--embeval-incumbent=fake_models:good", *candidates, "--lf", "-v")
     again.assert_outcomes(failed=2)
-    again.stdout.fnmatch_lines(["collecting ... collected 2 items", "run-last-failure: rerun previous 2 failures"])
+    again.stdout.fnmatch_lines(
+        ["collecting ... collected 2 items", "run-last-failure: rerun previous 2 failures"]
+    )
     again.stdout.fnmatch_lines(["*::overall[[]english] WORSE*", "*::language=en[[]english] WORSE*"])
