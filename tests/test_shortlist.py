@@ -6,6 +6,7 @@ the English ones, ``spanish`` half the Spanish ones; the incumbent gets every qu
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -205,6 +206,23 @@ def test_a_shortlist_run_reports_every_candidate_and_the_shortlist(
             "cheapest passing candidate: same (128 dimensions, 512 B per vector)",
         ]
     )
+
+
+def test_markdown_and_html_show_the_shortlist_after_its_candidates(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden()
+    run(pytester, INCUMBENT, *THREE, "--embeval-md=r.md", "--embeval-html=r.html")
+    markdown = (pytester.path / "r.md").read_text(encoding="utf-8")
+    assert markdown.index("### Shortlist of support: no candidate passes: bad WORSE on 3 strata") > (
+        markdown.index("### support [spanish]")
+    )
+    assert "| candidate | overall | language=en | language=es | gate | dims | B/vector | index |" in markdown
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    shortlist = page[page.index("<h2>Shortlist of support") :]
+    # The forest plot: a row per stratum and candidate.
+    assert len(re.findall(r'<g class="row"', shortlist)) == 9
+    assert "overall · bad" in shortlist and "language=es · spanish" in shortlist
 
 
 def test_the_report_is_the_same_serially_and_under_xdist(pytester: pytest.Pytester, golden: Golden) -> None:
