@@ -126,6 +126,7 @@ class CountingModel(AxisModel):
 good = AxisModel("good")
 bad = AxisModel("bad", misses=("en", "es"))
 bad_english = AxisModel("bad-english", misses=("en",))
+bad_spanish = AxisModel("bad-spanish", misses=("es",))
 broken = BrokenModel("broken")
 tied_spanish = TiedModel("tied-spanish", ties=("es",))
 counted_good = CountingModel("counted-good")

@@ -83,23 +83,20 @@ def _object_name(model: object) -> str:
 
 def name_candidates(given: Mapping[str, object] | Sequence[object], where: str) -> tuple[NamedCandidate, ...]:
     """The candidates ``given`` (``where`` they come from, for messages), named: a mapping's keys, a
-    ``NAME=SPEC`` string's name, or one derived from the spec or the object's ``name``. Raises
-    `CandidateError` for a name that is not one (`NAME`), a reserved one, two candidates with the same name,
-    or one that cannot be named."""
+    ``NAME=SPEC`` string's name, or one derived from the spec or the object's ``name`` (else from its place:
+    ``candidate-2``). Raises `CandidateError` for a name that is not one (`NAME`), a reserved one, or two
+    candidates with the same name."""
     entries: list[tuple[str | None, object]]
     if isinstance(given, Mapping):
         entries = [(str(name), model) for name, model in given.items()]
     else:
         entries = [split_named(model) if isinstance(model, str) else (None, model) for model in given]
     candidates: list[NamedCandidate] = []
-    for name, model in entries:
+    for position, (name, model) in enumerate(entries, start=1):
         shown = model if isinstance(model, str) else type(model).__qualname__
         if name is None:
-            name = _object_name(model)
-            if not name:
-                raise CandidateError(
-                    f"{where}: cannot derive a name for {shown!r}: name it (NAME=SPEC, or a mapping's key)"
-                )
+            # Nothing readable to name it by (an object without a name): its place in the list.
+            name = _object_name(model) or f"candidate-{position}"
         elif not NAME.fullmatch(name):
             raise CandidateError(
                 f"{where}: candidate name {name!r} must be letters, digits, '.', '_' and '-', starting with "
