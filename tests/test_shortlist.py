@@ -283,8 +283,11 @@ def test_a_conftest_hook_gives_named_candidates_built_when_needed(
             BUILT.append("spanish")
             return fake_models.counted_bad_spanish
 
+        def broken():
+            raise RuntimeError("no GPU here")
+
         def pytest_embeval_candidates(config):
-            return {"english": "fake_models:counted_bad_english", "spanish": spanish}
+            return {"english": "fake_models:counted_bad_english", "spanish": spanish, "broken": broken}
 
         def pytest_sessionfinish(session):
             print("BUILT:", BUILT)
@@ -295,11 +298,14 @@ def test_a_conftest_hook_gives_named_candidates_built_when_needed(
     result = run(pytester, INCUMBENT, "-s", "--embeval-json=r.json")
     result.stdout.fnmatch_lines(
         [
-            "*candidate english on its own device, candidate spanish on the "
-            "pytest_embeval_candidates hook's*",
+            "*candidate english on its own device, candidate spanish on the pytest_embeval_candidates "
+            "hook's*",
             "*BUILT: [[]'spanish']",
         ]
     )
+    # A function that fails to build its model is its candidate's error; the others are decided.
+    assert outcomes(result) == {"failed": 4, "tie": 2, "errors": 3}
+    result.stdout.fnmatch_lines(["support: candidate model: broken() raised RuntimeError: no GPU here"])
     assert [g["candidate_name"] for g in report(pytester)["golden_sets"]] == ["english", "spanish"]
 
 

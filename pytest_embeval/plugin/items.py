@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from pytest_embeval.arms.candidates import NamedCandidate
-from pytest_embeval.arms.embedding import EncoderError, embed
+from pytest_embeval.arms.embedding import EncoderError, embed, error_summary
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.cache.store import CacheStats
@@ -445,10 +445,8 @@ class DecisionItem(GoldenItem):
         self.user_properties.extend(decision_properties(record))
         self.stash[ITEM_RECORDS] = ItemRecords(decision=record, golden=golden)
         if decision.outcome == CHANGE_TARGET:
-            settings = {
-                "confidence": self.golden.confidence,
-                "multiple_comparisons": self.golden.multiple_comparisons,
-            }
+            method = shortlist_method(self.golden) if self.shortlist else self.golden.multiple_comparisons
+            settings = {"confidence": self.golden.confidence, "multiple_comparisons": method}
             raise EmbevalFailure(decision_failure(record, settings))
 
 
@@ -476,15 +474,24 @@ def _arm(
         shown = (
             spec if isinstance(spec, str) else f"{type(spec).__qualname__} from the embeval_{role} fixture"
         )
+        if isinstance(spec, (types.FunctionType, types.MethodType, functools.partial)):
+            spec, shown = _built(spec, role)
         try:
-            if isinstance(spec, (types.FunctionType, types.MethodType, functools.partial)):
-                # A function that builds the model (the pytest_embeval_candidates hook's): built now.
-                shown = str(getattr(spec, "__qualname__", type(spec).__qualname__))
-                spec = spec()
             state.arms[key] = resolve_arm(spec, device=state.settings.device)
         except EncoderError as error:
             raise ArmFault(role, shown, f"{role} model: {error}") from error
     return state.arms[key]
+
+
+def _built(build: Any, role: Role) -> tuple[object, str]:
+    """The model a function of the ``pytest_embeval_candidates`` hook builds, built now, and how messages
+    name it; whatever it raises is its candidate's `ArmFault`, so the other candidates still run."""
+    shown = str(getattr(build, "__qualname__", getattr(getattr(build, "func", None), "__qualname__", "")))
+    shown = shown or type(build).__qualname__
+    try:
+        return build(), shown
+    except Exception as error:
+        raise ArmFault(role, shown, f"{role} model: {shown}() raised {error_summary(error)}") from error
 
 
 def release_golden_sets(items: Iterable[pytest.Item], state: EmbevalState) -> None:

@@ -1,6 +1,7 @@
 """Each stratum of a run decided: the two arms' per-query scores paired, the family of strata, ties, labels.
 
-`evaluate_golden` decides every stratum of a golden file as one family (``multiple_comparisons``);
+`evaluate_golden` decides every stratum of a golden file as one family (``multiple_comparisons``), or as
+members of a larger family decided first (`decide_families`: a shortlist's, every candidate's strata);
 `evaluate_stratum` pairs both arms' scores over one stratum's queries, compares every declared metric
 (`stats.compare_paired`, seeded by stratum and metric), applies the verdict rule (`verdict.decide`), and
 records what the verdict rests on: the queries that moved most, the ties that could change it, the
