@@ -298,8 +298,8 @@ def test_a_conftest_hook_gives_named_candidates_built_when_needed(
     result = run(pytester, INCUMBENT, "-s", "--embeval-json=r.json")
     result.stdout.fnmatch_lines(
         [
-            "*candidate english on its own device, candidate spanish on the pytest_embeval_candidates "
-            "hook's*",
+            "*candidate english on its own device, candidates spanish, broken on the "
+            "pytest_embeval_candidates hook's*",
             "*BUILT: [[]'spanish']",
         ]
     )

@@ -97,7 +97,8 @@ def golden_node_path(path: Path, rootpath: Path) -> str:
 
 
 class GoldenFile(pytest.File):
-    """A golden-set YAML file: loads and validates it, yields one item per stratum."""
+    """A golden-set YAML file: loads and validates it, yields one item per stratum (per candidate and
+    stratum, in a shortlist: each candidate's items together, in the candidates' order)."""
 
     @classmethod
     def for_path(cls, parent: pytest.Collector, path: Path) -> GoldenFile:

@@ -235,8 +235,18 @@ class SessionHooks:
         arms: dict[str, tuple[str | None, str]] = {
             "incumbent": (state.settings.incumbent, "the embeval_incumbent fixture's")
         }
+        # The hook's models are built when first needed: named together, as the hook's.
+        built = [
+            candidate.name
+            for candidate in state.candidates
+            if candidate.model is not None and not candidate.spec
+        ]
         for candidate in state.candidates:
+            if candidate.name in built[1:]:
+                continue
             role = "candidate" if len(state.candidates) == 1 else f"candidate {candidate.name}"
+            if candidate.name in built[:1] and len(built) > 1:
+                role = f"candidates {', '.join(built)}"
             unresolved = (
                 "the embeval_candidate fixture's"
                 if candidate is FIXTURE_CANDIDATE
