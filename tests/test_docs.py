@@ -209,7 +209,7 @@ def _generate_module() -> Any:
             "plugins: html-4.2.0, xdist-3.8.0, anyio-4.16.0, hypothesis-6.170.27\ncollected 3 items",
             True,
         ),
-        ("platform linux -- Python 3.11.7, pytest-9.2.0", "platform linux -- Python 3.12.1, pytest-9.3.0", True),
+        ("platform linux -- Python 3.11.7, pytest-9.2", "platform linux -- Python 3.12.1, pytest-9.3", True),
         ("plugins: xdist-3.8.0\ncollected 3 items", "plugins: xdist-3.8.0\ncollected 4 items", False),
     ],
 )

@@ -606,9 +606,9 @@ def quick_distill(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     builds: list[int] = []
 
-    def distill() -> Any:
+    def distill(dims: int = demo.PCA_DIMS) -> Any:
         builds.append(1)
-        return tiny_sentence_transformer(dim=demo.PCA_DIMS)
+        return tiny_sentence_transformer(dim=dims)
 
     monkeypatch.setattr(demo, "_distill", distill)
     return builds
@@ -652,8 +652,8 @@ def test_a_build_finished_second_keeps_the_folder_another_process_installed(
     distill = demo._distill
     first: list[int] = []
 
-    def distill_while_another_installs() -> Any:
-        model = distill()
+    def distill_while_another_installs(dims: int = demo.PCA_DIMS) -> Any:
+        model = distill(dims)
         if len(quick_distill) == 1:  # the other worker finishes first, meanwhile
             demo.static_minilm_path(folder)
             first.append(folder.stat().st_ino)

@@ -17,6 +17,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_embeval.cli import (
     cache_commands,
@@ -66,9 +67,9 @@ from pytest_embeval.judging.pooling import (
 from pytest_embeval.judging.provenance import golden_sources
 from pytest_embeval.judging.rankings import (
     ReportError,
-    find_golden_record,
+    find_golden_records,
     load_report,
-    rankings_from_record,
+    rankings_from_records,
     read_trec_run,
 )
 from pytest_embeval.judging.seeds import one_arm_seeds
@@ -76,19 +77,21 @@ from pytest_embeval.judging.seeds import one_arm_seeds
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _report_record(path: str, golden: GoldenSet) -> Mapping[str, object]:
+def _report_records(path: str, golden: GoldenSet) -> list[Mapping[str, Any]]:
+    """The report's entries of ``golden``: one, or a shortlist's one per candidate."""
     try:
-        return find_golden_record(load_report(path), golden, path)
+        return find_golden_records(load_report(path), golden, path)
     except ReportError as error:
         raise CliError(str(error)) from None
 
 
 def _report_rankings(paths: Sequence[str], golden: GoldenSet) -> dict[str, dict[str, list[str]]]:
-    """Every arm of every report; arms are named by role, prefixed with the report when there are several."""
+    """Every arm of every report; arms are named by role (a shortlist's candidates by name), prefixed with
+    the report when there are several."""
     rankings: dict[str, dict[str, list[str]]] = {}
     for path in paths:
         try:
-            arms = rankings_from_record(_report_record(path, golden), path)
+            arms = rankings_from_records(_report_records(path, golden), path)
         except ReportError as error:
             raise CliError(str(error)) from None
         for role, by_query in arms.items():
@@ -103,11 +106,11 @@ def _consensus_failures(paths: Sequence[str], golden: GoldenSet) -> set[str]:
         raise CliError("--consensus-failures needs --from-report REPORT.json: the report lists them")
     failures: set[str] = set()
     for path in paths:
-        record = _report_record(path, golden)
-        strata = record.get("strata")
-        if not isinstance(strata, list) or any("consensus_failures" not in s for s in strata):
-            raise CliError(f"{path}: no consensus_failures in the report (written by an older embeval?)")
-        failures.update(qid for stratum in strata for qid in stratum["consensus_failures"])
+        for record in _report_records(path, golden):
+            strata = record.get("strata")
+            if not isinstance(strata, list) or any("consensus_failures" not in s for s in strata):
+                raise CliError(f"{path}: no consensus_failures in the report (written by an older embeval?)")
+            failures.update(qid for stratum in strata for qid in stratum["consensus_failures"])
     return failures
 
 
@@ -345,7 +348,8 @@ def _plan(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     observed: dict[str, float] = {}
     if args.from_report:
-        record = _report_record(args.from_report, golden)
+        # A shortlist's report: the first candidate's comparison (the sd of a difference is the pair's own).
+        record = _report_records(args.from_report, golden)[0]
         if record.get("metric") != str(golden.metric):
             raise CliError(
                 f"{args.from_report}: the report measured {record.get('metric')!r}, the golden set's metric "

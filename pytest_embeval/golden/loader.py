@@ -83,6 +83,7 @@ from pytest_embeval.golden.schema import (
     DEFAULT_SEED,
     DEFAULT_TIE_MARGIN,
     DEFAULT_TIES,
+    FAMILIES,
     HNSW_DEFAULTS,
     HNSW_RECALL_TARGET,
     MAX_BOOTSTRAP,
@@ -134,6 +135,7 @@ KNOWN_KEYS = (
     "interval",
     "ties",
     "multiple_comparisons",
+    "family",
     "production",
     "corpus_sample",
     "fold",
@@ -240,6 +242,7 @@ class _GoldenLoader(DataReader):
             lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
             DEFAULT_MULTIPLE_COMPARISONS,
         )
+        family: str | None = setting("family", lambda node: self.choice(node, "family", FAMILIES), None)
         fold: FoldSpec | None = setting("fold", self.fold, None)
         rerank: RerankSpec | None = setting("rerank", self.rerank, None)
         data = self.data(top, strata, fold)
@@ -274,6 +277,7 @@ class _GoldenLoader(DataReader):
             interval=interval,
             ties=ties,
             multiple_comparisons=multiple_comparisons,
+            family=family,
             production=production,
             corpus_sample=corpus_sample,
             guidelines=guidelines,

@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_DEPTH",
+    "DEFAULT_FAMILY",
     "DEFAULT_MIN_QUERIES",
     "DEFAULT_MULTIPLE_COMPARISONS",
     "DEFAULT_RELEVANCE_LEVEL",
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_SPLIT",
     "DEFAULT_TIES",
     "DEFAULT_TIE_MARGIN",
+    "FAMILIES",
     "HNSW_DEFAULTS",
     "HNSW_RECALL_TARGET",
     "MAX_BOOTSTRAP",
@@ -102,6 +104,13 @@ DEFAULT_TIES = "docid"
 
 
 DEFAULT_MULTIPLE_COMPARISONS = "none"
+
+
+#: How the comparisons of several candidates (a shortlist) are grouped for ``multiple_comparisons``: every
+#: candidate's strata in one family (``shortlist``, the default), or each candidate's strata on their own,
+#: as a run of that candidate alone decides them (``candidate``).
+FAMILIES = ("shortlist", "candidate")
+DEFAULT_FAMILY = "shortlist"
 
 
 #: index.hnsw keys besides HNSW_DEFAULTS: the ANN recall each arm's ef_search is raised to reach
@@ -201,6 +210,9 @@ class GoldenSet:
     ties: str = DEFAULT_TIES
     #: how the strata of this file are adjusted for being tested together (``verdict.MULTIPLE_COMPARISONS``)
     multiple_comparisons: str = DEFAULT_MULTIPLE_COMPARISONS
+    #: how a shortlist's candidates are grouped for ``multiple_comparisons`` (`FAMILIES`); None: not
+    #: declared, `DEFAULT_FAMILY`
+    family: str | None = None
     #: the production index each arm's capacity is projected to; None: no capacity is measured
     production: Production | None = None
     corpus_sample: CorpusSample | None = None
@@ -311,6 +323,7 @@ class GoldenSet:
             **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
             **({"decision": self.decision.as_dict()} if self.decision is not None else {}),
             **({"weights": self.weights} if self.weights is not None else {}),
+            **({"family": self.family} if self.family is not None else {}),
         }
 
     def judged_ids(self) -> frozenset[str]:

@@ -1,8 +1,8 @@
 """Every command-line and ini setting of the plugin, declared once and resolved once into `Settings`.
 
-Precedence is command line > ini file > default; model specs have a third source, the session fixtures
-`embeval_incumbent` / `embeval_candidate`, which the items consult only when neither option nor ini key
-is set.
+Precedence is command line > ini file > default; model specs have more sources, which the items consult
+only when neither option nor ini key is set: the ``pytest_embeval_candidates`` hook (a shortlist of named
+candidates, `hooks`), then the session fixtures `embeval_incumbent` / `embeval_candidate`.
 Only pytest and the standard library are imported here: this module loads in every pytest run of everyone
 who installs us.
 """
@@ -13,10 +13,14 @@ import dataclasses
 import importlib.util
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_embeval.files.output_paths import clash, file_output_problem, output_problem
+
+if TYPE_CHECKING:
+    from pytest_embeval.arms.candidates import NamedCandidate
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -25,7 +29,8 @@ class Settings:
 
     enabled: bool
     incumbent: str | None
-    candidate: str | None
+    #: the candidates named on the command line or in the ini file, in order; () when neither names one
+    candidates: tuple[NamedCandidate, ...]
     json_path: Path | None
     runs_dir: Path | None
     progress: bool
@@ -73,9 +78,11 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--embeval-candidate",
-        metavar="SPEC",
+        metavar="[NAME=]SPEC",
+        action="append",
         default=None,
-        help="candidate model, as --embeval-incumbent.",
+        help="candidate model, as --embeval-incumbent; repeat it to compare a shortlist of candidates in one "
+        "run, each named NAME (default: derived from SPEC) in node ids and reports.",
     )
     group.addoption(
         "--embeval-json",
@@ -158,7 +165,12 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
     parser.addini("embeval_device", "device of the models (see --embeval-device).", default=None)
-    parser.addini("embeval_candidate", "candidate model spec (see --embeval-candidate).", default=None)
+    parser.addini(
+        "embeval_candidate",
+        "candidate model specs, one per line, each [NAME=]SPEC (see --embeval-candidate).",
+        type="linelist",
+        default=[],
+    )
     parser.addini(
         "embeval_cache_dir",
         "embedding cache folder, relative to the rootdir (default: .embeval_cache).",
@@ -229,7 +241,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     return Settings(
         enabled=enabled,
         incumbent=spec("incumbent"),
-        candidate=spec("candidate"),
+        candidates=_candidates(config) if enabled else (),
         json_path=Path(json_path) if json_path else None,
         runs_dir=Path(runs_dir) if runs_dir else None,
         progress=not config.getoption("--embeval-no-progress"),
@@ -270,6 +282,22 @@ def _report_outputs(config: pytest.Config) -> dict[str, Path | None]:
         "html_path": Path(html) if html else None,
         "plot_path": Path(plot) if plot else None,
     }
+
+
+def _candidates(config: pytest.Config) -> tuple[NamedCandidate, ...]:
+    """--embeval-candidate, each given once or more, else the ini key's lines, named (`candidates`); two
+    candidates of one name, or a name that is not one, are a usage error."""
+    from pytest_embeval.arms.candidates import CandidateError, name_candidates  # standard library only
+
+    given = [text for text in config.getoption("--embeval-candidate") or () if _nonempty(text)]
+    where = "--embeval-candidate"
+    if not given:
+        given = [text for text in config.getini("embeval_candidate") if _nonempty(text)]
+        where = "embeval_candidate (ini file)"
+    try:
+        return name_candidates(given, where)
+    except CandidateError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def _device(config: pytest.Config) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from pytest_embeval.arms.candidates import CandidateError, NamedCandidate, name_candidates
 from pytest_embeval.arms.dense import DenseRetriever
 from pytest_embeval.arms.devices import DEFAULT_DEVICE, DeviceError, resolve_device
 from pytest_embeval.arms.embedding import Arm, EncoderError
@@ -34,10 +35,11 @@ from pytest_embeval.golden.inputs import golden_inputs
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import TEXTLESS_SHOWN, GoldenSet
 from pytest_embeval.golden.yaml_nodes import declared_lines
-from pytest_embeval.judging.rankings import rankings_from_record
+from pytest_embeval.judging.rankings import rankings_from_records
 from pytest_embeval.plugin.options import Settings
 from pytest_embeval.plugin.state import (
     CACHE_PROPERTIES,
+    FIXTURE_CANDIDATE,
     ITEM_ERROR,
     ITEM_RECORDS,
     STATE,
@@ -47,6 +49,7 @@ from pytest_embeval.plugin.state import (
 from pytest_embeval.plugin.terminal_progress import spec_progress
 from pytest_embeval.reports.annotations import GITHUB_ACTIONS, workflow_commands
 from pytest_embeval.reports.json_report import ROLES, Record, build_report, report_json
+from pytest_embeval.reports.shortlist import CANDIDATE_NAME
 from pytest_embeval.reports.terminal import (
     cache_lines,
     coverage_warning_lines,
@@ -54,6 +57,8 @@ from pytest_embeval.reports.terminal import (
     golden_table,
     margin_warning_lines,
     shelf_life_warning_lines,
+    shortlist_lines,
+    shortlist_warning_lines,
     textless_warning_lines,
 )
 from pytest_embeval.reports.trec_runs import file_stem, rerank_run, run_file_name, trec_run
@@ -74,12 +79,14 @@ def start(config: pytest.Config, settings: Settings) -> None:
         raise pytest.UsageError(f"{where}: {error}") from None
     # Model files' digests (their fingerprints) are remembered beside the embeddings they key.
     remember_in(settings.cache_dir / "digests" if settings.cache_dir is not None else None)
-    for role in ROLES:
-        spec = getattr(settings, role)
-        if spec is None:
+    candidates, given = _candidates(config, settings)
+    state.candidates = candidates or (FIXTURE_CANDIDATE,)
+    specs = [(settings.incumbent, "--embeval-incumbent", "embeval_incumbent (ini file)")]
+    specs += [(candidate.spec, *given) for candidate in candidates]
+    for spec, option, ini in specs:
+        if spec is None or spec in state.arms:
             continue
-        given = config.getoption(f"--embeval-{role}")
-        where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
+        where = option if option.startswith("--") and config.getoption(option) else ini
         try:
             with spec_progress(config, where, spec, shown=settings.progress):
                 state.arms[spec] = ready_arm(spec, settings.device)
@@ -102,6 +109,45 @@ def start(config: pytest.Config, settings: Settings) -> None:
         from pytest_embeval.plugin.pytest_html import PytestHtmlSection
 
         config.pluginmanager.register(PytestHtmlSection(state), "embeval-pytest-html")
+
+
+def _candidates(
+    config: pytest.Config, settings: Settings
+) -> tuple[tuple[NamedCandidate, ...], tuple[str, str]]:
+    """The run's candidates and where they were given (the option and the ini key that name them, for a
+    spec's error): the command line's or ini file's, else the ``pytest_embeval_candidates`` hook's (named
+    now, so that a clash is a usage error before anything runs); () leaves it to the fixture."""
+    if settings.candidates:
+        return settings.candidates, ("--embeval-candidate", "embeval_candidate (ini file)")
+    hook = "pytest_embeval_candidates"
+    given = config.hook.pytest_embeval_candidates(config=config)
+    if given is None:
+        return (), (hook, hook)
+    if isinstance(given, str) or not isinstance(given, (Mapping, list, tuple)):
+        raise pytest.UsageError(
+            f"{hook} returned {type(given).__qualname__}: return a mapping of name to model, or a list of "
+            "models"
+        )
+    try:
+        return name_candidates(given, hook), (hook, hook)
+    except CandidateError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+def schedule_by_candidate(config: pytest.Config) -> None:
+    """Hand a shortlist's items to pytest-xdist's workers by golden file and candidate
+    (`xdist_scheduling`), where xdist was left to choose how (its default ``load``)."""
+    config.pluginmanager.register(CandidateScheduler(), "embeval-scheduler")
+
+
+class CandidateScheduler:
+    """Gives pytest-xdist's controller the `xdist_scheduling.CandidateScheduling`."""
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from pytest_embeval.plugin.xdist_scheduling import CandidateScheduling
+
+        return CandidateScheduling(config, log)
 
 
 def ready_arm(spec: str, device: str = DEFAULT_DEVICE) -> Retriever:
@@ -183,19 +229,38 @@ class SessionHooks:
         return report
 
     def pytest_report_header(self) -> list[str]:
+        state = self.state
+        arms: dict[str, tuple[str | None, str]] = {
+            "incumbent": (state.settings.incumbent, "the embeval_incumbent fixture's")
+        }
+        # The hook's models are built when first needed: named together, as the hook's.
+        built = [
+            candidate.name
+            for candidate in state.candidates
+            if candidate.model is not None and not candidate.spec
+        ]
+        for candidate in state.candidates:
+            if candidate.name in built[1:]:
+                continue
+            role = "candidate" if len(state.candidates) == 1 else f"candidate {candidate.name}"
+            if candidate.name in built[:1] and len(built) > 1:
+                role = f"candidates {', '.join(built)}"
+            unresolved = (
+                "the embeval_candidate fixture's"
+                if candidate is FIXTURE_CANDIDATE
+                else "the pytest_embeval_candidates hook's"
+            )
+            arms[role] = (candidate.spec, unresolved)
         devices: dict[str, Any] = {}
-        for role in ROLES:
-            spec = getattr(self.state.settings, role)
-            arm = self.state.arms.get(spec) if spec is not None else None
+        for role, (spec, unresolved) in arms.items():
+            arm = state.arms.get(spec) if spec is not None else None
             models = _embedding_arms(arm) if arm is not None else []
             record = next((model.device for model in models if model.device is not None), None)
             if record is not None:
                 devices[role] = record.as_dict()
             else:
-                devices[role] = (
-                    "its own device" if spec is not None else f"the device its embeval_{role} fixture chooses"
-                )
-        return [device_line(self.state.settings.device, devices)]
+                devices[role] = "its own device" if spec is not None else unresolved
+        return [device_line(state.settings.device, devices)]
 
     def pytest_unconfigure(self) -> None:
         remember_in(None)  # the next session in this process (pytester's) names its own folder
@@ -276,13 +341,13 @@ class SessionHooks:
             self.state.stratum_records[report.nodeid] = record
         golden = getattr(report, "embeval_golden", None)
         if golden is not None:
-            self.state.golden_records.setdefault(golden["path"], golden)
+            self.state.golden_records.setdefault(_entry(golden, "path"), golden)
         error = getattr(report, "embeval_error", None)
         if error is not None:
-            self.state.error_records.setdefault(error["path"], error)
+            self.state.error_records.setdefault(_entry(error, "path"), error)
         decision = getattr(report, "embeval_decision", None)
         if decision is not None:
-            self.state.decision_records[decision["golden"]] = decision
+            self.state.decision_records[_entry(decision, "golden")] = decision
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
@@ -294,6 +359,11 @@ class SessionHooks:
         # as for an output refused at the start); a failing run keeps its own status.
         if not write_outputs(self.state, terminalreporter) and self.session.exitstatus == pytest.ExitCode.OK:
             self.session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def _entry(record: Mapping[str, Any], path: str) -> tuple[str, str]:
+    """The golden-set entry a record belongs to: its golden file's path, and a shortlist's candidate."""
+    return str(record[path]), str(record.get(CANDIDATE_NAME, ""))
 
 
 #: What a report carries for the session's outputs (see `SessionHooks.pytest_runtest_makereport`).
@@ -358,24 +428,36 @@ def _write_outputs(state: EmbevalState, writer: OutputWriter) -> None:
     for line in cache:
         reporter.write_line(line)
     report_path = None if settings.json_path is None else str(settings.json_path)
-    for record in report["golden_sets"]:
-        for line in golden_table(record, record["strata"]):
-            reporter.write_line(line)
-        for line in [
-            *textless_warning_lines(record, TEXTLESS_SHOWN),
-            *margin_warning_lines(record),
-            *coverage_warning_lines(record, report_path),
-            *shelf_life_warning_lines(record),
-        ]:
-            reporter.write_line(line, yellow=True)
-        if settings.pool_dir is not None:
-            # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
-            golden = load_golden(os.path.normpath(config.rootpath / record["path"]))
-            _pool(golden, record, settings.pool_dir, settings.pool_depth, writer)
-        reporter.write_line("")
+    shortlists = {shortlist["path"]: shortlist for shortlist in report.get("shortlist", ())}
+    for path, entries in itertools.groupby(report["golden_sets"], key=lambda record: record["path"]):
+        shortlist = shortlists.get(path)
+        records = list(entries)
+        for number, record in enumerate(records):
+            first = number == 0
+            for line in golden_table(record, record["strata"]):
+                reporter.write_line(line)
+            # What is said of the golden set itself, once; of each comparison, per candidate.
+            for line in [
+                *(textless_warning_lines(record, TEXTLESS_SHOWN) if first else []),
+                *margin_warning_lines(record),
+                *coverage_warning_lines(record, report_path),
+                *(shelf_life_warning_lines(record) if first else []),
+            ]:
+                reporter.write_line(line, yellow=True)
+            if shortlist is None:
+                _pool_records(records, settings, config, writer)
+            reporter.write_line("")
+        if shortlist is not None:
+            for line in shortlist_lines(shortlist):
+                reporter.write_line(line)
+            for line in shortlist_warning_lines(shortlist, report_path):
+                reporter.write_line(line, yellow=True)
+            _pool_records(records, settings, config, writer)
+            reporter.write_line("")
     for error in report["errors"]:
+        named = f" [{error[CANDIDATE_NAME]}]" if CANDIDATE_NAME in error else ""
         reporter.write_line(
-            f"embeval: {error['name']} ({error['path']}) not run: {error['message']}", red=True
+            f"embeval: {error['name']}{named} ({error['path']}) not run: {error['message']}", red=True
         )
     if os.environ.get(GITHUB_ACTIONS) == "true":
         # Workflow commands: GitHub turns them into annotations on the pull request's diff.
@@ -394,6 +476,7 @@ def _write_outputs(state: EmbevalState, writer: OutputWriter) -> None:
         runs: dict[Path, str] = {}
         for golden_set in report["golden_sets"]:
             for role in ROLES:
+                # A shortlist's incumbent is the same in every candidate's entry: its file is written alike.
                 runs[runs_dir / run_file_name(golden_set, role)] = trec_run(golden_set, role)
                 after = rerank_run(golden_set, role)
                 if after is not None:
@@ -476,7 +559,21 @@ def _write_readable(report: Record, settings: Settings, writer: OutputWriter) ->
             reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
 
 
-def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: OutputWriter) -> None:
+def _pool_records(
+    records: Sequence[Record], settings: Settings, config: pytest.Config, writer: OutputWriter
+) -> None:
+    """With --embeval-pool, one sheet of a golden file's comparisons: every arm's top documents, the union
+    over a shortlist's candidates (`_pool`)."""
+    if settings.pool_dir is None:
+        return
+    # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
+    golden = load_golden(os.path.normpath(config.rootpath / records[0]["path"]))
+    _pool(golden, records, settings.pool_dir, settings.pool_depth, writer)
+
+
+def _pool(
+    golden: GoldenSet, records: Sequence[Record], folder: Path, depth: int, writer: OutputWriter
+) -> None:
     """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
 
     Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
@@ -495,7 +592,7 @@ def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: O
     reporter = writer.reporter
 
     # Named after the golden file only: the name must not tell a judge which arm retrieved what.
-    stem = file_stem(record)
+    stem = file_stem(records[0])
     # Only regular files are sheets this run wrote: a FIFO of that name would never end (and is not reused).
     earlier = sorted(path for path in folder.glob(f"{stem}.pool*.csv") if path.is_file())
     try:
@@ -504,7 +601,7 @@ def _pool(golden: GoldenSet, record: Record, folder: Path, depth: int, writer: O
         for problem in error.problems:
             reporter.write_line(f"embeval pool: {problem}", red=True)
         return
-    pool = pool_from_rankings(golden, rankings_from_record(record), depth=depth, exclude=exclude)
+    pool = pool_from_rankings(golden, rankings_from_records(records), depth=depth, exclude=exclude)
     for line in pool_lines(pool):
         reporter.write_line(f"embeval pool: {line}")
     if not pool.rows:

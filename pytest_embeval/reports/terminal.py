@@ -20,9 +20,11 @@ from pytest_embeval.reports.contents import (
     COMPARISON,
     arm_title,
     coverage_notes,
+    fmt_bytes,
     fmt_interval,
     fmt_number,
     fmt_sign,
+    golden_title,
     interval_words,
     routed_caption,
     strata_notes,
@@ -31,6 +33,7 @@ from pytest_embeval.reports.contents import (
 )
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+from pytest_embeval.reports.shortlist_contents import shortlist_caption, shortlist_notes, shortlist_table
 
 #: The terminal's strata table: golden-file order, with the MDE; the reasons, too long for a column, follow
 #: it on lines of their own (`reason_lines`).
@@ -47,7 +50,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     split = golden.get("split")
     where = golden["path"] if split is None else f"{golden['path']}, split {split}"
     title = (
-        f"{golden['name']} ({where}): {golden['metric']}, margin {golden['tie_margin']}, "
+        f"{golden_title(golden)} ({where}): {golden['metric']}, margin {golden['tie_margin']}, "
         f"{_guard_words(golden)}{interval_words(golden)}; "
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
@@ -96,6 +99,22 @@ def reason_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def shortlist_lines(shortlist: Mapping[str, Any]) -> list[str]:
+    """A shortlist's table under its caption, after its candidates' own tables, and the line naming the
+    cheapest candidate that passes."""
+    shown = shortlist_table(shortlist)
+    notes = [note.text for note in shortlist_notes(shortlist) if not note.warning]
+    return [shortlist_caption(shortlist), *table(shown.header, shown.rows), *notes]
+
+
+def shortlist_warning_lines(shortlist: Mapping[str, Any], report_path: str | None) -> list[str]:
+    """What the shortlist warns about: candidates not run, and each arm whose top k was judged much less
+    than another's."""
+    return [
+        f"embeval: WARNING: {note.text}" for note in shortlist_notes(shortlist, report_path) if note.warning
+    ]
+
+
 def decision_lines(golden: Mapping[str, Any]) -> list[str]:
     """With a declared decision: the routed system's table (when routing was tried), then the decision's
     one line."""
@@ -128,22 +147,13 @@ def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
         f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
         f"{reached}, ANN recall@{depth} {fmt_number(index['ann_recall'])} "
         f"({index['sample']} queries{filtered}), "
-        f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
+        f"{fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
     )
 
 
 def _fmt_ms(value: float) -> str:
     return f"{value:.3g} ms"
-
-
-def _fmt_bytes(value: int) -> str:
-    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
-    units = ("B", "KiB", "MiB", "GiB")
-    exponent = 0
-    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
-        exponent += 1
-    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
 
 
 def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
@@ -296,8 +306,8 @@ def margin_warning_lines(golden: Mapping[str, Any]) -> list[str]:
         low, high = min(scores), max(scores)
         if low < high < low + margin:
             lines.append(
-                f"embeval: WARNING: {golden['name']} ({golden['path']}): {key} {margin:g} is more than any "
-                f"Δ of {metric} can be here (every score is between {low:.3g} and {high:.3g}, so Δ stays "
+                f"embeval: WARNING: {golden_title(golden)} ({golden['path']}): {key} {margin:g} is more than "
+                f"any Δ of {metric} can be here (every score is between {low:.3g} and {high:.3g}, so Δ stays "
                 f"within ±{high - low:.3g}): no stratum can be WORSE, the gate cannot fail"
             )
     return lines
