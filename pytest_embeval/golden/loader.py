@@ -68,6 +68,7 @@ from pytest_embeval.golden.data_files import (
 )
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
 from pytest_embeval.golden.decision_spec import read_decision
+from pytest_embeval.golden.engine_spec import ENGINES, read_engine
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
@@ -383,7 +384,10 @@ class _GoldenLoader(DataReader):
                 return IndexSpec(str(node.value))
             raise self.error(node, "index", f"must be {expected}, got {describe_node(node)}")
         entries = self.entries(node, "index")
-        self.check_keys(entries, ("hnsw",), "index")
+        if "service" in entries or any(name in entries for name in ENGINES):
+            engine = read_engine(self, entries)
+            return IndexSpec(engine.engine, engine=engine)
+        self.check_keys(entries, ("hnsw", *ENGINES, "service"), "index")
         if "hnsw" not in entries:
             raise self.error(node, "index", f"must be {expected}, got an empty mapping")
         params_node = entries["hnsw"][1]
@@ -393,7 +397,7 @@ class _GoldenLoader(DataReader):
         self.check_keys(params, (*HNSW_DEFAULTS, HNSW_RECALL_TARGET), "index.hnsw")
         # M = 1 makes hnswlib's level multiplier 1/log(M) infinite: it cannot build the graph.
         minimum = {"M": 2}
-        values = {
+        values: dict[str, Any] = {
             name: self.integer(node, f"index.hnsw.{name}", minimum.get(name, 1))
             for name, (_, node) in params.items()
             if name != HNSW_RECALL_TARGET

@@ -55,6 +55,7 @@ from pytest_embeval.run.control import ControlMismatch
 from pytest_embeval.run.decision import DecisionOutcome, decide_run, route_target
 from pytest_embeval.run.pipeline import ArmFault, GoldenRun, Role, run_golden
 from pytest_embeval.run.stratum_evaluation import StratumOutcome, evaluate_golden
+from pytest_embeval.search.vector_index import EngineError
 
 MISSING_MODEL = (
     "no {role} model: pass --embeval-{role} SPEC, set embeval_{role} in the ini file, "
@@ -200,7 +201,7 @@ class GoldenItem(pytest.Function):
             with warnings.catch_warnings(record=True) as caught, self._progress(state):
                 warnings.simplefilter("always", NoRelevantDocumentsWarning)
                 return self._run_golden(state)
-        except (ArmFault, RerankError, ControlMismatch, RecallTargetError) as error:
+        except (ArmFault, RerankError, ControlMismatch, RecallTargetError, EngineError) as error:
             record = error_record(self.golden, self.golden_path, error)
             self.stash[ITEM_ERROR] = record
             return FailedRun(self.nodeid, f"{self.golden.name}: {record['message']}")
@@ -267,7 +268,14 @@ class GoldenItem(pytest.Function):
         with labelled("candidate"):
             candidate = _arm(request, state, "candidate")
         embedder: Embedder = state.cache.embed if state.cache is not None else embed
-        run = run_golden(self.golden, incumbent, candidate, embedder=embedder, cache=state.cache)
+        run = run_golden(
+            self.golden,
+            incumbent,
+            candidate,
+            embedder=embedder,
+            cache=state.cache,
+            keep_collections=state.settings.keep_collections,
+        )
         # The route's own arm (``decision.route.to``) runs here too, so that its faults are the items' errors.
         target = route_target(run, incumbent, candidate, embedder=embedder)
         if target is not None:

@@ -70,6 +70,7 @@ from pytest_embeval.run.corpus_slices import CorpusSlice, corpus_slices, restric
 from pytest_embeval.search.exact import tie_ranks
 from pytest_embeval.search.graphs import GraphStore
 from pytest_embeval.search.scoring import ArmTies, score_arm
+from pytest_embeval.search.vector_index import OpenedEngine, open_engine
 
 __all__ = [
     "ANN_SAMPLE",
@@ -150,6 +151,9 @@ class ArmResult:
     #: the tokens the arm's endpoint counted (and the cache saved) for this golden set; None for arms without
     #: `Arm.usage` (in-process models)
     usage: UsageCount | None = None
+    #: with a vector database as the index: the same vectors searched exactly (the exact twin: first stage,
+    #: scored alike, not reranked), what the report splits Δ with; None otherwise
+    exact: ArmResult | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -286,14 +290,16 @@ def _declared_parts(golden: GoldenSet, held: HeldConstant) -> dict[str, Any]:
     return parts
 
 
-def golden_control(golden: GoldenSet, held: HeldConstant | None = None) -> Control:
+def golden_control(
+    golden: GoldenSet, held: HeldConstant | None = None, engine: OpenedEngine | None = None
+) -> Control:
     """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
-    the ef a search of the ranked depth runs with), depth and plan, and its filters, folding and reranked
-    queries when declared."""
+    the ef a search of the ranked depth runs with, or the version of the ``engine`` opened for it), depth
+    and plan, and its filters, folding and reranked queries when declared."""
     held = held if held is not None else prepare(golden, warn=False)
     return control_of(
         inputs=held.inputs,
-        index=declared_index(golden, held.depth),
+        index=declared_index(golden, held.depth, engine),
         depth=held.depth,
         plan=golden.plan_fingerprint(),
         **_declared_parts(golden, held),
@@ -332,6 +338,7 @@ def _task(
     role: Role,
     embedder: Embedder,
     graphs: GraphStore | None = None,
+    engine: OpenedEngine | None = None,
 ) -> RetrievalTask:
     return RetrievalTask(
         doc_ids=[doc.id for doc in golden.documents],
@@ -344,6 +351,9 @@ def _task(
         embedder=embedder,
         measure=golden.production is not None,
         graphs=graphs,
+        filters=() if held.filters is None else held.filters.filters,
+        doc_fields=[doc.fields for doc in golden.documents],
+        engine=engine,
     )
 
 
@@ -356,13 +366,32 @@ def run_arm(
     held: HeldConstant | None = None,
     scorer: RerankScorer | None = None,
     graphs: GraphStore | None = None,
+    engine: OpenedEngine | None = None,
 ) -> ArmResult:
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
-    declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs. With
-    ``corpus_sample``, the arm is opened on the largest slice and every smaller one is searched by
-    restricting it (an embedding arm embeds once). Raises `ArmFault` when the arm's encoder fails or returns
-    vectors that cannot be searched."""
+    declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs; ``engine`` is the
+    vector database the golden set declares, opened for both arms (opened and closed here when it declares
+    one and none is given), in which the arm builds its collection, dropped before this returns or raises,
+    and which it is also searched exactly beside (`ArmResult.exact`). With ``corpus_sample``, the arm is
+    opened on the largest slice and every smaller one is searched by restricting it (an embedding arm embeds
+    once). Raises `ArmFault` when the arm's encoder fails or returns vectors that cannot be searched, and
+    `vector_index.EngineError` when its engine fails."""
+    if golden.index.engine is not None and engine is None:
+        opened_here = open_engine(golden.index.engine, golden.path)
+        try:
+            return run_arm(
+                golden,
+                arm,
+                role,
+                embedder=embedder,
+                held=held,
+                scorer=scorer,
+                graphs=graphs,
+                engine=opened_here,
+            )
+        finally:
+            opened_here.index.close()
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = searched_corpus(golden, drawn)
@@ -374,23 +403,35 @@ def run_arm(
     counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
     before = counter.snapshot() if counter is not None else None
     try:
-        searcher = retriever.open(_task(searched, held, role, embedder, graphs))
+        searcher = retriever.open(_task(searched, held, role, embedder, graphs, engine))
     except EncoderError as error:
         raise ArmFault(role, retriever.spec, str(error)) from error
-    usage = counter.snapshot() - before if counter is not None and before is not None else None
-    result = dataclasses.replace(_score(searched, retriever, searcher, held, role, scorer), usage=usage)
-    if len(drawn) < 2:
-        return result
-    # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.
-    largest = np.asarray(drawn[-1].rows)
-    smaller = []
-    for one in drawn[:-1]:
-        piece = restrict(golden, one.rows)
-        piece_held = prepare(piece, warn=False)
-        task = dataclasses.replace(_task(piece, piece_held, role, embedder, graphs), measure=False)
-        opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
-        smaller.append(_score(piece, retriever, opened, piece_held, role, None))
-    return dataclasses.replace(result, slices=tuple(smaller))
+    # Every searcher opened here drops what it built in an engine, whatever happens.
+    opened = [searcher]
+    try:
+        usage = counter.snapshot() - before if counter is not None and before is not None else None
+        result = _score(searched, retriever, searcher, held, role, scorer, engine)
+        twin = searcher.exact_twin()
+        exact = None if twin is None else _score(searched, retriever, twin, held, role, None, engine)
+        result = dataclasses.replace(result, usage=usage, exact=exact)
+        if len(drawn) < 2:
+            return result
+        # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by
+        # bisection.
+        largest = np.asarray(drawn[-1].rows)
+        smaller = []
+        for one in drawn[:-1]:
+            piece = restrict(golden, one.rows)
+            piece_held = prepare(piece, warn=False)
+            task = dataclasses.replace(
+                _task(piece, piece_held, role, embedder, graphs, engine), measure=False
+            )
+            opened.append(searcher.restrict(task, np.searchsorted(largest, one.rows)))
+            smaller.append(_score(piece, retriever, opened[-1], piece_held, role, None, engine))
+        return dataclasses.replace(result, slices=tuple(smaller))
+    finally:
+        for opened_searcher in opened:
+            opened_searcher.close()
 
 
 def _score(
@@ -400,6 +441,7 @@ def _score(
     held: HeldConstant,
     role: Role,
     scorer: RerankScorer | None,
+    engine: OpenedEngine | None = None,
 ) -> ArmResult:
     """Search the golden set's records with an opened arm, fold, rerank (with ``scorer``) and score."""
     query_texts = [query.text for query in golden.queries]
@@ -469,7 +511,7 @@ def _score(
         reranked = Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
     control = control_of(
         inputs=held.inputs,
-        index=consumed_index(declared_index(golden, depth), _all_indexes(index, parts)),
+        index=consumed_index(declared_index(golden, depth, engine), _all_indexes(index, parts)),
         depth=depth,
         plan=golden.plan_fingerprint(),
         **_declared_parts(golden, held),
@@ -496,24 +538,36 @@ def run_golden(
     *,
     embedder: Embedder = embed,
     cache: Any = None,
+    keep_collections: bool = False,
 ) -> GoldenRun:
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
     than the golden set (each corpus slice of it) declares. ``cache`` (an `store.EmbeddingCache`) keeps the
-    reranker's scores and, in its folder, the HNSW graphs (`graphs`)."""
+    reranker's scores and, in its folder, the HNSW graphs (`graphs`). A vector database the golden set
+    declares is opened once for both arms (`vector_index.open_engine`: the leftovers of an interrupted run
+    removed first), and each arm's collection is dropped when the arm is done, unless
+    ``keep_collections``."""
     drawn = corpus_slices(golden)
     searched = searched_corpus(golden, drawn)
     held = prepare(searched)
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
+    engine = None
+    if golden.index.engine is not None:
+        engine = open_engine(golden.index.engine, golden.path, keep=keep_collections)
     common: dict[str, Any] = {
         "embedder": embedder,
         "held": held,
         "scorer": scorer,
         "graphs": None if cache is None else GraphStore(cache.root),
+        "engine": engine,
     }
-    incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
-    candidate_result = run_arm(golden, candidate, "candidate", **common)
+    try:
+        incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
+        candidate_result = run_arm(golden, candidate, "candidate", **common)
+    finally:
+        if engine is not None:
+            engine.index.close()
     reranker = None
     if scorer is not None:
         reranker = {
@@ -523,7 +577,7 @@ def run_golden(
             "cached": scorer.cached,
         }
     if not drawn:
-        control = golden_control(golden, held)
+        control = golden_control(golden, held, engine)
         check_control(control, incumbent_result.control, candidate_result.control)
         return GoldenRun(
             golden=golden,
@@ -542,7 +596,7 @@ def run_golden(
     for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
         piece = searched if one is drawn[-1] else restrict(golden, one.rows)
         piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
-        control = golden_control(piece, piece_held)
+        control = golden_control(piece, piece_held, engine)
         check_control(control, incumbent_slice.control, candidate_slice.control)
         run = GoldenRun(
             golden=piece,
