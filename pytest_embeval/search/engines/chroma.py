@@ -20,6 +20,7 @@ wait without end.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -111,7 +112,11 @@ class ChromaIndex:
         import httpx
 
         try:
-            yield
+            with warnings.catch_warnings():
+                # chromadb warns of its own legacy configuration reading a collection made without an
+                # embedding function: nothing the run can act on.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                yield
         except httpx.TimeoutException:
             problem = f"{what}: no answer within {self.timeout:g} s (index.chroma.timeout)"
             raise EngineError(self.engine, self.address, problem) from None
@@ -179,10 +184,11 @@ class ChromaIndex:
         return 1.0 - distance / 2.0 if self.hnsw["space"] == "l2" else 1.0 - distance
 
     def parameters(self, name: str) -> dict[str, Any]:
-        collection = self._call(
-            f"opening collection {name!r}", lambda: self.client.get_collection(name, embedding_function=None)
+        configuration = self._call(
+            f"describing collection {name!r}",
+            lambda: self.client.get_collection(name, embedding_function=None).configuration,
         )
-        hnsw = dict(collection.configuration.get("hnsw") or {})
+        hnsw = dict(configuration.get("hnsw") or {})
         return {key: hnsw.get(key) for key in HNSW_KEYS}
 
     def search_parameter(self, name: str, k: int) -> SearchParameter:
