@@ -304,7 +304,7 @@ def test_a_service_that_is_no_adapter_or_fails_to_connect_is_one_line(
         EngineError, match=r"^service at half_adapters:NoSearch: half_adapters:NoSearch returned"
     ):
         open_index(EngineSpec("service", {}, factory="half_adapters:NoSearch"))
-    refused = r"^service at http://h:1: cannot connect: ConnectionRefusedError: \[Errno 111\] Connection"
+    refused = r"^service at http://h:1: cannot open: ConnectionRefusedError: \[Errno 111\] Connection"
     with pytest.raises(EngineError, match=refused):
         open_index(EngineSpec("service", {"url": "http://h:1"}, factory="half_adapters:refuses"))
 

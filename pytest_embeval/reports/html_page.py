@@ -144,7 +144,7 @@ def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     for title, block in blocks:
         if block is not None:
             parts += [
-                f"<h3>{title}</h3>",
+                f"<h3>{_e(title)}</h3>",
                 f"<p>{_e(block.caption)}</p>",
                 html_table(block.table),
                 *(f"<p>{_e(n)}</p>" for n in block.notes),

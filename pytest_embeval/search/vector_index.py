@@ -232,7 +232,7 @@ def open_index(spec: EngineSpec) -> VectorIndex:
     except EngineError:
         raise
     except Exception as error:
-        raise EngineError(spec.engine, address, f"cannot connect: {describe_fault(error)}") from error
+        raise EngineError(spec.engine, address, f"cannot open: {describe_fault(error)}") from error
     if not isinstance(index, VectorIndex):
         raise EngineError(
             spec.engine,
