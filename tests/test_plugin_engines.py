@@ -1,0 +1,227 @@
+"""A team's own vector database through pytest: the documentation's SQLite adapter declared as a service.
+
+The report is the same with and without ``-n 2``; a golden file's ``keep`` leaves the collections; a run
+interrupted with Ctrl-C drops what it built, one killed outright leaves its collection, which the next run
+of the same golden file removes (and says so); an arm that fuses two embedding arms builds and drops one
+collection per part; corpus slices are searched in collections of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import golden_files, without_timings
+
+from pytest_embeval.search.vector_index import COLLECTION_PREFIX
+
+Golden = Callable[..., Path]
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "sqlite_index.py"
+
+#: An adapter that waits, once the candidate's collection is built and first searched, until it is stopped.
+STALLING = '''
+import os
+import time
+
+from sqlite_index import SqliteIndex
+
+
+class Stalling(SqliteIndex):
+    def search(self, name, queries, k, where):
+        flag = os.environ.get("EMBEVAL_STALL_FLAG")
+        if flag and "-candidate-" in name:
+            open(flag, "w").close()
+            time.sleep(60)
+        return super().search(name, queries, k, where)
+'''
+
+
+def collections(database: Path) -> dict[str, dict[str, str]]:
+    """What the SQLite file holds, read as the adapter reads it."""
+    sys.path.insert(0, str(EXAMPLE.parent))
+    try:
+        from sqlite_index import SqliteIndex
+    finally:
+        sys.path.remove(str(EXAMPLE.parent))
+    index = SqliteIndex(str(database))
+    try:
+        return {name: dict(marker) for name, marker in index.markers(COLLECTION_PREFIX).items()}
+    finally:
+        index.close()
+
+
+def service(**more: Any) -> dict[str, Any]:
+    return {"service": "sqlite_index:SqliteIndex", "path": "vectors.sqlite", **more}
+
+
+@pytest.fixture
+def adapter(pytester: pytest.Pytester) -> Path:
+    """The example adapter beside the golden file, importable by the runs (their rootdir is on sys.path)."""
+    pytester.makepyfile(sqlite_index=EXAMPLE.read_text(encoding="utf-8"), stalling=STALLING)
+    return pytester.path / "vectors.sqlite"
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = pytester.path / "report.json"
+    path.unlink(missing_ok=True)
+    result = pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-no-cache",
+        f"--embeval-json={path}",
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad_english",
+        *args,
+    )
+    return result, json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_a_service_run_is_the_same_serially_and_under_xdist(
+    pytester: pytest.Pytester, golden: Golden, adapter: Path
+) -> None:
+    golden(index=service())
+    serial, report = run(pytester)
+    serial.assert_outcomes(failed=2, passed=0)
+    parallel, again = run(pytester, "-n", "2")
+    parallel.assert_outcomes(failed=2, passed=0)
+    assert without_timings(report) == without_timings(again)
+    (golden_set,) = report["golden_sets"]
+    assert golden_set["index"] == {"service": {"factory": "sqlite_index:SqliteIndex", "path": "vectors.sqlite"}}
+    index = golden_set["incumbent"]["index"]
+    assert (index["kind"], index["parameters"], index["ann_recall"]) == ("sqlite", {"scan": "exhaustive"}, 1.0)
+    assert index["version"].startswith("sqlite ")
+    assert "incumbent index: sqlite " in serial.stdout.str()
+    assert collections(adapter) == {}
+
+
+def test_keep_in_the_golden_file_leaves_the_collections(
+    pytester: pytest.Pytester, golden: Golden, adapter: Path
+) -> None:
+    golden(index=service(keep=True))
+    result, report = run(pytester)
+    result.assert_outcomes(failed=2, passed=0)
+    kept = collections(adapter)
+    assert len(kept) == 2 and all(marker["embeval_kept"] == "1" for marker in kept.values())
+    assert report["golden_sets"][0]["candidate"]["index"]["kept"] is True
+    assert "collection kept after the run" in result.stdout.str()
+
+
+def test_a_fused_arm_and_corpus_slices_build_and_drop_collections_of_their_own(
+    pytester: pytest.Pytester, golden: Golden, adapter: Path
+) -> None:
+    pytester.makepyfile(
+        watching="""
+from sqlite_index import SqliteIndex
+
+class Watching(SqliteIndex):
+    def create(self, name, records, marker):
+        with open("created.log", "a", encoding="utf-8") as log:
+            log.write(f"{len(records.ids)}\\n")
+        super().create(name, records, marker)
+"""
+    )
+    golden(
+        index={"service": "watching:Watching", "path": "vectors.sqlite"},
+        corpus_sample={"sizes": [0.9, 1.0], "seed": 3},
+    )
+    result = pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-no-cache",
+        "--embeval-incumbent=rrf:fake_models:good,fake_models:bad",
+        "--embeval-candidate=fake_models:bad_english",
+    )
+    assert result.ret == pytest.ExitCode.OK
+    # No split: a fused arm has no exact twin of its own to split by.
+    assert "Δ split" not in result.stdout.str()
+    sizes = sorted(int(line) for line in (pytester.path / "created.log").read_text().split())
+    # Incumbent: two parts on the largest slice (all 60) and on the 90 % slice (54); candidate: one each.
+    assert sizes == [54, 54, 54, 60, 60, 60]
+    assert collections(adapter) == {}
+
+
+def pytest_process(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--embeval", "-p", "no:cacheprovider", "--embeval-no-progress", *args],
+        cwd=root,
+        env={**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    golden_files(root, index={"service": "stalling:Stalling", "path": "vectors.sqlite"})
+    (root / "conftest.py").write_text("", encoding="utf-8")
+    for name in ("fake_models.py",):
+        (root / name).write_text(Path(__file__).with_name(name).read_text(encoding="utf-8"), encoding="utf-8")
+    (root / "sqlite_index.py").write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    (root / "stalling.py").write_text(STALLING, encoding="utf-8")
+    return root
+
+
+ARMS = ("--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_ctrl_c_mid_run_drops_what_the_run_built(project: Path, tmp_path: Path) -> None:
+    flag = tmp_path / "stalled"
+    running = pytest_process(project, *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
+    output = stop_once(running, flag, signal.SIGINT)
+    assert running.returncode == pytest.ExitCode.INTERRUPTED and "KeyboardInterrupt" in output
+    assert collections(project / "vectors.sqlite") == {}
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process ids")
+def test_a_killed_runs_collection_is_removed_by_the_next_run_of_its_golden_file(
+    project: Path, tmp_path: Path
+) -> None:
+    flag = tmp_path / "stalled"
+    database = project / "vectors.sqlite"
+    running = pytest_process(project, *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
+    stop_once(running, flag, signal.SIGKILL)
+    assert running.returncode == -signal.SIGKILL
+    (left,) = collections(database)  # the candidate's: the incumbent's was dropped when it was done
+    assert "-candidate-" in left
+    # Another golden file's leftover, in the same database, is not this run's to remove.
+    other = golden_files(project, "other", index={"service": "stalling:Stalling", "path": "vectors.sqlite"})
+    running = pytest_process(project, str(other), *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
+    flag.unlink()
+    stop_once(running, flag, signal.SIGKILL)
+    assert len(collections(database)) == 2
+    again = pytest_process(project, "support.yaml", *ARMS)
+    output, _ = again.communicate(timeout=120)
+    assert again.returncode == pytest.ExitCode.TESTS_FAILED, output
+    assert f"removed 1 collection(s) an interrupted run of this golden file left behind: {left}" in output
+    remaining = collections(database)
+    assert len(remaining) == 1 and left not in remaining
+
+
+def stop_once(running: subprocess.Popen[str], flag: Path, stop: signal.Signals) -> str:
+    """Send ``stop`` once the run is stalled in the candidate's search (within two minutes); its output."""
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists():
+            assert running.poll() is None, running.communicate()[0]
+            assert time.monotonic() < deadline, "the run never got that far"
+            time.sleep(0.05)
+        running.send_signal(stop)
+        output, _ = running.communicate(timeout=60)
+    finally:
+        running.kill()
+    return output
