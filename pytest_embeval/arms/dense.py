@@ -136,8 +136,10 @@ class DenseSearcher:
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
         return DenseSearcher(task, self.arm, self.documents[rows], self.queries)
 
-    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.queries, self.documents
+    def vectors(self) -> tuple[np.ndarray, np.ndarray] | None:
+        # An engine's similarities are its own (float32, or quantised): a tie group it cut off at the depth
+        # cannot be completed by a scan of exact scores.
+        return None if self.task.engine is not None else (self.queries, self.documents)
 
     def exact_twin(self) -> DenseSearcher | None:
         """Exact search of these vectors, when this arm searches a vector database."""

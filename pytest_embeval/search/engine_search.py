@@ -4,11 +4,17 @@ An `EngineCollection` is built once (`vector_index.VectorIndex.create`) over the
 corpus order, with every record's filterable fields, under a fresh name and the run's marker. A search sends
 each distinct filter once with the queries it restricts (the engine generates its own filter syntax from
 it), checks that every id the engine returned is a record the query's filter allows (an engine whose filter
-semantics differ from the golden set's is a fault, not a ranking), and ranks what it returned exactly as
-`hnsw` ranks its candidates (`exact.rank_candidates`): the engine decides which documents come back (its
-index, its quantisation, its filtering), the exact scores of the arm's own vectors order them, equal
-scores by document id. So an engine searched exhaustively returns exactly `exact_search`'s top k, and
-what an engine changes is what it misses, which `hnsw.ann_recall` measures against exact search.
+semantics differ from the golden set's is a fault, not a ranking), and ranks what it returned as the engine
+ranked it: by the engine's own similarity (float32), equal similarities by document id as `exact_search`
+breaks ties. What the engine decides is what production shows: which documents come back (its index, its
+filtering) and in which order (a quantised store ranks by its quantised distances unless it refines them).
+An engine that searches exhaustively in float32 returns `exact_search`'s top k but for near-ties a float32
+rounding apart; the exact twin of the same vectors is the reference the report measures it against
+(`hnsw.ann_recall`, and the metrics of both).
+
+The engine is asked for the ranked depth (100 by default), as `hnsw` searches: a parameter that grows with
+the depth asked for (HNSW's candidate list is at least k; LanceDB's refinement reranks k times refine_factor)
+searches as production does when it asks for that many.
 
 Measured here as for `hnsw`: per-query latency through the adapter's client (`query_seconds`, one call per
 query, as production sends them), and the smallest value of the engine's search parameter reaching a recall
@@ -26,8 +32,11 @@ import numpy as np
 
 from pytest_embeval.golden.filters import Allowed, Filter
 from pytest_embeval.search.exact import (
+    decode_keys,
     empty_result,
-    rank_candidates,
+    padded,
+    query_masks,
+    ranking_keys,
     tie_ranks,
     validate_documents,
     validate_queries,
@@ -93,19 +102,36 @@ class EngineCollection:
         self, queries: np.ndarray, k: int, *, allowed: Allowed | None = None, filters: Sequence[Filter] = ()
     ) -> tuple[np.ndarray, np.ndarray]:
         """The engine's top k of each query (each within its filter: ``allowed.masks[row]`` and
-        ``filters[row]`` are one filter), ranked as `exact_search` ranks; padded with -1 and NaN."""
+        ``filters[row]`` are one filter) and its similarities (float32), equal ones ordered by document id;
+        padded with -1 and NaN."""
         q, k_eff = validate_queries(queries, self._documents, k)
         if q.shape[0] == 0 or k_eff == 0:
             return empty_result(q.shape[0], k_eff)
-        return rank_candidates(q, self._documents, self.positions(q, k_eff, allowed, filters), self._ranks)
+        positions, scores = self._found(q, k_eff, allowed, filters)
+        found = positions >= 0
+        # Ordered by the engine's similarity, ties by document id, as exact search orders its scores.
+        keys = ranking_keys(
+            np.where(found, scores, 0.0).astype(np.float32), self._ranks[np.where(found, positions, 0)]
+        )
+        query_masks(keys, found)
+        keys = np.sort(keys, axis=1)[:, ::-1]
+        return padded(keys, *decode_keys(keys, np.argsort(self._ranks)))
 
     def positions(
         self, queries: np.ndarray, k: int, allowed: Allowed | None, filters: Sequence[Filter]
     ) -> np.ndarray:
         """The engine's top k of each query, as document positions in the engine's order, padded with -1:
         one search per distinct filter."""
+        return self._found(queries, k, allowed, filters)[0]
+
+    def _found(
+        self, queries: np.ndarray, k: int, allowed: Allowed | None, filters: Sequence[Filter]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and the engine's similarities of each query's top k, in the engine's order, padded
+        with -1 and NaN."""
         rows = np.ascontiguousarray(queries, dtype=np.float32)
         positions = np.full((rows.shape[0], k), -1, dtype=np.int64)
+        scores = np.full((rows.shape[0], k), np.nan)
         for members, mask, wanted in _groups(rows.shape[0], self._documents.shape[0], allowed, filters):
             k_mask = min(k, int(mask.sum())) if mask is not None else k
             if k_mask == 0:
@@ -113,8 +139,8 @@ class EngineCollection:
             for start in range(0, members.size, SEARCH_BLOCK):
                 block = members[start : start + SEARCH_BLOCK]
                 found = self._search(rows[block], k_mask, wanted)
-                positions[block, :k_mask] = self._positions(found, k_mask, mask)
-        return positions
+                positions[block, :k_mask], scores[block, :k_mask] = self._positions(found, k_mask, mask)
+        return positions, scores
 
     def _search(self, rows: np.ndarray, k: int, wanted: Filter | None) -> Sequence[Found]:
         found = guarded(
@@ -126,11 +152,18 @@ class EngineCollection:
             self._fault(f"answered {len(found)} results for {rows.shape[0]} queries")
         return found
 
-    def _positions(self, found: Sequence[Found], k: int, mask: np.ndarray | None) -> np.ndarray:
-        """Document positions of each query's ids (padded with -1), checked: known, distinct, at most k,
-        allowed by the query's filter."""
+    def _positions(
+        self, found: Sequence[Found], k: int, mask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Document positions of each query's ids and their similarities (padded with -1 and NaN), checked:
+        known, distinct, at most k, a finite similarity each, allowed by the query's filter."""
         positions = np.full((len(found), k), -1, dtype=np.int64)
+        scores = np.full((len(found), k), np.nan)
         for row, one in enumerate(found):
+            if len(one.scores) != len(one.ids) or not all(np.isfinite(one.scores)):
+                self._fault(
+                    f"answered {len(one.ids)} ids with {len(one.scores)} similarities, or one not a number"
+                )
             if len(one.ids) > k or len(set(one.ids)) != len(one.ids):
                 self._fault(
                     f"answered {len(one.ids)} ids ({len(set(one.ids))} distinct) where {k} were asked for"
@@ -145,7 +178,8 @@ class EngineCollection:
                         "differ from the golden set's"
                     )
                 positions[row, column] = position
-        return positions
+            scores[row, : len(one.scores)] = one.scores
+        return positions, scores
 
     def _fault(self, problem: str) -> NoReturn:
         raise EngineError(self.engine.engine, self.engine.address, problem)

@@ -38,7 +38,6 @@ __all__ = [
     "exact_search",
     "padded",
     "query_masks",
-    "rank_candidates",
     "ranking_keys",
     "tie_ranks",
     "top_k",
@@ -172,40 +171,6 @@ def top_k(
         query_masks(keys, keep)
     best = np.sort(_top(keys, k_eff), axis=1)[:, ::-1]
     return padded(best, *decode_keys(best, np.argsort(ranks)))
-
-
-def rank_candidates(
-    queries: np.ndarray, documents: np.ndarray, candidates: np.ndarray, ranks: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each query's candidates (``(n_queries, k)`` positions an approximate index or an engine returned,
-    padded with -1) scored and ranked exactly as :func:`exact_search` ranks: float64 products rounded to
-    float32, equal scores by ``ranks`` (`tie_ranks` of the document ids) descending; padded as it pads."""
-    q, d = queries, documents
-    n_queries = candidates.shape[0]
-    found = candidates >= 0
-    safe = np.where(found, candidates, 0)
-    # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
-    scores = np.empty(candidates.shape, dtype=np.float32)
-    if d.size * 8 <= SCRATCH_BYTES:
-        # A small corpus: every score of a block of queries by one matmul, as exact_search computes them,
-        # then the candidates' picked out (a tenth of the time of gathering their vectors).
-        d64 = d.astype(np.float64)
-        step = max(1, SCRATCH_BYTES // (8 * max(1, d.shape[0])))
-        for start in range(0, n_queries, step):
-            every = q[start : start + step].astype(np.float64) @ d64.T
-            picked = np.take_along_axis(every, safe[start : start + step], axis=1)
-            scores[start : start + step] = picked.astype(np.float32)
-    else:
-        step = max(1, SCRATCH_BYTES // (8 * max(1, candidates.shape[1]) * d.shape[1]))
-        for start in range(0, n_queries, step):
-            block = safe[start : start + step]
-            scores[start : start + step] = np.einsum(
-                "id,ikd->ik", q[start : start + step].astype(np.float64), d[block].astype(np.float64)
-            ).astype(np.float32)
-    keys = ranking_keys(scores, ranks[safe])
-    query_masks(keys, found)
-    keys = np.sort(keys, axis=1)[:, ::-1]
-    return padded(keys, *decode_keys(keys, np.argsort(ranks)))
 
 
 def equal_scores(

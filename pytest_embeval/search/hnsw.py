@@ -20,10 +20,14 @@ import numpy as np
 from pytest_embeval.core.progress import step
 from pytest_embeval.golden.filters import Allowed
 from pytest_embeval.search.exact import (
+    SCRATCH_BYTES,
     as_matrix,
     check_block,
+    decode_keys,
     empty_result,
-    rank_candidates,
+    padded,
+    query_masks,
+    ranking_keys,
     tie_ranks,
     validate_documents,
     validate_queries,
@@ -120,7 +124,30 @@ class HnswIndex:
             return empty_result(n_queries, k_eff)
         rows = np.ascontiguousarray(q, dtype=np.float32)
         positions = self._filtered_labels(rows, k_eff, effective_ef(ef_search, k_eff), allowed)
-        return rank_candidates(q, d, positions, self._ranks)
+        found = positions >= 0
+        safe = np.where(found, positions, 0)
+        # Rescored in float64 -> float32 as exact_search scores, so a pair gets one score in both searches.
+        scores = np.empty(positions.shape, dtype=np.float32)
+        if d.size * 8 <= SCRATCH_BYTES:
+            # A small corpus: every score of a block of queries by one matmul, as exact_search computes them,
+            # then the candidates' picked out (a tenth of the time of gathering their vectors).
+            d64 = d.astype(np.float64)
+            step = max(1, SCRATCH_BYTES // (8 * d.shape[0]))
+            for start in range(0, n_queries, step):
+                every = q[start : start + step].astype(np.float64) @ d64.T
+                picked = np.take_along_axis(every, safe[start : start + step], axis=1)
+                scores[start : start + step] = picked.astype(np.float32)
+        else:
+            step = max(1, SCRATCH_BYTES // (8 * k_eff * d.shape[1]))
+            for start in range(0, n_queries, step):
+                block = safe[start : start + step]
+                scores[start : start + step] = np.einsum(
+                    "id,ikd->ik", q[start : start + step].astype(np.float64), d[block].astype(np.float64)
+                ).astype(np.float32)
+        keys = ranking_keys(scores, self._ranks[safe])
+        query_masks(keys, found)
+        keys = np.sort(keys, axis=1)[:, ::-1]
+        return padded(keys, *decode_keys(keys, np.argsort(self._ranks)))
 
     def parameters(self) -> dict[str, int]:
         """The graph's parameters as the built hnswlib index reports them (``ef``: as last searched), and the
