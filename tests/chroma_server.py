@@ -18,7 +18,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from openai_server import free_port
 
 #: Seconds a server gets to answer its first heartbeat (its start takes about 1 s on an idle machine).
@@ -46,7 +45,16 @@ class ChromaServer:
         self.log = folder / "chroma.log"
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                [chroma_command(), "run", "--host", "127.0.0.1", "--port", str(self.port), "--path", str(folder)],
+                [
+                    chroma_command(),
+                    "run",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--path",
+                    str(folder),
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
@@ -59,7 +67,9 @@ class ChromaServer:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     tail = self.log.read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"chroma run did not answer within {READY_WITHIN:g} s:\n{tail}") from None
+                    raise RuntimeError(
+                        f"chroma run did not answer within {READY_WITHIN:g} s:\n{tail}"
+                    ) from None
                 time.sleep(0.05)
 
     def stop(self) -> None:
@@ -71,6 +81,14 @@ class ChromaServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A server whose handler threads die quietly when a client hangs up on them (a client that gave up on
+    a slow answer), instead of printing a traceback into the run under test's output."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
 
 
 class FaultyProxy:
@@ -114,12 +132,16 @@ class FaultyProxy:
                 if count > proxy.max_requests:
                     return self._answer(503, b'{"error":"proxy: too many requests"}')
                 if proxy.refuse_on and proxy.refuse_on in f"{self.command} {self.path}":
-                    return self._answer(500, b'{"error":"InternalError","message":"refused by the test proxy"}')
+                    return self._answer(
+                        500, b'{"error":"InternalError","message":"refused by the test proxy"}'
+                    )
                 if proxy.delay and proxy.delay_on in self.path:
                     time.sleep(proxy.delay)
                 try:
                     connection = http.client.HTTPConnection(*proxy.upstream, timeout=30)
-                    headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                    headers = {
+                        k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")
+                    }
                     connection.request(self.command, self.path, body=body or None, headers=headers)
                     answer = connection.getresponse()
                     data = answer.read()
@@ -140,7 +162,7 @@ class FaultyProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _any
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)

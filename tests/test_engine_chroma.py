@@ -4,11 +4,11 @@
 What it shows: Chroma's HNSW is approximate (recall against exact search stated, on a generated collection and
 on ../shared/data's medline); searched with ``ef_search`` at the collection's size it returns exact search's
 top k on the generated collection, filtered ones included (its ``where`` generated from the golden set's
-filters), but not on medline's hashed word counts (0.97 to 0.98 of it): it is never exact by construction; a run
-through pytest drops its collections (or keeps them when asked); a recall target builds a collection per
+filters), but not on medline's hashed word counts (0.97 to 0.98 of it): it is never exact by construction; a
+run through pytest drops its collections (or keeps them when asked); a recall target builds a collection per
 ``ef_search`` tried; and every fault (a port that refuses, a server killed mid-run, one slower than the
-timeout, one refusing a write) is an error of the golden set's items, one line naming Chroma and its
-address, never a verdict.
+timeout, one refusing a write) is an error of the golden set's items, one line naming Chroma and its address,
+never a verdict.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import pytest
 pytest.importorskip("chromadb")
 
 from chroma_server import ChromaServer, FaultyProxy
-from conftest import shared_collection
 from openai_server import free_port
 
+from conftest import shared_collection
 from pytest_embeval.golden.filters import Filter, plan_filters
 from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.engines.chroma import ChromaIndex, chroma_metadata, chroma_where
@@ -66,7 +66,12 @@ def generated(n: int = 1500, dimension: int = 64, queries: int = 60) -> dict[str
         {"language": ("en" if i % 3 else "es",), **({"tags": ("billing", "it's")} if i % 5 == 0 else {})}
         for i in range(n)
     ]
-    return {"ids": [f"d{i:04d}" for i in range(n)], "documents": rows(n), "queries": rows(queries), "fields": fields}
+    return {
+        "ids": [f"d{i:04d}" for i in range(n)],
+        "documents": rows(n),
+        "queries": rows(queries),
+        "fields": fields,
+    }
 
 
 FILTERS: list[Filter] = [{}, {"language": ("es",)}, {"tags": ("it's",), "language": ("en", "es")}]
@@ -91,7 +96,9 @@ def test_chromas_hnsw_is_approximate_and_exact_when_it_searches_every_record(chr
     exact, _ = exact_search(data["queries"], data["documents"], 10, doc_ids=data["ids"])
     plan = plan_filters(data["fields"], [FILTERS[i % 3] for i in range(60)], [f"q{i}" for i in range(60)])
     assert plan is not None
-    filtered, _ = exact_search(data["queries"], data["documents"], 10, doc_ids=data["ids"], allowed=plan.allowed)
+    filtered, _ = exact_search(
+        data["queries"], data["documents"], 10, doc_ids=data["ids"], allowed=plan.allowed
+    )
     recalls = {}
     for ef_search in (10, n):
         index = ChromaIndex(chroma.url, ef_search=ef_search, max_neighbors=16, ef_construction=100)
@@ -123,7 +130,9 @@ def test_on_a_shared_collection_chroma_states_its_recall_against_exact_search(ch
 
     folder = shared_collection("medline")
     corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    queries = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    queries = [
+        json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     vectorizer = HashingVectorizer(n_features=256, alternate_sign=False, norm="l2")
     documents = vectorizer.transform([doc["text"] for doc in corpus]).toarray().astype(np.float32)
     rows = vectorizer.transform([query["text"] for query in queries]).toarray().astype(np.float32)
@@ -206,7 +215,9 @@ def error_lines(result: pytest.RunResult, address: str) -> list[str]:
     return [line for line in result.stdout.lines if line.startswith(f"support: chroma at {address}: ")]
 
 
-def assert_one_line_error(result: pytest.RunResult, report: dict[str, Any] | None, address: str, tail: str) -> None:
+def assert_one_line_error(
+    result: pytest.RunResult, report: dict[str, Any] | None, address: str, tail: str
+) -> None:
     """Every item an error (exit 1), none failed nor passed; the one line names Chroma, its address and what
     went wrong, in the report's errors too; no verdict, no traceback."""
     result.assert_outcomes(errors=3)
@@ -226,7 +237,9 @@ def test_a_port_that_refuses_is_an_error_naming_chroma_and_the_address(
     address = f"http://127.0.0.1:{free_port()}"
     golden(index={"chroma": {"url": address}})
     result, report = run(pytester)
-    assert_one_line_error(result, report, address, "connecting: cannot connect: [Errno 111] Connection refused")
+    assert_one_line_error(
+        result, report, address, "connecting: cannot connect: [Errno 111] Connection refused"
+    )
 
 
 def test_a_slow_engine_is_an_error_after_its_timeout(

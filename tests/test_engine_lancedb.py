@@ -1,8 +1,9 @@
 """LanceDB in the loop, embedded: a flat table is exact search (top k, filters, ties by id), IVF-PQ is
 approximate with its recall against exact search stated (on a generated collection and on ../shared/data's
-medline, where flat is exact search but for near-ties its float32 distances swap), ``refine_factor`` buys recall back, a recall target chooses ``nprobes``, the ``where`` is SQL
-generated from the golden set's filters with every value quoted, and a folder it cannot write is an error of
-the items naming LanceDB and the folder."""
+medline, where flat is exact search but for near-ties its float32 distances swap), ``refine_factor`` buys
+recall back, a recall target chooses ``nprobes``, the ``where`` is SQL generated from the golden set's filters
+with every value quoted, and a folder it cannot write is an error of the items naming LanceDB and
+the folder."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ import pytest
 
 pytest.importorskip("lancedb")
 
-from conftest import shared_collection
-
 from test_vector_index import assert_exact_but_for_near_ties
 
+from conftest import shared_collection
 from pytest_embeval.golden.filters import Filter, plan_filters
 from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.engines.lance import LanceIndex, lance_where, sql_string
@@ -48,7 +48,12 @@ def generated(n: int = 2000, dimension: int = 64, queries: int = 60) -> dict[str
         {"language": ("en" if i % 3 else "es",), **({"tags": ("billing", "it's")} if i % 5 == 0 else {})}
         for i in range(n)
     ]
-    return {"ids": [f"d{i:04d}" for i in range(n)], "documents": rows(n), "queries": rows(queries), "fields": fields}
+    return {
+        "ids": [f"d{i:04d}" for i in range(n)],
+        "documents": rows(n),
+        "queries": rows(queries),
+        "fields": fields,
+    }
 
 
 def test_the_where_is_sql_with_every_value_quoted() -> None:
@@ -78,7 +83,9 @@ def test_a_flat_table_is_exact_search_filters_and_ties_included(tmp_path: Path) 
         plan = plan_filters(data["fields"], query_filters, [f"q{i}" for i in range(len(queries))])
     assert plan is not None
     index = LanceIndex(str(tmp_path / "tables"), index_type="flat")
-    collection = EngineCollection(index, documents, doc_ids=data["ids"], fields=data["fields"], golden="e" * 12, arm="a")
+    collection = EngineCollection(
+        index, documents, doc_ids=data["ids"], fields=data["fields"], golden="e" * 12, arm="a"
+    )
     positions, scores = collection.search(queries, 10)
     expected, expected_scores = exact_search(queries, documents, 10, doc_ids=data["ids"])
     # Its float32 similarities (1 - its distance) are within a float32 rounding of the exact scores.
@@ -127,7 +134,9 @@ def test_on_a_shared_collection_lancedb_states_its_recall_and_flat_is_exact(tmp_
 
     folder = shared_collection("medline")
     corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    queries = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    queries = [
+        json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     vectorizer = HashingVectorizer(n_features=256, alternate_sign=False, norm="l2")
     documents = vectorizer.transform([doc["text"] for doc in corpus]).toarray().astype(np.float32)
     rows = vectorizer.transform([query["text"] for query in queries]).toarray().astype(np.float32)
@@ -136,7 +145,9 @@ def test_on_a_shared_collection_lancedb_states_its_recall_and_flat_is_exact(tmp_
     found = {}
     for index_type in ("flat", "ivf_pq"):
         index = LanceIndex(str(tmp_path / index_type), index_type=index_type, nprobes=4)
-        collection = EngineCollection(index, documents, doc_ids=ids, fields=[{}] * len(ids), golden="f" * 12, arm="a")
+        collection = EngineCollection(
+            index, documents, doc_ids=ids, fields=[{}] * len(ids), golden="f" * 12, arm="a"
+        )
         found[index_type], _ = collection.search(rows, 10)
         collection.drop()
         index.close()
@@ -184,7 +195,9 @@ def test_a_run_on_lancedb_reports_the_split_and_leaves_no_table(
     assert LanceIndex(str(pytester.path / "tables")).markers(COLLECTION_PREFIX) == {}
 
 
-def test_a_folder_lancedb_cannot_write_is_an_error_naming_it(pytester: pytest.Pytester, golden: Golden) -> None:
+def test_a_folder_lancedb_cannot_write_is_an_error_naming_it(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
     (pytester.path / "a-file").write_text("not a folder", encoding="utf-8")
     golden(index={"lancedb": {"path": "a-file/tables", "index_type": "flat"}})
     result = pytester.runpytest(

@@ -21,14 +21,13 @@ from typing import Any
 import pytest
 
 from conftest import golden_files, without_timings
-
 from pytest_embeval.search.vector_index import COLLECTION_PREFIX
 
 Golden = Callable[..., Path]
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "sqlite_index.py"
 
 #: An adapter that waits, once the candidate's collection is built and first searched, until it is stopped.
-STALLING = '''
+STALLING = """
 import os
 import time
 
@@ -42,7 +41,7 @@ class Stalling(SqliteIndex):
             open(flag, "w").close()
             time.sleep(60)
         return super().search(name, queries, k, where)
-'''
+"""
 
 
 def collections(database: Path) -> dict[str, dict[str, str]]:
@@ -96,9 +95,15 @@ def test_a_service_run_is_the_same_serially_and_under_xdist(
     parallel.assert_outcomes(failed=2, passed=0)
     assert without_timings(report) == without_timings(again)
     (golden_set,) = report["golden_sets"]
-    assert golden_set["index"] == {"service": {"factory": "sqlite_index:SqliteIndex", "path": "vectors.sqlite"}}
+    assert golden_set["index"] == {
+        "service": {"factory": "sqlite_index:SqliteIndex", "path": "vectors.sqlite"}
+    }
     index = golden_set["incumbent"]["index"]
-    assert (index["kind"], index["parameters"], index["ann_recall"]) == ("sqlite", {"scan": "exhaustive"}, 1.0)
+    assert (index["kind"], index["parameters"], index["ann_recall"]) == (
+        "sqlite",
+        {"scan": "exhaustive"},
+        1.0,
+    )
     assert index["version"].startswith("sqlite ")
     assert "incumbent index: sqlite " in serial.stdout.str()
     assert collections(adapter) == {}
@@ -153,7 +158,16 @@ class Watching(SqliteIndex):
 
 def pytest_process(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--embeval", "-p", "no:cacheprovider", "--embeval-no-progress", *args],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--embeval",
+            "-p",
+            "no:cacheprovider",
+            "--embeval-no-progress",
+            *args,
+        ],
         cwd=root,
         env={**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(sys.path)},
         stdout=subprocess.PIPE,

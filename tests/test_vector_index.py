@@ -41,8 +41,8 @@ from pytest_embeval.search.vector_index import (
     golden_key,
     guarded,
     leftovers,
-    open_engine,
     open_index,
+    opened_engine,
     owner_marker,
     remove_leftovers,
 )
@@ -296,12 +296,9 @@ def test_opening_an_engine_removes_the_leftovers_with_a_warning_naming_them(
     index.create(left, Records(ids, documents, fields), marker)
     index.close()
     spec = EngineSpec("service", {"path": str(database)}, factory="sqlite_index:SqliteIndex", keep=True)
-    with pytest.warns(
-        LeftoverCollectionsWarning, match=rf"^sqlite at .*: removed 1 collection\(s\) .*: {left}$"
-    ):
-        opened = open_engine(spec, golden_path)
-    assert opened.keep and opened.index.markers(COLLECTION_PREFIX) == {}
-    opened.index.close()
+    removed = rf"^sqlite at .*: removed 1 collection\(s\) .*: {left}$"
+    with pytest.warns(LeftoverCollectionsWarning, match=removed), opened_engine(spec, golden_path) as opened:
+        assert opened.keep and opened.index.markers(COLLECTION_PREFIX) == {}
 
 
 def test_a_service_that_is_no_adapter_or_fails_to_connect_is_one_line(

@@ -26,6 +26,7 @@ measured (`capacity_measurement`) for the projection (`capacity`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import warnings
@@ -70,7 +71,7 @@ from pytest_embeval.run.corpus_slices import CorpusSlice, corpus_slices, restric
 from pytest_embeval.search.exact import tie_ranks
 from pytest_embeval.search.graphs import GraphStore
 from pytest_embeval.search.scoring import ArmTies, score_arm
-from pytest_embeval.search.vector_index import OpenedEngine, open_engine
+from pytest_embeval.search.vector_index import OpenedEngine, opened_engine
 
 __all__ = [
     "ANN_SAMPLE",
@@ -377,21 +378,6 @@ def run_arm(
     opened on the largest slice and every smaller one is searched by restricting it (an embedding arm embeds
     once). Raises `ArmFault` when the arm's encoder fails or returns vectors that cannot be searched, and
     `vector_index.EngineError` when its engine fails."""
-    if golden.index.engine is not None and engine is None:
-        opened_here = open_engine(golden.index.engine, golden.path)
-        try:
-            return run_arm(
-                golden,
-                arm,
-                role,
-                embedder=embedder,
-                held=held,
-                scorer=scorer,
-                graphs=graphs,
-                engine=opened_here,
-            )
-        finally:
-            opened_here.index.close()
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = searched_corpus(golden, drawn)
@@ -402,13 +388,16 @@ def run_arm(
     # The tokens an endpoint arm is billed for this golden set (`Arm.usage`); arms without one: None.
     counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
     before = counter.snapshot() if counter is not None else None
-    try:
-        searcher = retriever.open(_task(searched, held, role, embedder, graphs, engine))
-    except EncoderError as error:
-        raise ArmFault(role, retriever.spec, str(error)) from error
-    # Every searcher opened here drops what it built in an engine, whatever happens.
-    opened = [searcher]
-    try:
+    # Whatever happens, every searcher opened here drops what it built in an engine (last in, first out),
+    # before an engine opened here is closed.
+    with contextlib.ExitStack() as stack:
+        if golden.index.engine is not None and engine is None:
+            engine = stack.enter_context(opened_engine(golden.index.engine, golden.path))
+        try:
+            searcher = retriever.open(_task(searched, held, role, embedder, graphs, engine))
+        except EncoderError as error:
+            raise ArmFault(role, retriever.spec, str(error)) from error
+        stack.callback(searcher.close)
         usage = counter.snapshot() - before if counter is not None and before is not None else None
         result = _score(searched, retriever, searcher, held, role, scorer, engine)
         twin = searcher.exact_twin()
@@ -426,12 +415,10 @@ def run_arm(
             task = dataclasses.replace(
                 _task(piece, piece_held, role, embedder, graphs, engine), measure=False
             )
-            opened.append(searcher.restrict(task, np.searchsorted(largest, one.rows)))
-            smaller.append(_score(piece, retriever, opened[-1], piece_held, role, None, engine))
+            opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
+            stack.callback(opened.close)
+            smaller.append(_score(piece, retriever, opened, piece_held, role, None, engine))
         return dataclasses.replace(result, slices=tuple(smaller))
-    finally:
-        for opened_searcher in opened:
-            opened_searcher.close()
 
 
 def _score(
@@ -543,7 +530,7 @@ def run_golden(
     """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
     than the golden set (each corpus slice of it) declares. ``cache`` (an `store.EmbeddingCache`) keeps the
     reranker's scores and, in its folder, the HNSW graphs (`graphs`). A vector database the golden set
-    declares is opened once for both arms (`vector_index.open_engine`: the leftovers of an interrupted run
+    declares is opened once for both arms (`vector_index.opened_engine`: the leftovers of an interrupted run
     removed first), and each arm's collection is dropped when the arm is done, unless
     ``keep_collections``."""
     drawn = corpus_slices(golden)
@@ -552,22 +539,21 @@ def run_golden(
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
-    engine = None
-    if golden.index.engine is not None:
-        engine = open_engine(golden.index.engine, golden.path, keep=keep_collections)
-    common: dict[str, Any] = {
-        "embedder": embedder,
-        "held": held,
-        "scorer": scorer,
-        "graphs": None if cache is None else GraphStore(cache.root),
-        "engine": engine,
-    }
-    try:
+    with contextlib.ExitStack() as stack:
+        engine = None
+        if golden.index.engine is not None:
+            engine = stack.enter_context(
+                opened_engine(golden.index.engine, golden.path, keep=keep_collections)
+            )
+        common: dict[str, Any] = {
+            "embedder": embedder,
+            "held": held,
+            "scorer": scorer,
+            "graphs": None if cache is None else GraphStore(cache.root),
+            "engine": engine,
+        }
         incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
         candidate_result = run_arm(golden, candidate, "candidate", **common)
-    finally:
-        if engine is not None:
-            engine.index.close()
     reranker = None
     if scorer is not None:
         reranker = {

@@ -23,13 +23,14 @@ from a live one), not a live process's, not a kept one, and never a collection w
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import os
 import secrets
 import socket
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -53,8 +54,8 @@ __all__ = [
     "golden_key",
     "guarded",
     "leftovers",
-    "open_engine",
     "open_index",
+    "opened_engine",
     "owner_marker",
     "remove_leftovers",
 ]
@@ -318,23 +319,23 @@ class LeftoverCollectionsWarning(UserWarning):
     """A run removed collections an interrupted run of the same golden file left in the engine."""
 
 
-def open_engine(spec: EngineSpec, golden_path: Path, *, keep: bool = False) -> OpenedEngine:
+@contextlib.contextmanager
+def opened_engine(spec: EngineSpec, golden_path: Path, *, keep: bool = False) -> Iterator[OpenedEngine]:
     """The declared engine opened for a golden set's arms (`open_index`), once its leftovers are removed
-    (`remove_leftovers`, with a `LeftoverCollectionsWarning` naming them); ``keep`` (or the spec's own
-    ``keep``) leaves the arms' collections after the run."""
+    (`remove_leftovers`, with a `LeftoverCollectionsWarning` naming them), and closed after; ``keep`` (or
+    the spec's own ``keep``) leaves the arms' collections after the run."""
     index = open_index(spec)
-    golden = golden_key(golden_path)
     try:
+        golden = golden_key(golden_path)
         removed = remove_leftovers(index, golden)
-    except EngineError:
+        if removed:
+            warnings.warn(
+                LeftoverCollectionsWarning(
+                    f"{index.engine} at {index.address}: removed {len(removed)} collection(s) an interrupted "
+                    f"run of this golden file left behind: {', '.join(removed)}"
+                ),
+                stacklevel=3,
+            )
+        yield OpenedEngine(index=index, golden=golden, keep=keep or spec.keep)
+    finally:
         index.close()
-        raise
-    if removed:
-        warnings.warn(
-            LeftoverCollectionsWarning(
-                f"{index.engine} at {index.address}: removed {len(removed)} collection(s) an interrupted run "
-                f"of this golden file left behind: {', '.join(removed)}"
-            ),
-            stacklevel=2,
-        )
-    return OpenedEngine(index=index, golden=golden, keep=keep or spec.keep)
