@@ -13,7 +13,6 @@ never a verdict.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,9 @@ pytest.importorskip("chromadb")
 
 from chroma_server import ChromaServer, FaultyProxy
 from openai_server import free_port
+from test_plugin_engines import run
+from test_vector_index import generated, medline_vectors
 
-from conftest import shared_collection
 from pytest_embeval.golden.filters import Filter, plan_filters
 from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.engines.chroma import ChromaIndex, chroma_metadata, chroma_where
@@ -54,26 +54,6 @@ def ours(url: str) -> dict[str, dict[str, str]]:
         index.close()
 
 
-def generated(n: int = 1500, dimension: int = 64, queries: int = 60) -> dict[str, Any]:
-    """A generated collection: unit vectors, a language on every record, tags on some (one with a quote)."""
-    rng = np.random.default_rng(0)
-
-    def rows(count: int) -> np.ndarray:
-        matrix = rng.standard_normal((count, dimension)).astype(np.float32)
-        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
-
-    fields = [
-        {"language": ("en" if i % 3 else "es",), **({"tags": ("billing", "it's")} if i % 5 == 0 else {})}
-        for i in range(n)
-    ]
-    return {
-        "ids": [f"d{i:04d}" for i in range(n)],
-        "documents": rows(n),
-        "queries": rows(queries),
-        "fields": fields,
-    }
-
-
 FILTERS: list[Filter] = [{}, {"language": ("es",)}, {"tags": ("it's",), "language": ("en", "es")}]
 
 
@@ -91,7 +71,7 @@ def test_where_is_generated_from_the_golden_sets_filters() -> None:
 
 
 def test_chromas_hnsw_is_approximate_and_exact_when_it_searches_every_record(chroma: ChromaServer) -> None:
-    data = generated()
+    data = generated(1500)
     n = len(data["ids"])
     exact, _ = exact_search(data["queries"], data["documents"], 10, doc_ids=data["ids"])
     plan = plan_filters(data["fields"], [FILTERS[i % 3] for i in range(60)], [f"q{i}" for i in range(60)])
@@ -126,17 +106,7 @@ def test_chromas_hnsw_is_approximate_and_exact_when_it_searches_every_record(chr
 
 
 def test_on_a_shared_collection_chroma_states_its_recall_against_exact_search(chroma: ChromaServer) -> None:
-    from sklearn.feature_extraction.text import HashingVectorizer
-
-    folder = shared_collection("medline")
-    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    queries = [
-        json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
-    vectorizer = HashingVectorizer(n_features=256, alternate_sign=False, norm="l2")
-    documents = vectorizer.transform([doc["text"] for doc in corpus]).toarray().astype(np.float32)
-    rows = vectorizer.transform([query["text"] for query in queries]).toarray().astype(np.float32)
-    ids = [str(doc["_id"]) for doc in corpus]
+    ids, documents, rows = medline_vectors()
     exact, _ = exact_search(rows, documents, 10, doc_ids=ids)
     found = {}
     for ef_search in (20, len(ids)):
@@ -153,22 +123,6 @@ def test_on_a_shared_collection_chroma_states_its_recall_against_exact_search(ch
     # not exact even when it may visit every record.
     assert 0.6 <= ann_recall(found[20], exact) < 1.0
     assert 0.9 <= ann_recall(found[len(ids)], exact) <= 1.0
-
-
-def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any] | None]:
-    path = pytester.path / "report.json"
-    path.unlink(missing_ok=True)
-    result = pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-no-cache",
-        f"--embeval-json={path}",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:bad_english",
-        *args,
-    )
-    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def test_a_run_on_chroma_reports_the_split_and_drops_its_collections(

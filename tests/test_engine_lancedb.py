@@ -10,16 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 pytest.importorskip("lancedb")
 
-from test_vector_index import assert_exact_but_for_near_ties
+from test_vector_index import assert_exact_but_for_near_ties, generated, medline_vectors
 
-from conftest import shared_collection
 from pytest_embeval.golden.filters import Filter, plan_filters
 from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.engines.lance import LanceIndex, lance_where, sql_string
@@ -37,25 +35,6 @@ FILTERS: list[Filter] = [
 ]
 
 
-def generated(n: int = 2000, dimension: int = 64, queries: int = 60) -> dict[str, Any]:
-    rng = np.random.default_rng(0)
-
-    def rows(count: int) -> np.ndarray:
-        matrix = rng.standard_normal((count, dimension)).astype(np.float32)
-        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
-
-    fields = [
-        {"language": ("en" if i % 3 else "es",), **({"tags": ("billing", "it's")} if i % 5 == 0 else {})}
-        for i in range(n)
-    ]
-    return {
-        "ids": [f"d{i:04d}" for i in range(n)],
-        "documents": rows(n),
-        "queries": rows(queries),
-        "fields": fields,
-    }
-
-
 def test_the_where_is_sql_with_every_value_quoted() -> None:
     columns = {"language": "field_0", "tags": "field_1"}
     assert sql_string("it's") == "'it''s'"
@@ -70,7 +49,7 @@ def test_the_where_is_sql_with_every_value_quoted() -> None:
 
 
 def test_a_flat_table_is_exact_search_filters_and_ties_included(tmp_path: Path) -> None:
-    data = generated()
+    data = generated(2000)
     documents, queries = data["documents"], data["queries"]
     # Three equal documents, the first query's best: ordered by id, larger first. No other query has them in
     # its top 11, where a tie across the 10th place would let the engine keep any of them (a miss by the id
@@ -104,7 +83,7 @@ def test_a_flat_table_is_exact_search_filters_and_ties_included(tmp_path: Path) 
 
 
 def test_ivf_pq_is_approximate_and_refine_factor_and_nprobes_buy_recall_back(tmp_path: Path) -> None:
-    data = generated()
+    data = generated(2000)
     exact, _ = exact_search(data["queries"], data["documents"], 10, doc_ids=data["ids"])
     recall = {}
     for refine in (None, 10):
@@ -130,17 +109,7 @@ def test_ivf_pq_is_approximate_and_refine_factor_and_nprobes_buy_recall_back(tmp
 
 
 def test_on_a_shared_collection_lancedb_states_its_recall_and_flat_is_exact(tmp_path: Path) -> None:
-    from sklearn.feature_extraction.text import HashingVectorizer
-
-    folder = shared_collection("medline")
-    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    queries = [
-        json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
-    vectorizer = HashingVectorizer(n_features=256, alternate_sign=False, norm="l2")
-    documents = vectorizer.transform([doc["text"] for doc in corpus]).toarray().astype(np.float32)
-    rows = vectorizer.transform([query["text"] for query in queries]).toarray().astype(np.float32)
-    ids = [str(doc["_id"]) for doc in corpus]
+    ids, documents, rows = medline_vectors()
     exact, _ = exact_search(rows, documents, 10, doc_ids=ids)
     found = {}
     for index_type in ("flat", "ivf_pq"):

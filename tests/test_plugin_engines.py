@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_interrupted import pytest_process
 
 from conftest import golden_files, without_timings
 from pytest_embeval.search.vector_index import COLLECTION_PREFIX
@@ -69,7 +70,9 @@ def adapter(pytester: pytest.Pytester) -> Path:
     return pytester.path / "vectors.sqlite"
 
 
-def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any] | None]:
+    """``pytest --embeval`` with the good incumbent and the candidate that misses English, and its JSON
+    report (None if none was written)."""
     path = pytester.path / "report.json"
     path.unlink(missing_ok=True)
     result = pytester.runpytest(
@@ -82,7 +85,7 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[s
         "--embeval-candidate=fake_models:bad_english",
         *args,
     )
-    return result, json.loads(path.read_text(encoding="utf-8"))
+    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def test_a_service_run_is_the_same_serially_and_under_xdist(
@@ -93,7 +96,7 @@ def test_a_service_run_is_the_same_serially_and_under_xdist(
     serial.assert_outcomes(failed=2, passed=0)
     parallel, again = run(pytester, "-n", "2")
     parallel.assert_outcomes(failed=2, passed=0)
-    assert without_timings(report) == without_timings(again)
+    assert report is not None and without_timings(report) == without_timings(again)
     (golden_set,) = report["golden_sets"]
     assert golden_set["index"] == {
         "service": {"factory": "sqlite_index:SqliteIndex", "path": "vectors.sqlite"}
@@ -115,6 +118,7 @@ def test_keep_in_the_golden_file_leaves_the_collections(
     golden(index=service(keep=True))
     result, report = run(pytester)
     result.assert_outcomes(failed=2, passed=0)
+    assert report is not None
     kept = collections(adapter)
     assert len(kept) == 2 and all(marker["embeval_kept"] == "1" for marker in kept.values())
     assert report["golden_sets"][0]["candidate"]["index"]["kept"] is True
@@ -156,26 +160,6 @@ class Watching(SqliteIndex):
     assert collections(adapter) == {}
 
 
-def pytest_process(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--embeval",
-            "-p",
-            "no:cacheprovider",
-            "--embeval-no-progress",
-            *args,
-        ],
-        cwd=root,
-        env={**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(sys.path)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
@@ -195,7 +179,7 @@ ARMS = ("--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models
 @pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
 def test_ctrl_c_mid_run_drops_what_the_run_built(project: Path, tmp_path: Path) -> None:
     flag = tmp_path / "stalled"
-    running = pytest_process(project, *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
+    running = pytest_process(project, tmp_path / "log", *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
     output = stop_once(running, flag, signal.SIGINT)
     assert running.returncode == pytest.ExitCode.INTERRUPTED and "KeyboardInterrupt" in output
     assert collections(project / "vectors.sqlite") == {}
@@ -207,18 +191,20 @@ def test_a_killed_runs_collection_is_removed_by_the_next_run_of_its_golden_file(
 ) -> None:
     flag = tmp_path / "stalled"
     database = project / "vectors.sqlite"
-    running = pytest_process(project, *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
+    running = pytest_process(project, tmp_path / "log", *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
     stop_once(running, flag, signal.SIGKILL)
     assert running.returncode == -signal.SIGKILL
     (left,) = collections(database)  # the candidate's: the incumbent's was dropped when it was done
     assert "-candidate-" in left
     # Another golden file's leftover, in the same database, is not this run's to remove.
     other = golden_files(project, "other", index={"service": "stalling:Stalling", "path": "vectors.sqlite"})
-    running = pytest_process(project, str(other), *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)})
+    running = pytest_process(
+        project, tmp_path / "log", str(other), *ARMS, env={"EMBEVAL_STALL_FLAG": str(flag)}
+    )
     flag.unlink()
     stop_once(running, flag, signal.SIGKILL)
     assert len(collections(database)) == 2
-    again = pytest_process(project, "support.yaml", *ARMS)
+    again = pytest_process(project, tmp_path / "log", "support.yaml", *ARMS)
     output, _ = again.communicate(timeout=120)
     assert again.returncode == pytest.ExitCode.TESTS_FAILED, output
     assert f"removed 1 collection(s) an interrupted run of this golden file left behind: {left}" in output
