@@ -1,8 +1,8 @@
 """A complete vector-database adapter for pytest-embeval: collections in one SQLite file, searched exactly.
 
 Declared in a golden file as ``index: {service: sqlite_index:SqliteIndex, path: vectors.sqlite}``, with this
-file importable (beside the conftest.py, or installed). It is the protocol of `pytest_embeval.search.
-vector_index.VectorIndex` and nothing more: build a collection from ids, vectors and filterable fields, search
+file importable (beside the conftest.py, or installed). It is the protocol `pytest_embeval.VectorIndex` and
+nothing more: build a collection from ids, vectors and filterable fields, search
 it with query vectors, a depth and one filter, describe it, drop it, and list the collections that carry a
 marker. Its search scans every vector, so its top k is exact search's; the filter becomes SQL with
 placeholders (never a value spliced into the text).
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_embeval.search.vector_index import Found, Records
+from pytest_embeval import Found, Records
 
 
 class SqliteIndex:

@@ -8,7 +8,10 @@ may need a second, deeper search), each query restricted to the records its filt
 the first stage (folding, reranking, scoring, the control check) is the same code for every kind of arm.
 
 With ``index.hnsw.recall_target``, an embedding arm searches at the smallest ef that reaches the target on the
-sampled queries, against exact search with the same filters (`RecallTargetError` if none does). With
+sampled queries, against exact search with the same filters (`RecallTargetError` if none does). With a vector
+database as the index, an embedding arm builds its collection in the engine the golden set opened
+(`RetrievalTask.engine`), offers its exact twin (`Searcher.exact_twin`) and drops the collection when it is
+closed (`Searcher.close`). With
 ``production``, an embedding arm times its encoder and measures its capacity (`capacity_measurement`); an arm
 that embeds nothing has none. A corpus slice is searched by restricting an opened arm to the slice's records
 (`Searcher.restrict`): an embedding arm reuses its vectors, a BM25 arm indexes the slice afresh (its term

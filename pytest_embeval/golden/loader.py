@@ -29,7 +29,8 @@ Decisions the schema leaves open, taken here:
   so the fingerprint of a file without them is unchanged. ``corpus_sample.seed`` defaults to ``seed``;
   ``sizes`` are fractions in (0, 1], kept sorted.
 * ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
-  least 2 (hnswlib cannot build a graph with M = 1).
+  least 2 (hnswlib cannot build a graph with M = 1). A vector database (``index: {chroma: …}``,
+  ``{lancedb: …}``, ``{service: module:attr, …}``) is read by `engine_spec`.
 * ``weights: frequency`` makes every verdict rest on the traffic-weighted means, each query weighted by its
   ``frequency`` (which every query must then have), over its ``inclusion`` when the queries have one
   (`data_files.Query.traffic_weight`); it is part of the plan, in its fingerprint only when given.

@@ -22,6 +22,10 @@ With ``corpus_sample``, each arm is opened on the largest slice once and searche
 verdicts are decided on the largest, and each stratum also gets its first-stage primary comparison per slice
 (`strata`; the reranker runs on the largest slice only). With ``production``, each embedding arm's capacity is
 measured (`capacity_measurement`) for the projection (`capacity`).
+
+With a vector database as the index (`vector_index`), it is opened once for both arms, each arm builds its
+collection in it and drops it when done, and each arm is also searched exactly on the same vectors, its exact
+twin (`ArmResult.exact`), which `index_split` splits each stratum's Δ by.
 """
 
 from __future__ import annotations
