@@ -487,3 +487,44 @@ def test_the_split_is_the_model_part_plus_the_engine_parts_on_the_same_resamples
         candidate = engine["candidate"].comparison
         assert (again.ci_low, again.ci_high) == (candidate.ci_low, candidate.ci_high)
     assert outcomes["overall"].decision.verdict.value == "WORSE"
+
+
+def test_the_split_block_notes_a_verdict_the_engine_and_not_the_model_made() -> None:
+    from pytest_embeval.reports.pipeline_contents import index_split_block
+
+    def part(recall: float, delta: float) -> dict[str, Any]:
+        return {"recall": recall, "delta": delta, "ci": [delta - 0.01, delta + 0.01]}
+
+    stratum = {
+        "stratum": "language=es",
+        "n": 85,
+        "delta": -0.06,
+        "ci": [-0.09, -0.03],
+        "verdict": "WORSE",
+        "index_split": {
+            "metric": "ndcg@10",
+            "k": 10,
+            "model": {"delta": -0.01, "ci": [-0.04, 0.02], "verdict": "TIE"},
+            "engine": {"incumbent": part(0.9, -0.01), "candidate": part(0.7, -0.06)},
+        },
+    }
+    block = index_split_block({}, [stratum, {"stratum": "overall"}])
+    assert block is not None
+    assert block.caption.startswith("ndcg@10 Δ split") and "recall@10" in block.caption
+    assert block.table.rows == (
+        (
+            "language=es",
+            "85",
+            "-0.060 [-0.090, -0.030]",
+            "WORSE",
+            "-0.010 [-0.040, +0.020]",
+            "TIE",
+            "recall 0.900, -0.010 [-0.020, +0.000]",
+            "recall 0.700, -0.060 [-0.070, -0.050]",
+        ),
+    )
+    assert block.notes == (
+        "language=es: WORSE on the engine, TIE under exact search: what moved the verdict is the engine, not "
+        "the model alone",
+    )
+    assert index_split_block({}, [{"stratum": "overall"}]) is None
