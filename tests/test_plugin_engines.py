@@ -225,3 +225,18 @@ def stop_once(running: subprocess.Popen[str], flag: Path, stop: signal.Signals) 
     finally:
         running.kill()
     return output
+
+
+def test_a_recall_target_on_an_adapter_without_a_search_parameter_is_an_error(
+    pytester: pytest.Pytester, golden: Golden, adapter: Path
+) -> None:
+    golden(index=service(recall_target=0.9))
+    result, report = run(pytester)
+    result.assert_outcomes(errors=3)
+    assert report is not None
+    (error,) = report["errors"]
+    assert error["message"] == (
+        "incumbent: index.recall_target: sqlite's adapter offers no search parameter to tune for this "
+        "collection (TunableIndex)"
+    )
+    assert collections(adapter) == {}
