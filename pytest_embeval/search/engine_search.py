@@ -82,7 +82,6 @@ class EngineCollection:
         self.keep = keep
         self.name = collection_name(golden, arm)
         self._documents = d
-        self._doc_ids = doc_ids
         self._position = {doc_id: i for i, doc_id in enumerate(doc_ids)}
         self._ranks = tie_ranks(doc_ids)
         records = Records(ids=doc_ids, vectors=np.ascontiguousarray(d, dtype=np.float32), fields=fields)
@@ -160,10 +159,10 @@ class EngineCollection:
         positions = np.full((len(found), k), -1, dtype=np.int64)
         scores = np.full((len(found), k), np.nan)
         for row, one in enumerate(found):
-            if len(one.scores) != len(one.ids) or not all(np.isfinite(one.scores)):
-                self._fault(
-                    f"answered {len(one.ids)} ids with {len(one.scores)} similarities, or one not a number"
-                )
+            if len(one.scores) != len(one.ids):
+                self._fault(f"answered {len(one.ids)} ids with {len(one.scores)} similarities")
+            if not np.isfinite(np.asarray(one.scores, dtype=np.float64)).all():
+                self._fault(f"answered a similarity that is not a finite number: {list(one.scores)[:k]}")
             if len(one.ids) > k or len(set(one.ids)) != len(one.ids):
                 self._fault(
                     f"answered {len(one.ids)} ids ({len(set(one.ids))} distinct) where {k} were asked for"
