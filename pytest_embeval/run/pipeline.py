@@ -23,9 +23,10 @@ verdicts are decided on the largest, and each stratum also gets its first-stage 
 (`strata`; the reranker runs on the largest slice only). With ``production``, each embedding arm's capacity is
 measured (`capacity_measurement`) for the projection (`capacity`).
 
-With a vector database as the index (`vector_index`), it is opened once for both arms, each arm builds its
-collection in it and drops it when done, and each arm is also searched exactly on the same vectors, its exact
-twin (`ArmResult.exact`), which `index_split` splits each stratum's Δ by.
+With a vector database as the index (`vector_index`), it is opened for the arms of a golden set
+(`engine_opened`), each arm builds its own collection in it (once, however many candidates an incumbent is
+paired with) and drops it when done, and each arm is also searched exactly on the same vectors, its exact
+twin (`ArmResult.exact`), by which `index_split` splits each comparison's Δ, stratum by stratum.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import contextlib
 import dataclasses
 import itertools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -80,6 +81,7 @@ from pytest_embeval.search.vector_index import OpenedEngine, opened_engine
 __all__ = [
     "ANN_SAMPLE",
     "RANKED_DEPTH",
+    "ArmInputs",
     "ArmResult",
     "Control",
     "ControlMismatch",
@@ -93,13 +95,17 @@ __all__ = [
     "Role",
     "SliceRun",
     "ann_sample",
+    "arm_inputs",
     "check_control",
     "control_differences",
     "embedded_texts",
+    "engine_opened",
     "golden_control",
+    "pair_arms",
     "prepare",
     "ranked_depth",
     "run_arm",
+    "run_arm_on",
     "run_golden",
     "searched_corpus",
     "short_digest",
@@ -340,7 +346,7 @@ def embedded_texts(golden: GoldenSet) -> dict[Kind, list[str]]:
 def _task(
     golden: GoldenSet,
     held: HeldConstant,
-    role: Role,
+    role: str,
     embedder: Embedder,
     graphs: GraphStore | None = None,
     engine: OpenedEngine | None = None,
@@ -371,17 +377,19 @@ def run_arm(
     held: HeldConstant | None = None,
     scorer: RerankScorer | None = None,
     graphs: GraphStore | None = None,
+    label: str | None = None,
     engine: OpenedEngine | None = None,
 ) -> ArmResult:
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
-    declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs; ``engine`` is the
-    vector database the golden set declares, opened for both arms (opened and closed here when it declares
-    one and none is given), in which the arm builds its collection, dropped before this returns or raises,
-    and which it is also searched exactly beside (`ArmResult.exact`). With ``corpus_sample``, the arm is
-    opened on the largest slice and every smaller one is searched by restricting it (an embedding arm embeds
-    once). Raises `ArmFault` when the arm's encoder fails or returns vectors that cannot be searched, and
-    `vector_index.EngineError` when its engine fails."""
+    declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs; ``label`` names the
+    arm in its progress, its encoder's errors and its collection (default: ``role``; a shortlist's
+    candidate's name); ``engine`` is the vector database the golden set declares, opened for every arm
+    (opened and closed here when it declares one and none is given), in which the arm builds its collection,
+    dropped before this returns or raises, and which it is also searched exactly beside (`ArmResult.exact`).
+    With ``corpus_sample``, the arm is opened on the largest slice and every smaller one is searched by
+    restricting it (an embedding arm embeds once). Raises `ArmFault` when the arm's encoder fails or returns
+    vectors that cannot be searched, and `vector_index.EngineError` when its engine fails."""
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = searched_corpus(golden, drawn)
@@ -398,7 +406,7 @@ def run_arm(
         if golden.index.engine is not None and engine is None:
             engine = stack.enter_context(opened_engine(golden.index.engine, golden.path))
         try:
-            searcher = retriever.open(_task(searched, held, role, embedder, graphs, engine))
+            searcher = retriever.open(_task(searched, held, label or role, embedder, graphs, engine))
         except EncoderError as error:
             raise ArmFault(role, retriever.spec, str(error)) from error
         stack.callback(searcher.close)
@@ -417,7 +425,7 @@ def run_arm(
             piece = restrict(golden, one.rows)
             piece_held = prepare(piece, warn=False)
             task = dataclasses.replace(
-                _task(piece, piece_held, role, embedder, graphs, engine), measure=False
+                _task(piece, piece_held, label or role, embedder, graphs, engine), measure=False
             )
             opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
             stack.callback(opened.close)
@@ -522,42 +530,80 @@ def _score(
     )
 
 
-def run_golden(
-    golden: GoldenSet,
-    incumbent: Arm | Retriever | object,
-    candidate: Arm | Retriever | object,
-    *,
-    embedder: Embedder = embed,
-    cache: Any = None,
-    keep_collections: bool = False,
-) -> GoldenRun:
-    """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
-    than the golden set (each corpus slice of it) declares. ``cache`` (an `store.EmbeddingCache`) keeps the
-    reranker's scores and, in its folder, the HNSW graphs (`graphs`). A vector database the golden set
-    declares is opened once for both arms (`vector_index.opened_engine`: the leftovers of an interrupted run
-    removed first), and each arm's collection is dropped when the arm is done, unless
-    ``keep_collections``."""
-    drawn = corpus_slices(golden)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class ArmInputs:
+    """What every arm of one golden set runs with, made once however many arms run: the corpus slices drawn
+    (``corpus_sample``), the golden set searched (the largest slice's, or the golden set), what is held
+    constant, the reranker's scorer, where HNSW graphs are kept, the function that embeds, and the vector
+    database the golden set declares while it is open for its arms (`engine_opened`)."""
+
+    golden: GoldenSet
+    drawn: tuple[CorpusSlice, ...]
+    searched: GoldenSet
+    held: HeldConstant
+    scorer: RerankScorer | None
+    graphs: GraphStore | None
+    embedder: Embedder
+    #: set only inside `engine_opened`: each arm run with these inputs builds its collection in it
+    engine: OpenedEngine | None = None
+
+
+def arm_inputs(golden: GoldenSet, *, embedder: Embedder = embed, cache: Any = None) -> ArmInputs:
+    """The `ArmInputs` of ``golden``. ``cache`` (an `store.EmbeddingCache`) keeps the reranker's scores and,
+    in its folder, the HNSW graphs (`graphs`)."""
+    drawn = tuple(corpus_slices(golden))
     searched = searched_corpus(golden, drawn)
-    held = prepare(searched)
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
-    with contextlib.ExitStack() as stack:
-        engine = None
-        if golden.index.engine is not None:
-            engine = stack.enter_context(
-                opened_engine(golden.index.engine, golden.path, keep=keep_collections)
-            )
-        common: dict[str, Any] = {
-            "embedder": embedder,
-            "held": held,
-            "scorer": scorer,
-            "graphs": None if cache is None else GraphStore(cache.root),
-            "engine": engine,
-        }
-        incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
-        candidate_result = run_arm(golden, candidate, "candidate", **common)
+    return ArmInputs(
+        golden=golden,
+        drawn=drawn,
+        searched=searched,
+        held=prepare(searched),
+        scorer=scorer,
+        graphs=None if cache is None else GraphStore(cache.root),
+        embedder=embedder,
+    )
+
+
+@contextlib.contextmanager
+def engine_opened(inputs: ArmInputs, *, keep: bool = False) -> Iterator[ArmInputs]:
+    """``inputs`` with the vector database their golden set declares opened for the arms run and paired
+    inside (`vector_index.opened_engine`: the leftovers of an interrupted run removed first, closed after;
+    ``keep`` leaves each arm's collection, else each is dropped when its arm is done), or as they are
+    without one. The arms run inside build one collection each, under its own name, so an incumbent run once
+    is built once whatever number of candidates it is paired with."""
+    spec = inputs.golden.index.engine
+    if spec is None:
+        yield inputs
+        return
+    with opened_engine(spec, inputs.golden.path, keep=keep) as engine:
+        yield dataclasses.replace(inputs, engine=engine)
+
+
+def run_arm_on(
+    inputs: ArmInputs, arm: Arm | Retriever | object, role: Role, label: str | None = None
+) -> ArmResult:
+    """`run_arm` with the golden set's shared `ArmInputs`: each arm of a run is run once this way, and
+    every comparison pairs the results (`pair_arms`)."""
+    return run_arm(
+        inputs.golden,
+        arm,
+        role,
+        embedder=inputs.embedder,
+        held=inputs.held,
+        scorer=inputs.scorer,
+        graphs=inputs.graphs,
+        label=label,
+        engine=inputs.engine,
+    )
+
+
+def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> GoldenRun:
+    """The comparison of two arms run on the same `ArmInputs`; raise `ControlMismatch` if either consumed
+    other held-constant inputs than the golden set (each corpus slice of it) declares."""
+    golden, drawn, held, scorer = inputs.golden, inputs.drawn, inputs.held, inputs.scorer
     reranker = None
     if scorer is not None:
         reranker = {
@@ -567,26 +613,22 @@ def run_golden(
             "cached": scorer.cached,
         }
     if not drawn:
-        control = golden_control(golden, held, engine)
-        check_control(control, incumbent_result.control, candidate_result.control)
+        control = golden_control(golden, held, inputs.engine)
+        check_control(control, incumbent.control, candidate.control)
         return GoldenRun(
             golden=golden,
-            incumbent=incumbent_result,
-            candidate=candidate_result,
+            incumbent=incumbent,
+            candidate=candidate,
             control=control,
             held=held,
             reranker=reranker,
         )
-    pairs = zip(
-        (*incumbent_result.slices, incumbent_result),
-        (*candidate_result.slices, candidate_result),
-        strict=True,
-    )
+    pairs = zip((*incumbent.slices, incumbent), (*candidate.slices, candidate), strict=True)
     slices = []
     for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
-        piece = searched if one is drawn[-1] else restrict(golden, one.rows)
+        piece = inputs.searched if one is drawn[-1] else restrict(golden, one.rows)
         piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
-        control = golden_control(piece, piece_held, engine)
+        control = golden_control(piece, piece_held, inputs.engine)
         check_control(control, incumbent_slice.control, candidate_slice.control)
         run = GoldenRun(
             golden=piece,
@@ -598,3 +640,21 @@ def run_golden(
         slices.append(SliceRun(fraction=one.fraction, run=run))
     largest = slices[-1].run
     return dataclasses.replace(largest, golden=golden, slices=tuple(slices), reranker=reranker)
+
+
+def run_golden(
+    golden: GoldenSet,
+    incumbent: Arm | Retriever | object,
+    candidate: Arm | Retriever | object,
+    *,
+    embedder: Embedder = embed,
+    cache: Any = None,
+    keep_collections: bool = False,
+) -> GoldenRun:
+    """Run both arms through `run_arm` on the golden set's `ArmInputs` and pair them (`pair_arms`); a vector
+    database the golden set declares is opened once for both (`engine_opened`), and each arm's collection is
+    dropped when the arm is done, unless ``keep_collections``."""
+    with engine_opened(arm_inputs(golden, embedder=embedder, cache=cache), keep=keep_collections) as inputs:
+        return pair_arms(
+            inputs, run_arm_on(inputs, incumbent, "incumbent"), run_arm_on(inputs, candidate, "candidate")
+        )
