@@ -3,7 +3,10 @@
 The report is the same with and without ``-n 2``; a golden file's ``keep`` leaves the collections; a run
 interrupted with Ctrl-C drops what it built, one killed outright leaves its collection, which the next run
 of the same golden file removes (and says so); an arm that fuses two embedding arms builds and drops one
-collection per part; corpus slices are searched in collections of their own.
+collection per part; corpus slices are searched in collections of their own. In a shortlist, the incumbent's
+collection is built once (once per process under xdist) and each candidate builds its own, named by it; each
+candidate's Δ is split by its own exact twin; an engine fault in a candidate's collection, or an engine gone
+when a later candidate runs, is that candidate's error alone.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -239,4 +243,183 @@ def test_a_recall_target_on_an_adapter_without_a_search_parameter_is_an_error(
         "incumbent: index.recall_target: sqlite's adapter offers no search parameter to tune for this "
         "collection (TunableIndex)"
     )
+    assert collections(adapter) == {}
+
+
+# ------------------------------------------------------------------------------------- a shortlist
+
+#: An adapter that logs every collection it builds and drops: "created|dropped TAB name TAB pid".
+LOGGING = """
+import os
+
+from sqlite_index import SqliteIndex
+
+
+class Logging(SqliteIndex):
+    def create(self, name, records, marker):
+        self._log("created", name)
+        super().create(name, records, marker)
+
+    def drop(self, name):
+        self._log("dropped", name)
+        super().drop(name)
+
+    def _log(self, what, name):
+        # One append per line: O_APPEND keeps concurrent workers' lines whole.
+        with open("collections.log", "a", encoding="utf-8") as log:
+            log.write(f"{what}\\t{name}\\t{os.getpid()}\\n")
+"""
+
+#: Two candidates: one that misses half the English queries, one that misses half of both languages.
+SHORTLIST = ("--embeval-candidate=english=fake_models:bad_english", "--embeval-candidate=bad=fake_models:bad")
+
+
+def run_shortlist(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """``pytest --embeval`` with the good incumbent and the `SHORTLIST`, and its JSON report."""
+    path = pytester.path / "report.json"
+    path.unlink(missing_ok=True)
+    result = pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-no-cache",
+        f"--embeval-json={path}",
+        "--embeval-incumbent=fake_models:good",
+        *SHORTLIST,
+        *args,
+    )
+    return result, json.loads(path.read_text(encoding="utf-8"))
+
+
+def built_and_dropped(pytester: pytest.Pytester) -> tuple[list[tuple[str, int]], list[str]]:
+    """The collections the logging adapter built, (name, process id) in order, and those it dropped; the
+    log is emptied for the next run."""
+    log = pytester.path / "collections.log"
+    lines = [line.split("\t") for line in log.read_text(encoding="utf-8").splitlines()]
+    log.unlink()
+    built = [(name, int(pid)) for what, name, pid in lines if what == "created"]
+    return built, [name for what, name, _ in lines if what == "dropped"]
+
+
+def arm_of(name: str) -> str:
+    """The arm a collection was built for, read from its name (``embeval-<golden>-<arm>-<token>``)."""
+    return name.split("-", 2)[2].rsplit("-", 1)[0]
+
+
+@pytest.fixture
+def logging_adapter(pytester: pytest.Pytester, golden: Golden, adapter: Path) -> Path:
+    pytester.makepyfile(logging_index=LOGGING)
+    golden(index={"service": "logging_index:Logging", "path": "vectors.sqlite"})
+    return adapter
+
+
+def test_a_shortlist_on_an_engine_builds_the_incumbent_once_and_each_candidate_its_own(
+    pytester: pytest.Pytester, logging_adapter: Path
+) -> None:
+    serial, report = run_shortlist(pytester)
+    assert serial.parseoutcomes() == {"failed": 5, "tie": 1}
+    built, dropped = built_and_dropped(pytester)
+    # One collection per arm: the incumbent's built once and shared by both comparisons, each candidate's
+    # named by it; every one dropped when its arm was done.
+    assert sorted(arm_of(name) for name, _ in built) == ["candidate-bad", "candidate-english", "incumbent"]
+    assert sorted(dropped) == sorted(name for name, _ in built)
+    assert collections(logging_adapter) == {}
+    # Each candidate's Δ split by its own exact twin and the incumbent's: an exhaustive scan loses nothing,
+    # so the model's part is the whole Δ, and the candidates' parts are their own.
+    assert [g["candidate_name"] for g in report["golden_sets"]] == ["english", "bad"]
+    model_parts = {}
+    for golden_set in report["golden_sets"]:
+        assert golden_set["candidate"]["index"]["kind"] == "sqlite"
+        for stratum in golden_set["strata"]:
+            split = stratum["index_split"]
+            assert split["model"]["delta"] == stratum["delta"]
+            for part in split["engine"].values():
+                assert (part["recall"], part["delta"]) == (1.0, 0.0)
+            model_parts[golden_set["candidate_name"], stratum["stratum"]] = split["model"]["delta"]
+    assert model_parts[("english", "language=es")] == 0.0 and model_parts[("bad", "language=es")] < 0
+    assert "Δ split" in serial.stdout.str()
+
+    parallel, again = run_shortlist(pytester, "-n", "2")
+    assert parallel.parseoutcomes() == {"failed": 5, "tie": 1}
+    assert without_timings(again) == without_timings(report)
+    built, dropped = built_and_dropped(pytester)
+    # Each process builds the arms it runs in collections of its own (the family's verdicts rest on both
+    # candidates, so a process runs them all): at most once per arm and process, never a shared name.
+    per_process = Counter((arm_of(name), pid) for name, pid in built)
+    assert set(per_process.values()) == {1}
+    assert {arm for arm, _ in per_process} == {"incumbent", "candidate-english", "candidate-bad"}
+    assert len({name for name, _ in built}) == len(built)
+    assert sorted(dropped) == sorted(name for name, _ in built)
+    assert collections(logging_adapter) == {}
+
+
+def test_kept_collections_of_two_shortlist_runs_do_not_collide(
+    pytester: pytest.Pytester, logging_adapter: Path
+) -> None:
+    for _ in range(2):
+        result, _ = run_shortlist(pytester, "--embeval-keep-collections")
+        assert result.parseoutcomes() == {"failed": 5, "tie": 1}
+    kept = collections(logging_adapter)
+    built, dropped = built_and_dropped(pytester)
+    assert dropped == [] and sorted(kept) == sorted(name for name, _ in built)
+    assert sorted(arm_of(name) for name in kept) == sorted(
+        ["incumbent", "candidate-english", "candidate-bad"] * 2
+    )
+    assert all(marker["embeval_kept"] == "1" for marker in kept.values())
+
+
+def test_an_engine_refusing_one_candidates_collection_is_that_candidates_error(
+    pytester: pytest.Pytester, golden: Golden, adapter: Path
+) -> None:
+    pytester.makepyfile(
+        refusing="""
+from sqlite_index import SqliteIndex
+
+class Refusing(SqliteIndex):
+    def create(self, name, records, marker):
+        if "-candidate-bad-" in name:
+            raise PermissionError("quota exceeded")
+        super().create(name, records, marker)
+"""
+    )
+    golden(index={"service": "refusing:Refusing", "path": "vectors.sqlite"})
+    result, report = run_shortlist(pytester)
+    # bad's three items are its error; english is still decided, in a family of its strata alone.
+    assert result.parseoutcomes() == {"failed": 2, "tie": 1, "errors": 3}
+    (error,) = report["errors"]
+    assert error["candidate_name"] == "bad"
+    assert error["message"].startswith("sqlite at vectors.sqlite: creating collection 'embeval-")
+    assert error["message"].endswith("': PermissionError: quota exceeded")
+    assert [g["candidate_name"] for g in report["golden_sets"]] == ["english"]
+    assert collections(adapter) == {}
+
+
+def test_an_engine_gone_when_a_later_candidate_runs_is_that_candidates_error(
+    pytester: pytest.Pytester, golden: Golden, adapter: Path
+) -> None:
+    pytester.makepyfile(
+        once="""
+from sqlite_index import SqliteIndex
+
+class Once(SqliteIndex):
+    opened = 0
+
+    def __init__(self, path):
+        Once.opened += 1
+        if Once.opened > 1:
+            raise ConnectionRefusedError("engine went away")
+        super().__init__(path)
+"""
+    )
+    # Each candidate decided on its own: bad's items need only its arm, run (and the engine opened again)
+    # after english's were decided with the incumbent.
+    golden(index={"service": "once:Once", "path": "vectors.sqlite"}, family="candidate")
+    result, report = run_shortlist(pytester)
+    assert result.parseoutcomes() == {"failed": 2, "tie": 1, "errors": 3}
+    (error,) = report["errors"]
+    assert (error["candidate_name"], error["message"]) == (
+        "bad",
+        "service at vectors.sqlite: cannot open: ConnectionRefusedError: engine went away",
+    )
+    assert [g["candidate_name"] for g in report["golden_sets"]] == ["english"]
     assert collections(adapter) == {}
