@@ -316,7 +316,7 @@ def logging_adapter(pytester: pytest.Pytester, golden: Golden, adapter: Path) ->
 def test_a_shortlist_on_an_engine_builds_the_incumbent_once_and_each_candidate_its_own(
     pytester: pytest.Pytester, logging_adapter: Path
 ) -> None:
-    serial, report = run_shortlist(pytester)
+    serial, report = run_shortlist(pytester, "--embeval-md=report.md", "--embeval-html=report.html")
     assert serial.parseoutcomes() == {"failed": 5, "tie": 1}
     built, dropped = built_and_dropped(pytester)
     # One collection per arm: the incumbent's built once and shared by both comparisons, each candidate's
@@ -337,7 +337,10 @@ def test_a_shortlist_on_an_engine_builds_the_incumbent_once_and_each_candidate_i
                 assert (part["recall"], part["delta"]) == (1.0, 0.0)
             model_parts[golden_set["candidate_name"], stratum["stratum"]] = split["model"]["delta"]
     assert model_parts[("english", "language=es")] == 0.0 and model_parts[("bad", "language=es")] < 0
-    assert "Δ split" in serial.stdout.str()
+    # Each candidate's split under its own table, in every report.
+    assert serial.stdout.str().count("Δ split (each arm") == 2
+    for page in ("report.md", "report.html"):
+        assert (pytester.path / page).read_text(encoding="utf-8").count("Δ split (each arm") == 2
 
     parallel, again = run_shortlist(pytester, "-n", "2")
     assert parallel.parseoutcomes() == {"failed": 5, "tie": 1}
