@@ -2,8 +2,8 @@
 their recall and latency measured (`hnsw`), exact search's float32 scan on a torch device
 (`torch_scan`), built graphs kept in the cache folder (`graphs`), and an arm's per-query scores from its
 ranking (`scoring`); a vector database behind the adapter protocol (`vector_index`), one arm's collection
-in it searched like a graph (`engine_search`), and the shipped adapters (`engines`, one module each,
-imported only when declared).
+in it searched like a graph (`engine_search`), and the shipped adapters (the ``engines`` folder, one module
+each, imported only when declared).
 
 May import: ``golden``, ``files``, ``core``.
 """
