@@ -16,9 +16,10 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,15 @@ def service(**more: Any) -> dict[str, Any]:
     return {"service": "sqlite_index:SqliteIndex", "path": "vectors.sqlite", **more}
 
 
+def subclassed(pytester: pytest.Pytester, name: str, methods: str) -> dict[str, Any]:
+    """Class ``name`` in module ``name.lower()`` beside the golden file: the example adapter with
+    ``methods`` (a class body); the ``index`` that declares it."""
+    body = textwrap.indent(textwrap.dedent(methods).strip(), "    ")
+    module = f"import os\n\nfrom sqlite_index import SqliteIndex\n\n\nclass {name}(SqliteIndex):\n{body}\n"
+    pytester.makepyfile(**{name.lower(): module})
+    return {"service": f"{name.lower()}:{name}", "path": "vectors.sqlite"}
+
+
 @pytest.fixture
 def adapter(pytester: pytest.Pytester) -> Path:
     """The example adapter beside the golden file, importable by the runs (their rootdir is on sys.path)."""
@@ -74,9 +84,11 @@ def adapter(pytester: pytest.Pytester) -> Path:
     return pytester.path / "vectors.sqlite"
 
 
-def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any] | None]:
-    """``pytest --embeval`` with the good incumbent and the candidate that misses English, and its JSON
-    report (None if none was written)."""
+def run(
+    pytester: pytest.Pytester, *args: str, candidates: Sequence[str] = ("fake_models:bad_english",)
+) -> tuple[pytest.RunResult, dict[str, Any] | None]:
+    """``pytest --embeval`` with the good incumbent and the ``candidates`` (by default the one that misses
+    English), and its JSON report (None if none was written)."""
     path = pytester.path / "report.json"
     path.unlink(missing_ok=True)
     result = pytester.runpytest(
@@ -86,7 +98,7 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[s
         "--embeval-no-cache",
         f"--embeval-json={path}",
         "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:bad_english",
+        *(f"--embeval-candidate={candidate}" for candidate in candidates),
         *args,
     )
     return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
@@ -132,19 +144,18 @@ def test_keep_in_the_golden_file_leaves_the_collections(
 def test_a_fused_arm_and_corpus_slices_build_and_drop_collections_of_their_own(
     pytester: pytest.Pytester, golden: Golden, adapter: Path
 ) -> None:
-    pytester.makepyfile(
-        watching="""
-from sqlite_index import SqliteIndex
-
-class Watching(SqliteIndex):
-    def create(self, name, records, marker):
-        with open("created.log", "a", encoding="utf-8") as log:
-            log.write(f"{len(records.ids)}\\n")
-        super().create(name, records, marker)
-"""
+    watching = subclassed(
+        pytester,
+        "Watching",
+        """
+        def create(self, name, records, marker):
+            with open("created.log", "a", encoding="utf-8") as log:
+                log.write(f"{len(records.ids)}\\n")
+            super().create(name, records, marker)
+        """,
     )
     golden(
-        index={"service": "watching:Watching", "path": "vectors.sqlite"},
+        index=watching,
         corpus_sample={"sizes": [0.9, 1.0], "seed": 3},
     )
     result = pytester.runpytest(
@@ -248,47 +259,31 @@ def test_a_recall_target_on_an_adapter_without_a_search_parameter_is_an_error(
 
 # ------------------------------------------------------------------------------------- a shortlist
 
-#: An adapter that logs every collection it builds and drops: "created|dropped TAB name TAB pid".
+#: An adapter's methods that log each collection it builds and drops: "created|dropped TAB name TAB pid".
 LOGGING = """
-import os
+def create(self, name, records, marker):
+    self._log("created", name)
+    super().create(name, records, marker)
 
-from sqlite_index import SqliteIndex
+def drop(self, name):
+    self._log("dropped", name)
+    super().drop(name)
 
-
-class Logging(SqliteIndex):
-    def create(self, name, records, marker):
-        self._log("created", name)
-        super().create(name, records, marker)
-
-    def drop(self, name):
-        self._log("dropped", name)
-        super().drop(name)
-
-    def _log(self, what, name):
-        # One append per line: O_APPEND keeps concurrent workers' lines whole.
-        with open("collections.log", "a", encoding="utf-8") as log:
-            log.write(f"{what}\\t{name}\\t{os.getpid()}\\n")
+def _log(self, what, name):
+    # One append per line: O_APPEND keeps concurrent workers' lines whole.
+    with open("collections.log", "a", encoding="utf-8") as log:
+        log.write(f"{what}\\t{name}\\t{os.getpid()}\\n")
 """
 
 #: Two candidates: one that misses half the English queries, one that misses half of both languages.
-SHORTLIST = ("--embeval-candidate=english=fake_models:bad_english", "--embeval-candidate=bad=fake_models:bad")
+SHORTLIST = ("english=fake_models:bad_english", "bad=fake_models:bad")
 
 
 def run_shortlist(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    """``pytest --embeval`` with the good incumbent and the `SHORTLIST`, and its JSON report."""
-    path = pytester.path / "report.json"
-    path.unlink(missing_ok=True)
-    result = pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-no-cache",
-        f"--embeval-json={path}",
-        "--embeval-incumbent=fake_models:good",
-        *SHORTLIST,
-        *args,
-    )
-    return result, json.loads(path.read_text(encoding="utf-8"))
+    """`run` with the `SHORTLIST`; its JSON report, which a shortlist's run always writes."""
+    result, report = run(pytester, *args, candidates=SHORTLIST)
+    assert report is not None, result.stdout.str()
+    return result, report
 
 
 def built_and_dropped(pytester: pytest.Pytester) -> tuple[list[tuple[str, int]], list[str]]:
@@ -308,8 +303,7 @@ def arm_of(name: str) -> str:
 
 @pytest.fixture
 def logging_adapter(pytester: pytest.Pytester, golden: Golden, adapter: Path) -> Path:
-    pytester.makepyfile(logging_index=LOGGING)
-    golden(index={"service": "logging_index:Logging", "path": "vectors.sqlite"})
+    golden(index=subclassed(pytester, "Logging", LOGGING))
     return adapter
 
 
@@ -374,18 +368,13 @@ def test_kept_collections_of_two_shortlist_runs_do_not_collide(
 def test_an_engine_refusing_one_candidates_collection_is_that_candidates_error(
     pytester: pytest.Pytester, golden: Golden, adapter: Path
 ) -> None:
-    pytester.makepyfile(
-        refusing="""
-from sqlite_index import SqliteIndex
-
-class Refusing(SqliteIndex):
+    refusing = """
     def create(self, name, records, marker):
         if "-candidate-bad-" in name:
             raise PermissionError("quota exceeded")
         super().create(name, records, marker)
-"""
-    )
-    golden(index={"service": "refusing:Refusing", "path": "vectors.sqlite"})
+    """
+    golden(index=subclassed(pytester, "Refusing", refusing))
     result, report = run_shortlist(pytester)
     # bad's three items are its error; english is still decided, in a family of its strata alone.
     assert result.parseoutcomes() == {"failed": 2, "tie": 1, "errors": 3}
@@ -400,11 +389,7 @@ class Refusing(SqliteIndex):
 def test_an_engine_gone_when_a_later_candidate_runs_is_that_candidates_error(
     pytester: pytest.Pytester, golden: Golden, adapter: Path
 ) -> None:
-    pytester.makepyfile(
-        once="""
-from sqlite_index import SqliteIndex
-
-class Once(SqliteIndex):
+    once = """
     opened = 0
 
     def __init__(self, path):
@@ -412,11 +397,10 @@ class Once(SqliteIndex):
         if Once.opened > 1:
             raise ConnectionRefusedError("engine went away")
         super().__init__(path)
-"""
-    )
+    """
     # Each candidate decided on its own: bad's items need only its arm, run (and the engine opened again)
     # after english's were decided with the incumbent.
-    golden(index={"service": "once:Once", "path": "vectors.sqlite"}, family="candidate")
+    golden(index=subclassed(pytester, "Once", once), family="candidate")
     result, report = run_shortlist(pytester)
     assert result.parseoutcomes() == {"failed": 2, "tie": 1, "errors": 3}
     (error,) = report["errors"]
