@@ -303,7 +303,7 @@ def arm_of(name: str) -> str:
 
 @pytest.fixture
 def logging_adapter(pytester: pytest.Pytester, golden: Golden, adapter: Path) -> Path:
-    golden(index=subclassed(pytester, "Logging", LOGGING))
+    golden(index=subclassed(pytester, "Logged", LOGGING))
     return adapter
 
 
