@@ -6,7 +6,9 @@ The library surface, for use without pytest::
 
 and, for a sample drawn by a stratified design, ``SampleDesign`` (``compare_paired(..., design=...)``); for
 a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm``; for
-tooling that compares two JSON reports, ``control_diff``.
+tooling that compares two JSON reports, ``control_diff``; for an adapter to a vector database, its protocol
+``VectorIndex`` (with ``TunableIndex``) and what it is given and returns, ``Records``, ``Found`` and
+``SearchParameter``.
 
 Everything here is imported on first use (``import pytest_embeval`` happens in every pytest run of anyone who
 installs the plugin, so it must stay cheap); the modules behind these names may move between releases, these
@@ -42,14 +44,24 @@ _SURFACE = {
     "sentence_transformer_arm": "pytest_embeval.arms.sentence_transformer",
     "openai_arm": "pytest_embeval.arms.endpoint",
     "control_diff": "pytest_embeval.reports.json_report",
+    "VectorIndex": "pytest_embeval.search.vector_index",
+    "TunableIndex": "pytest_embeval.search.vector_index",
+    "Records": "pytest_embeval.search.vector_index",
+    "Found": "pytest_embeval.search.vector_index",
+    "SearchParameter": "pytest_embeval.search.vector_index",
 }
 
 __all__ = [
     "Decision",
+    "Found",
     "GoldenError",
     "GoldenSet",
     "PairedComparison",
+    "Records",
     "SampleDesign",
+    "SearchParameter",
+    "TunableIndex",
+    "VectorIndex",
     "Verdict",
     "compare_paired",
     "control_diff",
@@ -83,6 +95,7 @@ if TYPE_CHECKING:
     from pytest_embeval.golden.loader import load_golden
     from pytest_embeval.golden.schema import GoldenSet
     from pytest_embeval.reports.json_report import control_diff
+    from pytest_embeval.search.vector_index import Found, Records, SearchParameter, TunableIndex, VectorIndex
 
 
 def __getattr__(name: str) -> Any:

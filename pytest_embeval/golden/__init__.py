@@ -3,7 +3,8 @@
 `data_sections`), the data files it names (`data_files`: JSONL
 and TSV documents and queries; `qrels_files`: BEIR and TREC judgments), the files a golden file names read
 from its YAML alone (`inputs`), per-query filters (`filters`), chunks folded to documents (`folding`) and
-how long a judgment stays usable (`shelf_life`); the declared ``decision:`` block (`decision_spec`); and
+how long a judgment stays usable (`shelf_life`); the declared ``decision:`` block (`decision_spec`); a
+vector database declared as the index (`engine_spec`); and
 drawing from production: a query log sampled (`query_log`), a corpus sampled (`corpus_draw`), the draw
 sidecars that say how (`draws`), and the design a drawn set's queries came from, read from its draw sidecar
 (`drawn_design`).

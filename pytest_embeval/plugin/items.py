@@ -272,6 +272,7 @@ class GoldenItem(pytest.Function):
                     cache=state.cache,
                     labels=self._label,
                     tag=self._tagged,
+                    keep_collections=state.settings.keep_collections,
                 )
         finally:
             self._warn_once(caught)

@@ -46,6 +46,8 @@ class Settings:
     plot_path: Path | None = None
     #: the device of the models whose spec does not say (``device=``): auto, cpu, cuda, cuda:N or mps
     device: str = "auto"
+    #: leave each arm's collection in the vector database a golden set declares, after the run
+    keep_collections: bool = False
 
     def outputs(self) -> dict[str, Path]:
         """Every output asked for: the option (or variable) that names it and its value -> its path."""
@@ -163,6 +165,13 @@ def add_options(parser: pytest.Parser) -> None:
         "the default), cpu, cuda, cuda:N or mps (overrides the ini key embeval_device; a spec's own "
         "?device= wins over both).",
     )
+    group.addoption(
+        "--embeval-keep-collections",
+        action="store_true",
+        default=False,
+        help="leave each arm's collection in the vector database a golden file's index names (Chroma, "
+        "LanceDB, a service adapter) after the run, to inspect it; by default each is dropped.",
+    )
     parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
     parser.addini("embeval_device", "device of the models (see --embeval-device).", default=None)
     parser.addini(
@@ -249,6 +258,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         pool_dir=Path(pool_dir) if pool_dir else None,
         pool_depth=pool_depth,
         device=device,
+        keep_collections=bool(config.getoption("--embeval-keep-collections")),
         **reports,
     )
 

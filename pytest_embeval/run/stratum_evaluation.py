@@ -11,6 +11,10 @@ With a reranker, each stratum is also compared on the queries reranked for it, b
 reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the family's p-values) rest on
 the after-rerank comparison, and the ties and slices stay the first stage's.
 
+With a vector database as the index, each stratum's Δ is also split into the model's part (the arms' exact
+twins compared) and each arm's engine part (engine against its twin), seeded as the stratum's own comparison
+(`index_split`).
+
 With ``weights: frequency`` every comparison is traffic-weighted (each query by `GoldenSet.query_weights`:
 its frequency, over its inclusion probability when it has one; with the design of the draw when the
 queries were drawn by ``embeval sample``, `GoldenSet.design`), the verdicts, the family and the ties rest
@@ -40,6 +44,7 @@ from pytest_embeval.core.verdict import Decision, Verdict, decide, family_levels
 from pytest_embeval.core.weighted_stats import kish_n
 from pytest_embeval.golden.schema import GoldenSet, Stratum
 from pytest_embeval.run.corpus_slices import SliceOutcome, gap_still_moving
+from pytest_embeval.run.index_split import IndexSplit, index_split
 from pytest_embeval.run.pipeline import GoldenRun
 from pytest_embeval.search.scoring import TIE_ORDERS
 
@@ -107,6 +112,9 @@ class StratumOutcome:
     gap_moving: bool = False
     #: with ``weights``: the stratum decided unweighted (every query once), shown beside; None without
     unweighted: Unweighted | None = None
+    #: with a vector database as the index: Δ split into the model's part and each arm's engine part
+    #: (`index_split`), on the first stage; None otherwise
+    split: IndexSplit | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -416,6 +424,10 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     )
 
     first_stage, first_decision = comparisons, decision
+    # Each part seeded as the stratum's own comparison: the same resampled queries.
+    split = index_split(
+        run, rows, lambda name, a, b: _compare(golden, stratum, name, a, b, confidence, "", weighting)
+    )
     rerank = _rerank_outcome(run, stratum, confidence)
     ties = _stratum_ties(run, rows, decide_with, decision.verdict)
     scores: Scores = (run.incumbent.per_query, run.candidate.per_query)
@@ -445,6 +457,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
         ties=ties,
         consensus_failures=consensus_failures(run, _stratum_rows(golden, stratum)),
         rerank=rerank,
+        split=split,
     )
     if not run.slices:
         return outcome
