@@ -16,8 +16,8 @@ from pathlib import Path
 import fake_models
 import numpy as np
 import pytest
+from suite_helpers import golden_files
 
-from conftest import golden_files
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.run.pipeline import GoldenRun, run_golden
