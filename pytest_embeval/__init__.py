@@ -34,7 +34,7 @@ _SURFACE = {
     "PairedComparison": "pytest_embeval.core.stats",
     "SampleDesign": "pytest_embeval.core.sample_design",
     "decide": "pytest_embeval.core.verdict",
-    "Decision": "pytest_embeval.core.verdict",
+    "StratumRuling": "pytest_embeval.core.verdict",
     "Verdict": "pytest_embeval.core.verdict",
     "load_golden": "pytest_embeval.golden.loader",
     "GoldenSet": "pytest_embeval.golden.schema",
@@ -45,11 +45,11 @@ _SURFACE = {
 }
 
 __all__ = [
-    "Decision",
     "GoldenError",
     "GoldenSet",
     "PairedComparison",
     "SampleDesign",
+    "StratumRuling",
     "Verdict",
     "compare_paired",
     "control_diff",
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
         paired_n,
         sign_test,
     )
-    from pytest_embeval.core.verdict import Decision, Verdict, decide
+    from pytest_embeval.core.verdict import StratumRuling, Verdict, decide
     from pytest_embeval.golden.data_files import GoldenError
     from pytest_embeval.golden.loader import load_golden
     from pytest_embeval.golden.schema import GoldenSet

@@ -61,7 +61,7 @@ def any_worse_rate(root: Path, replicates: int, **settings: object) -> float:
             for name, (run, _) in runs.items()
             for outcome in evaluate_golden(run, families=None if families is None else families[name])
         ]
-        hits += any(outcome.decision.verdict is Verdict.WORSE for outcome in outcomes)
+        hits += any(outcome.ruling.verdict is Verdict.WORSE for outcome in outcomes)
     return hits / replicates
 
 

@@ -424,11 +424,11 @@ class StratumItem(GoldenItem):
         outcomes, decision = self._evaluated()
         outcome = outcomes[self.stratum.name]
         record = self._named(stratum_record(self.golden, self.golden_path, self.order, outcome))
-        worse = outcome.decision.verdict is Verdict.WORSE
+        worse = outcome.ruling.verdict is Verdict.WORSE
         if worse and decision is not None and decision.outcome == ROUTED:
             record["covered_by_routing"] = True  # only then: a report without a decision keeps its shape
         self.user_properties.extend(stratum_properties(record))
-        if outcome.decision.verdict is Verdict.TIE:
+        if outcome.ruling.verdict is Verdict.TIE:
             # In the test case's system-out of a JUnit file (with junit_logging = system-out or all).
             self.add_report_section("call", "stdout", f"{self.stratum.name}: TIE — {record['reason']}\n")
         self.stash[ITEM_RECORDS] = ItemRecords(stratum=record, golden=golden)

@@ -84,18 +84,18 @@ def _mover_record(mover: Mover) -> Record:
 def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOutcome) -> Record:
     """The record of one stratum item: the DESIGN.md per-stratum fields plus what the failure view needs."""
     primary = str(golden.metric)
-    decision = outcome.decision
+    ruling = outcome.ruling
     return {
         "golden": path,
         "order": order,
         "stratum": outcome.stratum.name,
         "metric": primary,
         **comparison_record(outcome.comparisons[primary]),
-        "verdict": decision.verdict.value,
-        "primary_verdict": decision.primary.value,
-        "reason": decision.reason,
-        "queries_needed": decision.queries_needed,
-        "sign_disagrees": decision.sign_disagrees,
+        "verdict": ruling.verdict.value,
+        "primary_verdict": ruling.primary.value,
+        "reason": ruling.reason,
+        "queries_needed": ruling.queries_needed,
+        "sign_disagrees": ruling.sign_disagrees,
         "tie_margin": golden.tie_margin,
         "confidence": golden.confidence,
         "guards": [
@@ -107,7 +107,7 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
                 "reason": guard.reason,
                 "failed": guard.failed,
             }
-            for guard in decision.guards
+            for guard in ruling.guards
         ],
         "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
         "movers": [_mover_record(m) for m in outcome.movers],
@@ -129,18 +129,18 @@ def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
     unweighted = outcome.unweighted
     if golden.weights is None or unweighted is None:
         return {}
-    primary, decision = str(golden.metric), unweighted.decision
+    primary, ruling = str(golden.metric), unweighted.ruling
     return {
         "weights": golden.weights,
         "traffic_weight": golden.traffic_weighting,
         "unweighted": {
             **comparison_record(unweighted.comparisons[primary]),
-            "verdict": decision.verdict.value,
-            "reason": decision.reason,
-            "sign_disagrees": decision.sign_disagrees,
+            "verdict": ruling.verdict.value,
+            "reason": ruling.reason,
+            "sign_disagrees": ruling.sign_disagrees,
             "guards": [
                 {"metric": g.metric, **comparison_record(g.comparison), "verdict": g.verdict.value}
-                for g in decision.guards
+                for g in ruling.guards
             ],
             "metrics": {name: comparison_record(c) for name, c in unweighted.comparisons.items()},
         },
@@ -149,7 +149,7 @@ def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
 
 def _rerank_stratum(rerank: RerankOutcome) -> Record:
     """A stratum's two comparisons on its reranked queries, side by side, and which one decides."""
-    first, after = rerank.first_stage_decision, rerank.after_decision
+    first, after = rerank.first_stage_ruling, rerank.after_ruling
     return {
         "decided_by": "rerank" if rerank.decides else "first_stage",
         "rerank": {
@@ -191,7 +191,7 @@ def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:
         "metric": primary,
         "incumbent": incumbent,
         "candidate": candidate,
-        "could_change": ties.could_change(outcome.decision.verdict),
+        "could_change": ties.could_change(outcome.ruling.verdict),
         "verdicts": None if ties.verdicts is None else {o: v.value for o, v in ties.verdicts.items()},
         "across": {name: {"incumbent": i, "candidate": c} for name, (i, c) in ties.across.items()},
     }
