@@ -23,8 +23,8 @@ from pytest_embeval.arms.retriever import (
 )
 from pytest_embeval.arms.usage import UsageCount
 from pytest_embeval.core.capacity import ArmCapacity, Latency
-from pytest_embeval.core.progress import counting, labelled
 from pytest_embeval.core.stats import stable_seed
+from pytest_embeval.core.step_progress import counting, labelled
 from pytest_embeval.search.exact import exact_search
 from pytest_embeval.search.hnsw import HnswIndex, TargetNotReached, ann_recall, flat_query_seconds
 

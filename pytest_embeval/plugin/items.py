@@ -32,7 +32,7 @@ from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.cache.store import CacheStats
 from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
-from pytest_embeval.core.progress import labelled, reporting
+from pytest_embeval.core.step_progress import labelled, reporting
 from pytest_embeval.core.verdict import NotANumber, Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.decision_spec import CHANGE_TARGET, ROUTED

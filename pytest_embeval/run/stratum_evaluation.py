@@ -28,7 +28,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import numpy as np
 
 from pytest_embeval.arms.rerank import RerankOutcome
-from pytest_embeval.core.progress import step
 from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import (
     DegenerateComparisonWarning,
@@ -36,6 +35,7 @@ from pytest_embeval.core.stats import (
     compare_paired,
     stable_seed,
 )
+from pytest_embeval.core.step_progress import step
 from pytest_embeval.core.verdict import StratumRuling, Verdict, decide, family_levels
 from pytest_embeval.core.weighted_stats import kish_n
 from pytest_embeval.golden.schema import GoldenSet, Stratum
