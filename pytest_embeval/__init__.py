@@ -5,8 +5,8 @@ The library surface, for use without pytest::
     from pytest_embeval import evaluate, compare_paired, paired_n, decide, load_golden
 
 and, for a sample drawn by a stratified design, ``SampleDesign`` (``compare_paired(..., design=...)``); for
-a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm``; for
-tooling that compares two JSON reports, ``control_diff``.
+a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm`` (with
+``EndpointOptions``); for tooling that compares two JSON reports, ``control_diff``.
 
 Everything here is imported on first use (``import pytest_embeval`` happens in every pytest run of anyone who
 installs the plugin, so it must stay cheap); the modules behind these names may move between releases, these
@@ -41,10 +41,12 @@ _SURFACE = {
     "GoldenError": "pytest_embeval.golden.data_files",
     "sentence_transformer_arm": "pytest_embeval.arms.sentence_transformer",
     "openai_arm": "pytest_embeval.arms.endpoint",
+    "EndpointOptions": "pytest_embeval.arms.endpoint",
     "control_diff": "pytest_embeval.reports.json_report",
 }
 
 __all__ = [
+    "EndpointOptions",
     "GoldenError",
     "GoldenSet",
     "PairedComparison",
@@ -66,7 +68,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from pytest_embeval.arms.endpoint import openai_arm
+    from pytest_embeval.arms.endpoint import EndpointOptions, openai_arm
     from pytest_embeval.arms.sentence_transformer import sentence_transformer_arm
     from pytest_embeval.core.metrics import evaluate, parse_metric
     from pytest_embeval.core.sample_design import SampleDesign
