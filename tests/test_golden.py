@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from suite_helpers import shared_collection
 
 import pytest_embeval.golden.data_sections as golden_module
-from conftest import shared_collection
 from pytest_embeval.core.canonical import KeyedTexts
 from pytest_embeval.core.metrics import MetricSpec, parse_metric
 from pytest_embeval.golden.data_files import Document, GoldenError, Query

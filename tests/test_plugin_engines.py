@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_helpers import golden_files
 from test_interrupted import pytest_process
 
-from conftest import golden_files, without_timings
+from pytest_embeval.reports.json_report import without_timings
 from pytest_embeval.search.vector_index import COLLECTION_PREFIX
 
 Golden = Callable[..., Path]

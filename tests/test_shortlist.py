@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from conftest import without_timings
 from pytest_embeval.arms.candidates import CandidateError, derived_name, name_candidates, split_named
 from pytest_embeval.cli import embeval as cli
 from pytest_embeval.plugin.xdist_scheduling import scope_of
+from pytest_embeval.reports.json_report import without_timings
 
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
 Golden = Callable[..., Path]

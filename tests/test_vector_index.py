@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from suite_helpers import shared_collection
 from test_pipeline import hash_arm, make_golden
 
-from conftest import shared_collection
 from pytest_embeval.core.metrics import parse_metric
 from pytest_embeval.core.stats import compare_paired, stable_seed
 from pytest_embeval.golden.engine_spec import EngineSpec
@@ -463,7 +463,7 @@ def test_the_split_is_the_model_part_plus_the_engine_parts_on_the_same_resamples
         split = outcome.split
         assert split is not None and split.metric == "recall@1" and split.k == 1
         model, engine = split.model["recall@1"], split.engine
-        assert model.delta == 0.0 and split.model_decision.verdict.value == "TIE"
+        assert model.delta == 0.0 and split.model_ruling.verdict.value == "TIE"
         delta = outcome.comparisons["recall@1"].delta
         parts = model.delta + engine["candidate"].comparison.delta - engine["incumbent"].comparison.delta
         assert delta == pytest.approx(parts)
@@ -486,7 +486,7 @@ def test_the_split_is_the_model_part_plus_the_engine_parts_on_the_same_resamples
         )
         candidate = engine["candidate"].comparison
         assert (again.ci_low, again.ci_high) == (candidate.ci_low, candidate.ci_high)
-    assert outcomes["overall"].decision.verdict.value == "WORSE"
+    assert outcomes["overall"].ruling.verdict.value == "WORSE"
 
 
 def test_the_split_block_notes_a_verdict_the_engine_and_not_the_model_made() -> None:

@@ -24,8 +24,8 @@ from pytest_embeval.arms.retriever import (
 )
 from pytest_embeval.arms.usage import UsageCount
 from pytest_embeval.core.capacity import ArmCapacity, Latency
-from pytest_embeval.core.progress import counting, labelled, step
 from pytest_embeval.core.stats import stable_seed
+from pytest_embeval.core.step_progress import counting, labelled, step
 from pytest_embeval.golden.schema import IndexSpec
 from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.exact import exact_search

@@ -439,7 +439,7 @@ def headline(golden: Mapping[str, Any]) -> Headline:
     reasons: dict[str, int] = {}
     for s in strata:
         if s["verdict"] == "TIE":
-            # A reason is "<label>: <detail>" (verdict.MetricDecision.reason); a tie's label is its kind.
+            # A reason is "<label>: <detail>" (verdict.MetricRuling.reason); a tie's label is its kind.
             reason = str(s["reason"]).split(":", 1)[0]
             reasons[reason] = reasons.get(reason, 0) + 1
     return Headline(

@@ -85,18 +85,18 @@ def _mover_record(mover: Mover) -> Record:
 def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOutcome) -> Record:
     """The record of one stratum item: the DESIGN.md per-stratum fields plus what the failure view needs."""
     primary = str(golden.metric)
-    decision = outcome.decision
+    ruling = outcome.ruling
     return {
         "golden": path,
         "order": order,
         "stratum": outcome.stratum.name,
         "metric": primary,
         **comparison_record(outcome.comparisons[primary]),
-        "verdict": decision.verdict.value,
-        "primary_verdict": decision.primary.value,
-        "reason": decision.reason,
-        "queries_needed": decision.queries_needed,
-        "sign_disagrees": decision.sign_disagrees,
+        "verdict": ruling.verdict.value,
+        "primary_verdict": ruling.primary.value,
+        "reason": ruling.reason,
+        "queries_needed": ruling.queries_needed,
+        "sign_disagrees": ruling.sign_disagrees,
         "tie_margin": golden.tie_margin,
         "confidence": golden.confidence,
         "guards": [
@@ -108,7 +108,7 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
                 "reason": guard.reason,
                 "failed": guard.failed,
             }
-            for guard in decision.guards
+            for guard in ruling.guards
         ],
         "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
         "movers": [_mover_record(m) for m in outcome.movers],
@@ -127,14 +127,14 @@ def _split_record(split: IndexSplit) -> Record:
     """A stratum's Δ split: the model's part (the arms' exact twins compared, every metric, and the verdict
     the rule gives them), and per arm the engine's part (its recall@k against its twin; the primary metric
     under exact search and on the engine, the difference and its interval)."""
-    model, decision = split.model[split.metric], split.model_decision
+    model, ruling = split.model[split.metric], split.model_ruling
     return {
         "metric": split.metric,
         "k": split.k,
         "model": {
             **comparison_record(model),
-            "verdict": decision.verdict.value,
-            "reason": decision.reason,
+            "verdict": ruling.verdict.value,
+            "reason": ruling.reason,
             "metrics": {name: comparison_record(c) for name, c in split.model.items()},
         },
         "engine": {
@@ -163,18 +163,18 @@ def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
     unweighted = outcome.unweighted
     if golden.weights is None or unweighted is None:
         return {}
-    primary, decision = str(golden.metric), unweighted.decision
+    primary, ruling = str(golden.metric), unweighted.ruling
     return {
         "weights": golden.weights,
         "traffic_weight": golden.traffic_weighting,
         "unweighted": {
             **comparison_record(unweighted.comparisons[primary]),
-            "verdict": decision.verdict.value,
-            "reason": decision.reason,
-            "sign_disagrees": decision.sign_disagrees,
+            "verdict": ruling.verdict.value,
+            "reason": ruling.reason,
+            "sign_disagrees": ruling.sign_disagrees,
             "guards": [
                 {"metric": g.metric, **comparison_record(g.comparison), "verdict": g.verdict.value}
-                for g in decision.guards
+                for g in ruling.guards
             ],
             "metrics": {name: comparison_record(c) for name, c in unweighted.comparisons.items()},
         },
@@ -183,7 +183,7 @@ def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
 
 def _rerank_stratum(rerank: RerankOutcome) -> Record:
     """A stratum's two comparisons on its reranked queries, side by side, and which one decides."""
-    first, after = rerank.first_stage_decision, rerank.after_decision
+    first, after = rerank.first_stage_ruling, rerank.after_ruling
     return {
         "decided_by": "rerank" if rerank.decides else "first_stage",
         "rerank": {
@@ -225,7 +225,7 @@ def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:
         "metric": primary,
         "incumbent": incumbent,
         "candidate": candidate,
-        "could_change": ties.could_change(outcome.decision.verdict),
+        "could_change": ties.could_change(outcome.ruling.verdict),
         "verdicts": None if ties.verdicts is None else {o: v.value for o, v in ties.verdicts.items()},
         "across": {name: {"incumbent": i, "candidate": c} for name, (i, c) in ties.across.items()},
     }

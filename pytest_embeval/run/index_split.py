@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from pytest_embeval.core.stats import PairedComparison
-from pytest_embeval.core.verdict import Decision, decide
+from pytest_embeval.core.verdict import StratumRuling, decide
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.run.pipeline import ArmResult, GoldenRun
 
@@ -58,7 +58,7 @@ class IndexSplit:
     #: every declared metric, candidate's exact twin against the incumbent's
     model: Mapping[str, PairedComparison]
     #: the verdict rule applied to ``model``: the comparison had both arms been searched exactly
-    model_decision: Decision
+    model_ruling: StratumRuling
     #: by role: what the engine changed for that arm
     engine: Mapping[str, EnginePart]
 
@@ -89,7 +89,7 @@ def index_split(run: GoldenRun, rows: np.ndarray, compare: Compare) -> IndexSpli
         )
         for m in golden.all_metrics()
     }
-    decision = decide(
+    ruling = decide(
         model[primary],
         tie_margin=golden.tie_margin,
         min_queries=golden.min_queries,
@@ -103,4 +103,4 @@ def index_split(run: GoldenRun, rows: np.ndarray, compare: Compare) -> IndexSpli
         for arm in (incumbent, candidate)
         if arm.exact is not None
     }
-    return IndexSplit(metric=primary, k=k, model=model, model_decision=decision, engine=engine)
+    return IndexSplit(metric=primary, k=k, model=model, model_ruling=ruling, engine=engine)
