@@ -59,7 +59,7 @@ from pytest_embeval.core.capacity import ArmCapacity
 from pytest_embeval.core.metrics import evaluate
 from pytest_embeval.golden.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.golden.folding import ChunkMap, chunk_map, search_documents
-from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.golden.schema import GoldenSet, RerankSpec
 from pytest_embeval.run.control import (
     Control,
     ControlMismatch,
@@ -442,36 +442,12 @@ def _score(
     scorer: RerankScorer | None,
     engine: OpenedEngine | None = None,
 ) -> ArmResult:
-    """Search the golden set's records with an opened arm, fold, rerank (with ``scorer``) and score."""
-    query_texts = [query.text for query in golden.queries]
-    depth = held.depth
-    rows = np.arange(len(query_texts))
-    if held.chunks is None:
-        hits = searcher.search(rows, depth)
-        positions, scores, records, searched = hits.positions, hits.scores, hits.positions, depth
-    else:
-
-        def chunk_hits(wanted: np.ndarray, chunk_depth: int) -> tuple[np.ndarray, np.ndarray]:
-            found = searcher.search(wanted, chunk_depth)
-            return found.positions, found.scores
-
-        positions, scores, records, searched = search_documents(
-            chunk_hits, len(query_texts), held.chunks, tie_ranks(held.result_ids), depth
-        )
+    """Search the golden set's records with an opened arm (`_searched`), fold, score each query, rerank
+    (with ``scorer``: `_reranked`) and record what the arm consumed."""
+    positions, scores, records, searched = _searched(searcher, held, len(golden.queries))
     index = searcher.index_stats(searched)
     parts = components(retriever, searcher, searched)
-    result_ids = held.result_ids
-    found = positions >= 0
-    if found.all():  # no row padded (no filter left a query fewer results): converted whole, in C
-        ranked = tuple(tuple(map(result_ids.__getitem__, row)) for row in positions.tolist())
-        similarities = tuple(map(tuple, np.asarray(scores, dtype=np.float64).tolist()))
-    else:
-        ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
-        similarities = tuple(
-            tuple(float(v) for v in row[keep]) for row, keep in zip(scores, found, strict=True)
-        )
-    query_ids = [query.id for query in golden.queries]
-    metrics = golden.all_metrics()
+    ranked, similarities = _ranked(positions, scores, held.result_ids)
     # Tie groups cut off by the depth are completed by an exact scan of the arm's vectors; an arm without
     # vectors of its own, a filtered or a folded search keeps the groups as ranked.
     vectors = searcher.vectors() if held.filters is None and held.chunks is None else None
@@ -485,33 +461,11 @@ def _score(
     )
     reranked = None
     if golden.rerank is not None and scorer is not None:
-        after, after_scores = rerank_top(
-            scorer,
-            positions,
-            records,
-            held.rerank_rows,
-            golden.rerank.depth,
-            result_ids,
-            [doc.embed_text for doc in golden.documents],
-            query_texts,
-        )
-        reranked_ids = [query_ids[i] for i in held.rerank_rows.tolist()]
-        after_per_query = {str(m): np.full(len(query_ids), np.nan) for m in metrics}
-        if reranked_ids:
-            values = evaluate(
-                {query_ids[i]: after[i] for i in held.rerank_rows.tolist()},
-                held.qrels,
-                metrics,
-                reranked_ids,
-                relevance_level=golden.relevance_level,
-            )
-            for name, array in values.items():
-                after_per_query[name][held.rerank_rows] = array
-        reranked = Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
+        reranked = _reranked(golden, golden.rerank, scorer, held, positions, records)
     control = control_of(
         inputs=held.inputs,
-        index=consumed_index(declared_index(golden, depth, engine), _all_indexes(index, parts)),
-        depth=depth,
+        index=consumed_index(declared_index(golden, held.depth, engine), _all_indexes(index, parts)),
+        depth=held.depth,
         plan=golden.plan_fingerprint(),
         **_declared_parts(golden, held),
     )
@@ -528,6 +482,74 @@ def _score(
         ties=ties,
         capacity=searcher.capacity(searched),
     )
+
+
+def _searched(
+    searcher: Searcher, held: HeldConstant, queries: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Every query's top ``held.depth`` results: (positions among the results, scores, positions among the
+    records searched, the depth searched). With chunks, the records are chunks folded to documents
+    (`folding.search_documents`, which searches deeper until each query has its documents)."""
+    rows = np.arange(queries)
+    if held.chunks is None:
+        hits = searcher.search(rows, held.depth)
+        return hits.positions, hits.scores, hits.positions, held.depth
+
+    def chunk_hits(wanted: np.ndarray, chunk_depth: int) -> tuple[np.ndarray, np.ndarray]:
+        found = searcher.search(wanted, chunk_depth)
+        return found.positions, found.scores
+
+    return search_documents(chunk_hits, queries, held.chunks, tie_ranks(held.result_ids), held.depth)
+
+
+def _ranked(
+    positions: np.ndarray, scores: np.ndarray, result_ids: Sequence[str]
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[float, ...], ...]]:
+    """Each query's ranked ids and similarities, without the padding (-1) a filter leaves."""
+    found = positions >= 0
+    if found.all():  # no row padded (no filter left a query fewer results): converted whole, in C
+        ranked = tuple(tuple(map(result_ids.__getitem__, row)) for row in positions.tolist())
+        return ranked, tuple(map(tuple, np.asarray(scores, dtype=np.float64).tolist()))
+    ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
+    similarities = tuple(tuple(float(v) for v in row[keep]) for row, keep in zip(scores, found, strict=True))
+    return ranked, similarities
+
+
+def _reranked(
+    golden: GoldenSet,
+    rerank: RerankSpec,
+    scorer: RerankScorer,
+    held: HeldConstant,
+    positions: np.ndarray,
+    records: np.ndarray,
+) -> Reranked:
+    """The reranked queries' top ``rerank.depth`` reordered by the reranker, and scored under every metric
+    (NaN for the queries not reranked)."""
+    query_ids = [query.id for query in golden.queries]
+    after, after_scores = rerank_top(
+        scorer,
+        positions,
+        records,
+        held.rerank_rows,
+        rerank.depth,
+        held.result_ids,
+        [doc.embed_text for doc in golden.documents],
+        [query.text for query in golden.queries],
+    )
+    reranked_ids = [query_ids[i] for i in held.rerank_rows.tolist()]
+    metrics = golden.all_metrics()
+    after_per_query = {str(m): np.full(len(query_ids), np.nan) for m in metrics}
+    if reranked_ids:
+        values = evaluate(
+            {query_ids[i]: after[i] for i in held.rerank_rows.tolist()},
+            held.qrels,
+            metrics,
+            reranked_ids,
+            relevance_level=golden.relevance_level,
+        )
+        for name, array in values.items():
+            after_per_query[name][held.rerank_rows] = array
+    return Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
