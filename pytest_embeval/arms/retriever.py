@@ -31,8 +31,10 @@ from pytest_embeval.core.capacity import ArmCapacity, Latency
 from pytest_embeval.golden.filters import Allowed
 from pytest_embeval.golden.schema import IndexSpec
 from pytest_embeval.search.graphs import GraphStore
+from pytest_embeval.search.quantization import VectorShape
 
 __all__ = [
+    "FaissStats",
     "Hits",
     "HnswStats",
     "IndexStats",
@@ -84,6 +86,9 @@ class RetrievalTask:
     measure: bool = False
     #: where HNSW graphs built over the same vectors are kept and found (None: built every time)
     graphs: GraphStore | None = None
+    #: the deepest cutoff the golden set scores (its metrics' largest k): the top k a service asks for, which
+    #: a rescored variant retrieves ``rescore`` times over (`variants`); 0: the depth searched
+    cutoff: int = 0
 
     def allowed_for(self, rows: np.ndarray) -> Allowed | None:
         return None if self.allowed is None else self.allowed.select(rows)
@@ -107,17 +112,42 @@ class HnswStats:
 
 
 @dataclass(frozen=True, slots=True)
+class FaissStats:
+    """How an arm's FAISS index compares with exact search on the same vectors, measured on a sample of its
+    queries, and what the index holds before any vector is added."""
+
+    #: the factory string, the build seed and the search parameter as searched (``nprobe``, ``efSearch``;
+    #: none for an index that scans every code)
+    parameters: Mapping[str, int | str]
+    ann_recall: float
+    sample: int
+    latency: Latency
+    exact_latency: Latency
+    #: the serialised bytes of the trained, empty index (centroids, codebooks): the part that does not grow
+    #: with the documents
+    fixed_bytes: int
+    #: the recall target this arm's parameter was chosen to reach; None: declared or FAISS's default
+    recall_target: float | None = None
+    #: the parameter was left at FAISS's default (not declared, no recall target)
+    defaulted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStats:
-    """What one embedding arm's index held and cost; ``hnsw`` is None for exact search."""
+    """What one embedding arm's index held and cost; ``hnsw`` and ``faiss`` are None for exact search."""
 
     dimension: int
-    #: exact: the float32 document vectors; hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph)
+    #: exact: the document vectors as stored; hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph);
+    #: faiss: `FaissIndex.memory_bytes`
     memory_bytes: int
     hnsw: HnswStats | None = None
+    faiss: FaissStats | None = None
+    #: how a variant arm stores its vectors (`quantization.VectorShape`); None: the model's float32 vectors
+    shape: VectorShape | None = None
 
     @property
     def kind(self) -> str:
-        return "exact" if self.hnsw is None else "hnsw"
+        return "faiss" if self.faiss is not None else "exact" if self.hnsw is None else "hnsw"
 
 
 class Searcher(Protocol):

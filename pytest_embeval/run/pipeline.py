@@ -48,6 +48,7 @@ from pytest_embeval.arms.retriever import (
     Searcher,
 )
 from pytest_embeval.arms.usage import UsageCount
+from pytest_embeval.arms.variants import shared_embedder
 from pytest_embeval.core.canonical import KeyedTexts
 from pytest_embeval.core.capacity import ArmCapacity
 from pytest_embeval.core.metrics import evaluate
@@ -344,6 +345,7 @@ def _task(
         embedder=embedder,
         measure=golden.production is not None,
         graphs=graphs,
+        cutoff=golden.max_k(),
     )
 
 
@@ -506,8 +508,10 @@ def run_golden(
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
+    incumbent, candidate = resolve_arm(incumbent), resolve_arm(candidate)
     common: dict[str, Any] = {
-        "embedder": embedder,
+        # A model two arms embed (a model and its variant) is embedded once for both.
+        "embedder": shared_embedder(embedder, (incumbent, candidate)),
         "held": held,
         "scorer": scorer,
         "graphs": None if cache is None else GraphStore(cache.root),
