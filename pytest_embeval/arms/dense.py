@@ -73,7 +73,9 @@ class DenseRetriever:
         return self.arm.prompts
 
     def open(self, task: RetrievalTask) -> Searcher:
-        return self.embedded(task)
+        searcher = self.embedded(task)
+        searcher.build()
+        return searcher
 
     def embedded(self, task: RetrievalTask) -> DenseSearcher:
         """The arm's vectors of the task's documents and queries, embedded (through ``task.embedder``, the
@@ -158,6 +160,12 @@ class DenseSearcher:
                     store=self.task.graphs,
                 )
         return self._hnsw
+
+    def build(self) -> None:
+        """Build the golden set's FAISS index now, so that vectors it cannot index are this arm's fault
+        (`EncoderError`) when it is opened; other indexes are built on first use."""
+        if self.task.index.kind == "faiss":
+            self._faiss_index().index()
 
     def _faiss_index(self) -> FaissSearching:
         if self._faiss is None:

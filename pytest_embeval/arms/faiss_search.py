@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pytest_embeval.arms.embedding import EncoderError
 from pytest_embeval.arms.retriever import FaissStats, RecallTargetError, RetrievalTask
 from pytest_embeval.core.capacity import Latency
 from pytest_embeval.core.progress import labelled
@@ -56,8 +57,14 @@ class FaissSearching:
         return factory
 
     def index(self) -> FaissIndex:
-        """The index, built on first use (same factory string and seed for every arm)."""
+        """The index, built on first use (same factory string and seed for every arm); `EncoderError` when
+        FAISS cannot build it over these vectors."""
         if self._index is None:
+            if self.dims is None and self.factory.startswith("B"):
+                raise EncoderError(
+                    f"{self.task.role}: index.faiss {self.factory!r} is a binary index: it holds packed bits, "
+                    "which only a precision=binary or precision=ubinary variant stores"
+                )
             with labelled(self.task.role):
                 try:
                     self._index = FaissIndex(
@@ -68,7 +75,8 @@ class FaissSearching:
                         dims=self.dims,
                     )
                 except FaissIndexError as error:
-                    raise FaissIndexError(f"{self.task.role}: index.faiss: {error}") from None
+                    # The arm's vectors cannot be indexed so (their dimension, their number): its fault.
+                    raise EncoderError(f"{self.task.role}: index.faiss: {error}") from None
         return self._index
 
     def value(self, depth: int) -> int | None:

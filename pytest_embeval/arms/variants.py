@@ -135,7 +135,7 @@ def split_variant(spec: str) -> tuple[str, Variant | None]:
     if not given:
         return spec, None
     precision = given.get("precision", "float32")
-    if precision not in PRECISIONS:
+    if precision not in ("float32", *PRECISIONS):
         raise _problem(spec, f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     dims = _count(spec, "dims", given["dims"]) if "dims" in given else None
     rescore = _count(spec, "rescore", given["rescore"]) if "rescore" in given else None
@@ -178,12 +178,14 @@ class VariantRetriever(DenseRetriever):
         _check_index(self.spec, variant.precision, task)
         documents, queries = truncated(opened.documents, dims), truncated(opened.queries, dims)
         if variant.precision == "float32":
-            return DenseSearcher(
+            searcher = DenseSearcher(
                 task, self.arm, documents, queries, opened.timer, opened.usage, shape=VectorShape(dims)
             )
+            searcher.build()
+            return searcher
         ranges = calibration_ranges(documents) if variant.precision in CALIBRATED else None
         shape = VectorShape(dims, variant.precision, variant.rescore, ranges)
-        return QuantisedSearcher(
+        quantised = QuantisedSearcher(
             task,
             self.arm,
             quantize(documents, shape.precision, ranges),
@@ -193,6 +195,9 @@ class VariantRetriever(DenseRetriever):
             timer=opened.timer,
             usage=opened.usage,
         )
+        if task.index.kind == "faiss":
+            quantised.faiss_index().index()
+        return quantised
 
 
 def _check_index(spec: str, precision: str, task: RetrievalTask) -> None:
@@ -294,7 +299,7 @@ class QuantisedSearcher:
         positions, scores = exact_search(queries, self.codes, k, doc_ids=ids, allowed=allowed)
         return positions, scores.astype(np.float64)
 
-    def _faiss_index(self) -> FaissSearching:
+    def faiss_index(self) -> FaissSearching:
         if self._faiss is None:
             self._faiss = FaissSearching(
                 self.task,
@@ -309,7 +314,7 @@ class QuantisedSearcher:
     def search(self, rows: np.ndarray, depth: int) -> Hits:
         window = min(self._window(depth), self.codes.shape[0])
         if self.task.index.kind == "faiss":
-            positions, scores = self._faiss_index().search(rows, window)
+            positions, scores = self.faiss_index().search(rows, window)
         else:
             positions, scores = self._exact(rows, window)
         if self.shape.rescore is not None:
@@ -364,7 +369,7 @@ class QuantisedSearcher:
         if depth not in self._stats:
             dims = self.shape.dims
             if self.task.index.kind == "faiss":
-                searching = self._faiss_index()
+                searching = self.faiss_index()
                 stats = searching.stats(self._window(depth))
                 memory = searching.index().memory_bytes()
                 self._stats[depth] = IndexStats(dims, memory, faiss=stats, shape=self.shape)
@@ -379,7 +384,7 @@ class QuantisedSearcher:
         stats = self.index_stats(depth)
         layout, value = None, None
         if stats.faiss is not None:
-            searching = self._faiss_index()
+            searching = self.faiss_index()
             parameter = searching.index().parameter
             layout = FaissLayout(searching.factory, stats.faiss.fixed_bytes, parameter)
             value = None if parameter is None else int(stats.faiss.parameters[parameter])

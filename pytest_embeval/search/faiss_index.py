@@ -7,7 +7,8 @@ product quantizer's ``ClusteringParameters.seed``) are the golden set's seed, an
 document (FAISS samples from them with that seed). A search returns FAISS's own top k, scored as FAISS
 scores them (a product quantizer's approximate inner products, Hamming distances as ``dims - 2 x distance``),
 ranked by score and equal scores by document id descending, as every search of the package ranks (a tie group
-that FAISS cuts at k keeps the members FAISS returned). The search parameter is ``nprobe`` for an IVF index,
+that FAISS cuts at k keeps the members FAISS returned; a binary index, whose distances tie often, is asked
+for k and a margin, so that a group at k is ranked by id among the members it found). The search parameter is ``nprobe`` for an IVF index,
 ``efSearch`` for an HNSW one (none for a flat, PQ, SQ or LSH index, which scan every code), declared or chosen
 per arm to reach a recall target against exact search on the same vectors (`hnsw.smallest_ef`).
 
@@ -230,7 +231,10 @@ class FaissIndex:
         position_of_rank = np.argsort(self._ranks)
         if self.binary:
             packed = np.ascontiguousarray(queries.view(np.uint8))
-            keys = binary_keys(self._faiss, self._index, packed, k_eff, self.dims, self._ranks, None, k_eff)
+            # Hamming distances tie often: k + a margin are asked for, so that a tie group at k is ranked by
+            # id among the members the index found, as exact search ranks it.
+            width = min(self.n, k_eff + max(16, k_eff // 4))
+            keys = binary_keys(self._faiss, self._index, packed, k_eff, self.dims, self._ranks, None, width)
             return ranked_keys(keys, position_of_rank)
         rows = np.ascontiguousarray(queries, dtype=np.float32)
         scores, labels = self._index.search(rows, k_eff)
