@@ -62,8 +62,8 @@ class FaissSearching:
         if self._index is None:
             if self.dims is None and self.factory.startswith("B"):
                 raise EncoderError(
-                    f"{self.task.role}: index.faiss {self.factory!r} is a binary index: it holds packed bits, "
-                    "which only a precision=binary or precision=ubinary variant stores"
+                    f"{self.task.role}: index.faiss {self.factory!r} is a binary index: it holds packed "
+                    "bits, which only a precision=binary or precision=ubinary variant stores"
                 )
             with labelled(self.task.role):
                 try:

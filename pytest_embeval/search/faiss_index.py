@@ -8,9 +8,10 @@ document (FAISS samples from them with that seed). A search returns FAISS's own 
 scores them (a product quantizer's approximate inner products, Hamming distances as ``dims - 2 x distance``),
 ranked by score and equal scores by document id descending, as every search of the package ranks (a tie group
 that FAISS cuts at k keeps the members FAISS returned; a binary index, whose distances tie often, is asked
-for k and a margin, so that a group at k is ranked by id among the members it found). The search parameter is ``nprobe`` for an IVF index,
-``efSearch`` for an HNSW one (none for a flat, PQ, SQ or LSH index, which scan every code), declared or chosen
-per arm to reach a recall target against exact search on the same vectors (`hnsw.smallest_ef`).
+for k and a margin, so that a group at k is ranked by id among the members it found). The search parameter
+is ``nprobe`` for an IVF index, ``efSearch`` for an HNSW one (none for a flat, PQ, SQ or LSH index, which
+scan every code), declared or chosen per arm to reach a recall target against exact search on the same
+vectors (`hnsw.smallest_ef`).
 
 Memory is FAISS's own count: the bytes of the serialised index (`faiss.serialize_index`), split into what a
 trained, empty index holds (centroids, codebooks) and what each vector adds, so it projects to any number of
