@@ -24,7 +24,7 @@ keyed by its model's alone, so a run of a model and its variants, and a rerun, e
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,7 @@ __all__ = [
     "shared_embedder",
     "split_variant",
     "variant",
+    "variant_record",
 ]
 
 #: The precisions whose candidates ``rescore`` rescores: the ones that lose more than float16's rounding.
@@ -444,14 +445,10 @@ def shared_embedder(embedder: Embedder, retrievers: Sequence[Retriever]) -> Embe
     return embed_once
 
 
-def variant_record(retriever: Retriever, shape: VectorShape | None) -> Mapping[str, Any] | None:
-    """What a report says of a variant arm: its model's spec and fingerprint, and its shape (with int8/uint8
-    calibration ranges); None for any other arm."""
+def variant_record(retriever: Retriever) -> dict[str, Any] | None:
+    """What a report says of a variant arm beside its index's ``vectors``: its model's spec and fingerprint,
+    and the parameters asked (None for any other arm)."""
     if not isinstance(retriever, VariantRetriever):
         return None
     base = retriever.arm
-    record: dict[str, Any] = {"model": base.spec, "model_fingerprint": base.fingerprint}
-    record.update(retriever.variant.as_dict() if shape is None else shape.as_dict())
-    if shape is not None and shape.ranges is not None:
-        record["calibration"] = "each dimension's minimum and maximum over the golden set's document vectors"
-    return record
+    return {"model": base.spec, "model_fingerprint": base.fingerprint, **retriever.variant.as_dict()}

@@ -12,6 +12,7 @@ from pytest_embeval.arms.dense import DenseRetriever
 from pytest_embeval.arms.resolve import Component
 from pytest_embeval.arms.retriever import IndexStats, Retriever
 from pytest_embeval.arms.usage import UsageCount, cost
+from pytest_embeval.arms.variants import variant_record
 from pytest_embeval.core.capacity import ArmCapacity, Estimate, Latency, Production, TokenCount, project
 from pytest_embeval.run.pipeline import ArmResult
 
@@ -29,9 +30,25 @@ def _latency_record(latency: Latency) -> Record:
 
 
 def index_record(stats: IndexStats) -> Record:
-    """One arm's index: kind, dimension, memory; for hnsw also its parameters as built, its ANN recall against
-    exact search and, under ``timings``, its per-query latency and exact search's."""
+    """One arm's index: kind, dimension, memory; a variant's vectors (``vectors``: dims, precision, rescore,
+    int8/uint8 calibration ranges); for hnsw and faiss also its parameters as built, its ANN recall against
+    exact search and, under ``timings``, its per-query latency and exact search's; for faiss the bytes of
+    the trained, empty index (``fixed_bytes``)."""
     record: Record = {"kind": stats.kind, "dimension": stats.dimension, "memory_bytes": stats.memory_bytes}
+    if stats.shape is not None:
+        record["vectors"] = stats.shape.as_dict()
+    if stats.faiss is not None:
+        faiss = stats.faiss
+        record.update(faiss.parameters)
+        if faiss.recall_target is not None:
+            record["recall_target"] = faiss.recall_target
+        record["ann_recall"] = number(faiss.ann_recall)
+        record["sample"] = faiss.sample
+        record["fixed_bytes"] = faiss.fixed_bytes
+        record["timings"] = {
+            "latency_ms": _latency_record(faiss.latency),
+            "exact_latency_ms": _latency_record(faiss.exact_latency),
+        }
     if stats.hnsw is not None:
         hnsw = stats.hnsw
         record.update(hnsw.parameters)
@@ -58,6 +75,9 @@ def arm_record(result: ArmResult, production: Production | None) -> Record:
     }
     if result.capacity is not None and production is not None:
         record["capacity"] = capacity_record(result.capacity, production)
+    variant = variant_record(result.arm)
+    if variant is not None:
+        record["variant"] = variant
     # Only for the arms that are not embedding arms, so embedding arms' records keep their shape.
     if result.arm.kind != "dense":
         record["kind"] = result.arm.kind
@@ -156,6 +176,8 @@ def capacity_record(capacity: ArmCapacity, production: Production) -> Record:
             "query_tokens": _tokens_record(capacity.query_tokens),
             "price_per_million_tokens": capacity.price_per_million_tokens,
             "latency_ef": capacity.latency_ef,
+            # Only for a FAISS index, so that other arms' records keep their shape.
+            **({} if capacity.faiss is None else {"faiss": dataclasses.asdict(capacity.faiss)}),
             # encoding is None when no document was encoded in this run (all from the embedding cache)
             "timings": {"encoding": encoding, "latency_ms": _latency_record(capacity.latency)},
         },

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_embeval.core.verdict import ROUGH_BELOW, familywise_error
 from pytest_embeval.judging.coverage import CoverageRow, coverage_warnings
+from pytest_embeval.reports.frontier_records import faiss_text
 from pytest_embeval.reports.json_report import ROLES
 
 #: Reading order of the verdicts: what fails the build first, then what the candidate wins, then ties.
@@ -479,6 +480,11 @@ def _index_setting(golden: Mapping[str, Any], role: str) -> str:
     kind = golden[role].get("kind", "dense")
     if kind in _NO_INDEX:
         return _NO_INDEX[kind]
+    if index is not None and index["kind"] == "faiss":
+        return (
+            f"{faiss_text(index)}, dimension {index['dimension']}, ANN recall@{golden['depth']} "
+            f"{fmt_number(index['ann_recall'])} ({index['sample']} queries), {index['memory_bytes']:,} bytes"
+        )
     if index is None or index["kind"] != "hnsw":
         return "exact" if index is None else f"{index['kind']}, dimension {index['dimension']}"
     filtered = ", filtered as the queries are" if index.get("filtered") else ""

@@ -23,7 +23,7 @@ from pytest_embeval.reports.capacity_contents import (
     slices_block,
     usage_lines,
 )
-from pytest_embeval.reports.charts import forest_svg, slices_svg
+from pytest_embeval.reports.charts import forest_svg, frontier_svg, slices_svg
 from pytest_embeval.reports.contents import (
     Table,
     coverage_notes,
@@ -38,6 +38,8 @@ from pytest_embeval.reports.contents import (
     strata_notes,
     strata_table,
 )
+from pytest_embeval.reports.frontier import frontier_block
+from pytest_embeval.reports.frontier_records import golden_arm_rows, shows_frontier
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
 #: Rows of a table shown before the rest is folded away.
@@ -134,6 +136,27 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return parts
 
 
+def _frontier(golden: Mapping[str, Any]) -> list[str]:
+    """Every arm's quality against its bill, drawn and tabled, when an arm is a variant or the index a
+    FAISS index."""
+    if not shows_frontier(golden) or not golden["strata"]:
+        return []
+    rows = golden_arm_rows(golden, golden["strata"])
+    block, chart = frontier_block(golden, rows), frontier_svg(golden, rows)
+    figure = (
+        []
+        if chart is None
+        else [f'<figure class="scroll">{chart}<figcaption>{_e(block.caption)}</figcaption></figure>']
+    )
+    return [
+        "<h3>Frontier</h3>",
+        *figure,
+        f"<p>{_e(block.caption)}</p>",
+        html_table(block.table),
+        *(f'<p class="decision"><strong>{_e(n)}</strong></p>' for n in block.notes),
+    ]
+
+
 def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
     parts = [f"<p>{_e(note)}</p>" for note in pipeline_notes(golden)]
@@ -193,6 +216,7 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
         parts += ["<h3>Guards</h3>", html_table(guards)]
     parts += _pipeline(golden)
     parts += _capacity(golden)
+    parts += _frontier(golden)
     moved, total = moved_most(golden, limit=None)
     if moved:
         parts += [

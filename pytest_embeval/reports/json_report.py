@@ -29,6 +29,7 @@ from pytest_embeval.judging.coverage import coverage
 # Record is every record's type, re-exported: the report's users import it from here.
 from pytest_embeval.reports.arm_records import Record as Record
 from pytest_embeval.reports.arm_records import arm_record, device_record, number
+from pytest_embeval.reports.frontier_records import frontier_record, golden_arm_rows, shows_frontier
 from pytest_embeval.run.control import short_digest
 from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING
 from pytest_embeval.run.pipeline import ArmResult, GoldenRun, ranked_depth
@@ -321,6 +322,8 @@ def _index_record(golden: GoldenSet) -> Record | str:
     index = golden.index
     if index.kind == "exact":
         return "exact"
+    if index.kind == "faiss":
+        return {key: value for key, value in index.as_dict().items() if key != "kind"}
     return {"hnsw": {key: value for key, value in index.as_dict().items() if key != "kind"}}
 
 
@@ -446,10 +449,17 @@ def build_report(
     for golden in sorted(golden_records, key=lambda r: r["path"]):
         strata = sorted(by_path.get(golden["path"], []), key=lambda r: r["order"])
         decision = decisions.get(golden["path"])
+        # With variants or a FAISS index: every arm's quality against its bill (`frontier_records`).
+        frontier = (
+            {"frontier": frontier_record(golden, golden_arm_rows(golden, strata))}
+            if shows_frontier(golden) and strata
+            else {}
+        )
         golden_sets.append(
             {
                 **{key: value for key, value in golden.items() if key != "coverage"},
                 "strata": [{k: v for k, v in s.items() if k not in ("golden", "order")} for s in strata],
+                **frontier,
                 **(
                     {}
                     if decision is None

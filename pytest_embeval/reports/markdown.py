@@ -36,6 +36,8 @@ from pytest_embeval.reports.contents import (
     strata_notes,
     strata_table,
 )
+from pytest_embeval.reports.frontier import frontier_block
+from pytest_embeval.reports.frontier_records import golden_arm_rows, shows_frontier
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
 #: Characters that start inline Markdown (emphasis, code, HTML, strikethrough, headings, entities) or end
@@ -113,6 +115,21 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _frontier(golden: Mapping[str, Any]) -> list[str]:
+    """Every arm's quality against its bill, when an arm is a variant or the index a FAISS index."""
+    if not shows_frontier(golden) or not golden["strata"]:
+        return []
+    block = frontier_block(golden, golden_arm_rows(golden, golden["strata"]))
+    return [
+        md_text(block.caption),
+        "",
+        *md_table(block.table),
+        "",
+        *(f"**{md_text(n)}**" for n in block.notes),
+        "",
+    ]
+
+
 def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
     lines = [line for note in pipeline_notes(golden) for line in (md_text(note), "")]
@@ -164,6 +181,7 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
         lines += ["Guards:", "", *md_table(guards), ""]
     lines += _pipeline(golden)
     lines += _capacity(golden)
+    lines += _frontier(golden)
     moved, total = moved_most(golden)
     if moved:
         metric = html.escape(str(golden["metric"]))

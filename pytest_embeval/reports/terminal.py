@@ -28,6 +28,8 @@ from pytest_embeval.reports.contents import (
     strata_table,
     unweighted_row,
 )
+from pytest_embeval.reports.frontier import frontier_block
+from pytest_embeval.reports.frontier_records import faiss_text, golden_arm_rows, shows_frontier
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
@@ -60,6 +62,8 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         index = golden[role].get("index")
         if index is not None and index["kind"] == "hnsw":
             lines.append(_hnsw_line(f"{role} index", index, golden["depth"]))
+        if index is not None and index["kind"] == "faiss":
+            lines.append(_faiss_line(f"{role} index", index, golden["depth"]))
         for part in golden[role].get("components", ()):
             if part["index"] is not None and part["index"]["kind"] == "hnsw":
                 lines.append(_hnsw_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
@@ -70,7 +74,13 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     rerank = rerank_block(golden, strata)
     if rerank is not None:
         lines += _block_lines(rerank)
-    return [*lines, *slice_lines(golden, strata), *capacity_lines(golden), *decision_lines(golden)]
+    return [
+        *lines,
+        *slice_lines(golden, strata),
+        *capacity_lines(golden),
+        *frontier_lines(golden, strata),
+        *decision_lines(golden),
+    ]
 
 
 def decision_lines(golden: Mapping[str, Any]) -> list[str]:
@@ -107,6 +117,18 @@ def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
         f"({index['sample']} queries{filtered}), "
         f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
+    )
+
+
+def _faiss_line(what: str, index: Mapping[str, Any], depth: int) -> str:
+    timings = index["timings"]
+    latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
+    reached = f" (smallest to reach recall {index['recall_target']:g})" if "recall_target" in index else ""
+    return (
+        f"{what}: {faiss_text(index)}{reached}, ANN recall@{depth} {fmt_number(index['ann_recall'])} "
+        f"({index['sample']} queries), {_fmt_bytes(index['memory_bytes'])}, latency p50 "
+        f"{_fmt_ms(latency['p50'])} / p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / "
+        f"{_fmt_ms(exact['p95'])})"
     )
 
 
@@ -291,6 +313,14 @@ def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
         return []
     lines = [line for block in blocks for line in _block_lines(block)]
     return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]
+
+
+def frontier_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The arms' quality against their bill, with the cheapest arm without a WORSE stratum; nothing unless an
+    arm is a variant or the index a FAISS index (`frontier_records.shows_frontier`)."""
+    if not shows_frontier(golden) or not strata:
+        return []
+    return _block_lines(frontier_block(golden, golden_arm_rows(golden, strata)))
 
 
 def device_line(default: str, devices: Mapping[str, Mapping[str, Any] | str | None]) -> str:

@@ -63,10 +63,16 @@ class VectorShape:
         return self.dims * component_bytes(self.precision)
 
     def as_dict(self) -> dict[str, object]:
-        """Plain types: dims, precision, rescore; for int8/uint8 the calibration's per-dimension ranges."""
-        record: dict[str, object] = {"dims": self.dims, "precision": self.precision, "rescore": self.rescore}
+        """Plain types: dims, precision, bytes per vector, rescore; for int8/uint8 the calibration's
+        per-dimension ranges (``min``, ``max``: over the golden set's document vectors)."""
+        record: dict[str, object] = {
+            "dims": self.dims,
+            "precision": self.precision,
+            "bytes_per_vector": self.bytes_per_vector,
+            "rescore": self.rescore,
+        }
         if self.ranges is not None:
-            record["ranges"] = {"min": self.ranges[0].tolist(), "max": self.ranges[1].tolist()}
+            record["calibration"] = {"min": self.ranges[0].tolist(), "max": self.ranges[1].tolist()}
         return record
 
 

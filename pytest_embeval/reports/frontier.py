@@ -1,0 +1,80 @@
+"""The frontier of a golden set's arms as a person reads it (`frontier_records` holds the data): a table of
+every arm's vectors, index and bill beside its Δ against the incumbent (overall with its interval, and per
+stratum with its verdict), the arms no other beats on both marked, and under it the line naming the
+cheapest arm without a WORSE stratum. The terminal, the Markdown and the HTML page render the same block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_embeval.core.frontier import FrontierArm, cheapest_without_worse, on_frontier
+from pytest_embeval.reports.capacity_contents import Block
+from pytest_embeval.reports.contents import Table, fmt_interval, fmt_number
+from pytest_embeval.reports.frontier_records import (
+    ArmRow,
+    bill_caption,
+    frontier_arms,
+    index_text,
+    shown_bill,
+    vectors_text,
+)
+
+__all__ = ["frontier_block", "frontier_line"]
+
+
+def frontier_block(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> Block:
+    """The frontier table: one row per arm (vectors, index, bill, Δ overall with its interval, Δ and verdict
+    per stratum, whether it is on the frontier), and under it the cheapest arm without a WORSE stratum."""
+    arms = frontier_arms(rows)
+    marks = on_frontier(arms)
+    names = [str(s["stratum"]) for row in rows if row.strata is not None for s in row.strata]
+    strata = [name for name in dict.fromkeys(names) if name != "overall"]
+    metric = golden["metric"]
+    table_rows = []
+    for row, arm, mark in zip(rows, arms, marks, strict=True):
+        by_stratum = {str(s["stratum"]): s for s in row.strata or ()}
+        cells = [
+            f"{fmt_number(stratum['delta'], True)} {stratum['verdict']}"
+            if (stratum := by_stratum.get(name)) is not None
+            else ("0" if row.strata is None else "—")
+            for name in strata
+        ]
+        table_rows.append(
+            (
+                f"{row.name} {arm.spec}",
+                vectors_text(row.arm),
+                index_text(row.arm),
+                shown_bill(arm.bill),
+                "—" if arm.cost is None else f"{arm.cost:,.2f}",
+                "0" if row.strata is None else f"{fmt_number(arm.delta, True)} {fmt_interval(arm.ci)}",
+                *cells,
+                "yes" if mark else "",
+            )
+        )
+    header = ("arm", "vectors", "index", "memory", "cost/month", f"Δ {metric} overall", *strata, "frontier")
+    kinds = ("text", "text", "text", "number", "number", "text", *("text",) * len(strata), "text")
+    return Block(
+        caption=(
+            f"frontier: Δ {metric} against the incumbent and the bill ({bill_caption(golden)}); on the "
+            "frontier: no other arm has a Δ at least as high for at most the memory:"
+        ),
+        table=Table(header=header, kinds=kinds, rows=tuple(table_rows)),
+        notes=(frontier_line(golden, arms),),
+    )
+
+
+def frontier_line(golden: Mapping[str, Any], arms: Sequence[FrontierArm]) -> str:
+    """``cheapest arm without a WORSE stratum: candidate NAME (48 MB, Δ recall@5 -0.012 [-0.03, 0.006])``, or
+    that no arm with a bill is without one."""
+    cheapest = cheapest_without_worse(arms)
+    if cheapest is None:
+        return "cheapest arm without a WORSE stratum: none (every arm with a known bill has one)"
+    quality = (
+        "the incumbent"
+        if cheapest.name == "incumbent"
+        else (f"Δ {golden['metric']} {fmt_number(cheapest.delta, True)} {fmt_interval(cheapest.ci)}")
+    )
+    bill = shown_bill(cheapest.bill)
+    return f"cheapest arm without a WORSE stratum: {cheapest.name} {cheapest.spec} ({bill}, {quality})"
