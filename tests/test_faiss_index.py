@@ -1,6 +1,6 @@
-"""FAISS indexes from a factory string: built identically from the same vectors and seed, searched at a declared
-or recall-chosen nprobe / efSearch, ranked by the package's tie rule, their bytes split into what a trained,
-empty index holds and what each vector adds."""
+"""FAISS indexes from a factory string: built identically from the same vectors and seed, searched at a
+declared or recall-chosen nprobe / efSearch, ranked by the package's tie rule, their bytes split into what a
+trained, empty index holds and what each vector adds."""
 
 from __future__ import annotations
 
