@@ -224,8 +224,8 @@ def test_quantised_vectors_refuse_an_index_that_holds_floats() -> None:
         run_golden(make_golden(index=IndexSpec("hnsw")), arm, variant(arm, precision="int8"))
     assert str(caught.value) == (
         "candidate model spec 'hash?precision=int8': precision=int8 vectors cannot be searched with the "
-        "golden set's index (hnsw): use exact (a FAISS factory string stores its own precision: 'IVF1024,SQ8', "
-        "'HNSW32,SQfp16')"
+        "golden set's index (hnsw): use exact (a FAISS factory string stores its own precision: "
+        "'IVF1024,SQ8', 'HNSW32,SQfp16')"
     )
 
 
