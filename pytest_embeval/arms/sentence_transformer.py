@@ -302,8 +302,10 @@ def arm_from_model(
 
 def _model_dimension(model: SentenceTransformer) -> int | None:
     """The dimension of a loaded model's vectors, as it reports it (None if it does not)."""
+    # sentence-transformers 5.2 renamed the method (the old name warns); older releases have only the old one.
+    method = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     try:
-        dimension = model.get_sentence_embedding_dimension()
+        dimension = method()
     except Exception:  # a model without the method, or a module that cannot tell
         return None
     return dimension if isinstance(dimension, int) and not isinstance(dimension, bool) else None

@@ -71,7 +71,8 @@ def _squared_norms(codes: np.ndarray) -> int:
     """The largest squared L2 norm of a row of integer codes, exactly (a Python int)."""
     largest = 0
     for start in range(0, codes.shape[0], DEFAULT_BLOCK_SIZE):
-        block = codes[start : start + DEFAULT_BLOCK_SIZE].astype(np.int64)
+        # float64 holds every sum of squares of 8- and 16-bit codes below 2**53 exactly.
+        block = codes[start : start + DEFAULT_BLOCK_SIZE].astype(np.float64)
         largest = max(largest, int(np.einsum("ij,ij->i", block, block).max(initial=0)))
     return largest
 
@@ -167,8 +168,9 @@ def _scan(
     """The exact top k of float rows ``q`` against documents whose dot products are exact integers,
     ``document_block(rows)`` giving a block of them as floats of ``q``'s dtype.
 
-    Each query keeps a floor, the score of its k-th best key once it has k: a pair below it cannot enter, so
-    of each block only the pairs at or above it are made into keys (one comparison per pair)."""
+    Each query keeps a floor, the score of its k-th best key once it has k (its first block's k-th best score
+    before that): a pair below it cannot enter, so of each block only the pairs at or above it are made into
+    keys (one comparison per pair)."""
     ranks = tie_ranks(doc_ids)
     n_queries = q.shape[0]
     doc_block = min(block_size, n_documents)
@@ -184,12 +186,25 @@ def _scan(
             scores = q[rows] @ block.T
             if allowed is not None:
                 np.copyto(scores, -np.inf, where=~allowed.masks[allowed.rows[rows], columns])
+            _first_floors(floor[rows], scores, k)
             best[rows] = _merged(best[rows], scores, floor[rows], block_ranks, allowed is not None)
             smallest = best[rows].min(axis=1)
             full = smallest >= _SCORED
             kept = (smallest[full] >> np.uint64(32)).astype(np.int64) - _OFFSET
             floor[rows][full] = kept
     return ranked_keys(best, np.argsort(ranks))
+
+
+def _first_floors(floor: np.ndarray, scores: np.ndarray, k: int) -> None:
+    """A query without a floor yet takes its k-th best score in this block, when the block has k allowed
+    documents for it: k pairs already beat anything below (one partition instead of a key per pair)."""
+    unset = np.flatnonzero(np.isneginf(floor))
+    if unset.size == 0 or scores.shape[1] < k:
+        return
+    column = scores.shape[1] - k
+    nth = np.partition(scores[unset], column, axis=1)[:, column]
+    finite = np.isfinite(nth)
+    floor[unset[finite]] = nth[finite]
 
 
 def _merged(
@@ -302,11 +317,16 @@ def binary_keys(
     if search_width is not None or width == allowed:
         return keys
     kth = distances[:, min(k, width) - 1]
-    for row in np.flatnonzero(distances[:, -1] == kth).tolist():
-        # range_search returns the documents below the radius: those at most the k-th distance.
-        limits, group, members = index.range_search(packed[row : row + 1], int(kth[row]) + 1, params=params)
-        group_keys = integer_keys(dims - 2 * group[limits[0] : limits[1]].astype(np.int64), ranks[members])
-        keys[row] = _top(group_keys[None, :], k)[0]
+    open_rows = np.flatnonzero(distances[:, -1] == kth)
+    # The queries whose group may go on are searched again together, a range_search per k-th distance (a
+    # few dozen values at most): it returns the documents below the radius, those at most the k-th distance.
+    for distance in np.unique(kth[open_rows]).tolist():
+        rows = open_rows[kth[open_rows] == distance]
+        limits, found_distances, members = index.range_search(packed[rows], int(distance) + 1, params=params)
+        for i, row in enumerate(rows.tolist()):
+            part = slice(limits[i], limits[i + 1])
+            group_keys = integer_keys(dims - 2 * found_distances[part].astype(np.int64), ranks[members[part]])
+            keys[row] = _top(group_keys[None, :], k)[0]
     return keys
 
 
