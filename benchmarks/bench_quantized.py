@@ -10,7 +10,8 @@ in its own process, which builds only what that precision stores: the float proc
 documents, the int8 and binary processes quantise block by block (int8 against ranges calibrated on every
 document: a first pass of minima and maxima) and hold only the codes, so each process's peak resident memory
 (Linux's VmHWM, which starts afresh at exec) is what a search of that precision costs. Times are the best of
-``--repeat`` searches of every query (the FAISS index built inside each). The targets: binary at least 10 x
+``--repeat`` searches of every query (the FAISS index built inside each), wall-clock and CPU (all threads);
+on a machine shared with other work the CPU figures are the steadier. The targets: binary at least 10 x
 faster than float32, int8 no slower than 1.1 x float32, binary's peak memory at most half of float32's.
 """
 
@@ -103,12 +104,13 @@ def run_one(precision: str, args: argparse.Namespace) -> dict[str, float]:
         def search() -> object:
             return hamming_search(query_bits, bits, args.k, dims=dimension, doc_ids=doc_ids)
 
-    times = []
+    times, cpu = [], []
     for _ in range(args.repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         search()
         times.append(time.perf_counter() - start)
-    return {"seconds": min(times), "peak_mib": peak_kib() / 1024}
+        cpu.append(time.process_time() - start_cpu)
+    return {"seconds": min(times), "cpu_seconds": min(cpu), "peak_mib": peak_kib() / 1024}
 
 
 def main() -> None:
@@ -143,19 +145,26 @@ def main() -> None:
         + ("" if args.threads is None else f", {args.threads} thread(s) each")
     )
     floor = results["float32"]
-    print(f"{'':28}{'seconds':>9}{'x float32':>11}{'peak MiB':>10}{'x float32':>11}")
+    print(
+        f"{'':24}{'wall s':>8}{'x float32':>11}{'CPU s':>8}{'x float32':>11}{'peak MiB':>10}{'x float32':>11}"
+    )
     for precision in PRECISIONS:
         one = results[precision]
         print(
-            f"{precision + ' exact search':28}{one['seconds']:9.2f}{one['seconds'] / floor['seconds']:11.3f}"
+            f"{precision + ' exact search':24}{one['seconds']:8.2f}{one['seconds'] / floor['seconds']:11.3f}"
+            f"{one['cpu_seconds']:8.2f}{one['cpu_seconds'] / floor['cpu_seconds']:11.3f}"
             f"{one['peak_mib']:10.0f}{one['peak_mib'] / floor['peak_mib']:11.3f}"
         )
     speedup = floor["seconds"] / results["binary"]["seconds"]
     slower = results["int8"]["seconds"] / floor["seconds"]
+    cpu_speedup = floor["cpu_seconds"] / results["binary"]["cpu_seconds"]
+    cpu_slower = results["int8"]["cpu_seconds"] / floor["cpu_seconds"]
     memory = results["binary"]["peak_mib"] / floor["peak_mib"]
     for said, met in (
-        (f"binary {speedup:.1f} x faster than float32 (target: at least 10 x)", speedup >= 10),
-        (f"int8 {slower:.2f} x float32's time (target: at most 1.1 x)", slower <= 1.1),
+        (f"binary {speedup:.1f} x faster than float32, wall (target: at least 10 x)", speedup >= 10),
+        (f"binary {cpu_speedup:.1f} x faster than float32, CPU (target: at least 10 x)", cpu_speedup >= 10),
+        (f"int8 {slower:.2f} x float32's time, wall (target: at most 1.1 x)", slower <= 1.1),
+        (f"int8 {cpu_slower:.2f} x float32's time, CPU (target: at most 1.1 x)", cpu_slower <= 1.1),
         (f"binary's peak memory {memory:.2f} x float32's (target: at most 0.5 x)", memory <= 0.5),
     ):
         print(f"{'meets' if met else 'MISSES'}: {said}")
