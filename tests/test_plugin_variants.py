@@ -90,7 +90,7 @@ def test_the_terminal_shows_the_frontier_and_the_cheapest_arm(
     result = run(pytester, *ARMS)
     result.stdout.fnmatch_lines(
         [
-            "frontier: Δ hit@1 against the incumbent and the bill (memory for the 60 documents searched *",
+            "frontier of Δ hit@1 against the incumbent and the bill, memory for the 60 documents searched *",
             "incumbent fake_models:counted_good * 128 x float32 * exact * 30.7 kB *",
             "candidate fake_models:counted_good?precision=binary * 128 bits * exact * 960 B *yes",
             "cheapest arm without a WORSE stratum: candidate fake_models:counted_good?precision=binary "

@@ -2,7 +2,8 @@
 
 Per-query metrics as trec_eval defines them (`metrics`), tied scores (`ties`), paired statistics, the two
 bootstrap intervals and the bootstrap's resampling engine (`stats`, `bootstrap_intervals`, `resampling`),
-the verdict rule (`verdict`), capacity projections (`capacity`), the interval simulations that check an
+the verdict rule (`verdict`), capacity projections (`capacity`), the frontier of quality against the bill
+(`frontier`), the interval simulations that check an
 interval's coverage (`interval_simulation`), canonical JSON lines and text keys (`canonical`), plain-text
 tables (`text_table`), and the protocol through which long steps tell their progress to whoever prints it
 (`progress`).

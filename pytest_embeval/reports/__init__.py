@@ -1,7 +1,8 @@
 """Everything a run shows and keeps, as pure functions of plain records: the records and the merged JSON
 report, TREC runs (`json_report`), what every readable format shows (`contents`, `capacity_contents`,
-`pipeline_contents`), rendered for the terminal (`terminal`), Markdown (`markdown`), an HTML page
-(`html_page`, with `charts`) and a PNG (`forest_png`); and progress lines (`progress`).
+`pipeline_contents`, and the arms' frontier: `frontier_records`, `frontier`), rendered for the terminal
+(`terminal`), Markdown (`markdown`), an HTML page (`html_page`, with `charts`) and a PNG (`forest_png`); and
+progress lines (`progress`).
 
 May import: ``judging`` (coverage), ``run``, ``arms``, ``search``, ``golden``, ``files``, ``core``.
 Never pytest, never ``plugin``.

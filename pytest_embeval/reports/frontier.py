@@ -43,7 +43,7 @@ def frontier_block(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> Block:
         ]
         table_rows.append(
             (
-                f"{row.name} {arm.spec}",
+                _label(arm),
                 vectors_text(row.arm),
                 index_text(row.arm),
                 shown_bill(arm.bill),
@@ -57,8 +57,8 @@ def frontier_block(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> Block:
     kinds = ("text", "text", "text", "number", "number", "text", *("text",) * len(strata), "text")
     return Block(
         caption=(
-            f"frontier: Δ {metric} against the incumbent and the bill ({bill_caption(golden)}); on the "
-            "frontier: no other arm has a Δ at least as high for at most the memory:"
+            f"frontier of Δ {metric} against the incumbent and the bill, {bill_caption(golden)}: an arm is "
+            "on it when no other arm has a Δ at least as high for at most its memory:"
         ),
         table=Table(header=header, kinds=kinds, rows=tuple(table_rows)),
         notes=(frontier_line(golden, arms),),
@@ -77,4 +77,9 @@ def frontier_line(golden: Mapping[str, Any], arms: Sequence[FrontierArm]) -> str
         else (f"Δ {golden['metric']} {fmt_number(cheapest.delta, True)} {fmt_interval(cheapest.ci)}")
     )
     bill = shown_bill(cheapest.bill)
-    return f"cheapest arm without a WORSE stratum: {cheapest.name} {cheapest.spec} ({bill}, {quality})"
+    return f"cheapest arm without a WORSE stratum: {_label(cheapest)} ({bill}, {quality})"
+
+
+def _label(arm: FrontierArm) -> str:
+    """An arm's name and spec (its spec alone when that is its name)."""
+    return arm.spec if arm.name == arm.spec else f"{arm.name} {arm.spec}"

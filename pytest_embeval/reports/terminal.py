@@ -29,7 +29,7 @@ from pytest_embeval.reports.contents import (
     unweighted_row,
 )
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import faiss_text, golden_arm_rows, shows_frontier
+from pytest_embeval.reports.frontier_records import ArmRow, faiss_text, golden_arm_rows, shows_frontier
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
@@ -78,7 +78,11 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         *lines,
         *slice_lines(golden, strata),
         *capacity_lines(golden),
-        *frontier_lines(golden, strata),
+        *(
+            frontier_lines(golden, golden_arm_rows(golden, strata))
+            if shows_frontier(golden) and strata
+            else []
+        ),
         *decision_lines(golden),
     ]
 
@@ -315,12 +319,10 @@ def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
     return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]
 
 
-def frontier_lines(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The arms' quality against their bill, with the cheapest arm without a WORSE stratum; nothing unless an
-    arm is a variant or the index a FAISS index (`frontier_records.shows_frontier`)."""
-    if not shows_frontier(golden) or not strata:
-        return []
-    return _block_lines(frontier_block(golden, golden_arm_rows(golden, strata)))
+def frontier_lines(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> list[str]:
+    """The arms' quality against their bill (`frontier.frontier_block`), with the cheapest arm without a
+    WORSE stratum: a golden set's own arms, or any list of them (several runs of one golden set)."""
+    return _block_lines(frontier_block(golden, rows))
 
 
 def device_line(default: str, devices: Mapping[str, Mapping[str, Any] | str | None]) -> str:
