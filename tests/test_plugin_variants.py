@@ -145,7 +145,7 @@ def test_markdown_and_html_show_the_frontier(pytester: pytest.Pytester, golden: 
     run(pytester, *ARMS, f"--embeval-md={markdown}", f"--embeval-html={page}")
     text = markdown.read_text(encoding="utf-8")
     assert "frontier of Δ hit@1 against the incumbent and the bill" in text
-    assert "**cheapest arm without a WORSE stratum: candidate fake_models:counted_good?precision=binary" in text
+    assert f"**cheapest arm without a WORSE stratum: candidate {MODEL}?precision=binary" in text
     html = page.read_text(encoding="utf-8")
     assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="frontier"') == 1
     assert html.count('<g class="arm" data-frontier="yes">') == 1
