@@ -14,7 +14,4 @@ production: {documents: 10_000_000, memory_price_per_gb_month: 4.0}
 YAML
 echo '--8<-- [start:frontier]'
 show python "$REPO/docs/examples/vector_shapes_collection.py"
-echo '--8<-- [end:frontier]'
-echo '--8<-- [start:chart]'
-python "$REPO/docs/examples/vector_shapes_collection.py" --svg
 echo '--8<-- [end:chart]'

@@ -3,7 +3,6 @@
 # incumbent's model searched through FAISS instead of exactly: it is compared query by query with the same
 # model's exact search, so its Δ is the index's part alone.
 import dataclasses
-import sys
 
 from pytest_embeval.arms.demo import minilm_arm
 from pytest_embeval.arms.variants import variant
@@ -41,7 +40,7 @@ for name, result in list(results.items())[1:]:
     outcomes = evaluate_golden(GoldenRun(golden=golden, incumbent=incumbent, candidate=result, control=control))
     strata = [stratum_record(golden, "nfcorpus.yaml", order, outcome) for order, outcome in enumerate(outcomes)]
     rows.append(ArmRow(name, arm_record(result, golden.production), strata))
-if sys.argv[1:] == ["--svg"]:
-    print(frontier_svg(record, rows))
-else:
-    print("\n".join(frontier_lines(record, rows)[1:]))
+print("\n".join(frontier_lines(record, rows)[1:]))
+print("--8<-- [end:frontier]")  # the page's sections: the table above, the chart below
+print("--8<-- [start:chart]")
+print(frontier_svg(record, rows))

@@ -37,30 +37,20 @@ def index_record(stats: IndexStats) -> Record:
     record: Record = {"kind": stats.kind, "dimension": stats.dimension, "memory_bytes": stats.memory_bytes}
     if stats.shape is not None:
         record["vectors"] = stats.shape.as_dict()
-    if stats.faiss is not None:
-        faiss = stats.faiss
-        record.update(faiss.parameters)
-        if faiss.recall_target is not None:
-            record["recall_target"] = faiss.recall_target
-        record["ann_recall"] = number(faiss.ann_recall)
-        record["sample"] = faiss.sample
-        record["fixed_bytes"] = faiss.fixed_bytes
-        record["timings"] = {
-            "latency_ms": _latency_record(faiss.latency),
-            "exact_latency_ms": _latency_record(faiss.exact_latency),
-        }
-    if stats.hnsw is not None:
-        hnsw = stats.hnsw
-        record.update(hnsw.parameters)
-        if hnsw.recall_target is not None:
-            record["recall_target"] = hnsw.recall_target
-        record["ann_recall"] = number(hnsw.ann_recall)
-        record["sample"] = hnsw.sample
-        if hnsw.filtered:
+    approximate = stats.faiss or stats.hnsw
+    if approximate is not None:
+        record.update(approximate.parameters)
+        if approximate.recall_target is not None:
+            record["recall_target"] = approximate.recall_target
+        record["ann_recall"] = number(approximate.ann_recall)
+        record["sample"] = approximate.sample
+        if stats.faiss is not None:
+            record["fixed_bytes"] = stats.faiss.fixed_bytes
+        if stats.hnsw is not None and stats.hnsw.filtered:
             record["filtered"] = True
         record["timings"] = {
-            "latency_ms": _latency_record(hnsw.latency),
-            "exact_latency_ms": _latency_record(hnsw.exact_latency),
+            "latency_ms": _latency_record(approximate.latency),
+            "exact_latency_ms": _latency_record(approximate.exact_latency),
         }
     return record
 

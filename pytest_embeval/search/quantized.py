@@ -29,10 +29,14 @@ import numpy as np
 from pytest_embeval.golden.filters import Allowed
 from pytest_embeval.search.exact import (
     DEFAULT_BLOCK_SIZE,
+    LOWEST32,
     SCRATCH_BYTES,
     check_block,
     empty_result,
+    merged_keys,
+    raise_first_floors,
     tie_ranks,
+    top,
     validate_documents,
 )
 from pytest_embeval.search.quantization import signs
@@ -102,14 +106,6 @@ def ranked_keys(keys: np.ndarray, position_of_rank: np.ndarray) -> tuple[np.ndar
     return positions, scores
 
 
-def _top(keys: np.ndarray, k: int) -> np.ndarray:
-    n = keys.shape[1]
-    if n <= k:
-        return keys
-    top: np.ndarray = np.partition(keys, n - k, axis=1)[:, n - k :].copy()
-    return top
-
-
 def _codes(name: str, array: np.ndarray) -> np.ndarray:
     matrix = np.asarray(array)
     if matrix.ndim != 2:
@@ -176,7 +172,8 @@ def _scan(
     doc_block = min(block_size, n_documents)
     query_block = max(1, SCRATCH_BYTES // ((q.dtype.itemsize + 2) * doc_block))
     best = np.zeros((n_queries, k), dtype=np.uint64)
-    floor = np.full(n_queries, -np.inf)
+    # Below every integer score, above a masked pair's -inf.
+    floor = np.full(n_queries, LOWEST32, dtype=np.float64)
     for d_start in range(0, n_documents, doc_block):
         columns = slice(d_start, d_start + doc_block)
         block = document_block(columns)
@@ -186,47 +183,13 @@ def _scan(
             scores = q[rows] @ block.T
             if allowed is not None:
                 np.copyto(scores, -np.inf, where=~allowed.masks[allowed.rows[rows], columns])
-            _first_floors(floor[rows], scores, k)
-            best[rows] = _merged(best[rows], scores, floor[rows], block_ranks, allowed is not None)
+            raise_first_floors(floor[rows], scores, k)
+            best[rows] = merged_keys(best[rows], scores, floor[rows], block_ranks, integer_keys)
             smallest = best[rows].min(axis=1)
             full = smallest >= _SCORED
             kept = (smallest[full] >> np.uint64(32)).astype(np.int64) - _OFFSET
             floor[rows][full] = kept
     return ranked_keys(best, np.argsort(ranks))
-
-
-def _first_floors(floor: np.ndarray, scores: np.ndarray, k: int) -> None:
-    """A query without a floor yet takes its k-th best score in this block, when the block has k allowed
-    documents for it: k pairs already beat anything below (one partition instead of a key per pair)."""
-    unset = np.flatnonzero(np.isneginf(floor))
-    if unset.size == 0 or scores.shape[1] < k:
-        return
-    column = scores.shape[1] - k
-    nth = np.partition(scores[unset], column, axis=1)[:, column]
-    finite = np.isfinite(nth)
-    floor[unset[finite]] = nth[finite]
-
-
-def _merged(
-    kept: np.ndarray, scores: np.ndarray, floor: np.ndarray, block_ranks: np.ndarray, masked: bool
-) -> np.ndarray:
-    """The k (``kept.shape[1]``) largest keys of each query among ``kept`` and the block's pairs at or above
-    its floor (a masked pair is -inf: never)."""
-    n_rows, n_columns = scores.shape
-    passing = np.flatnonzero(
-        (scores >= floor[:, None]) & (scores > -np.inf) if masked else scores >= floor[:, None]
-    )
-    if passing.size == 0:
-        return kept
-    rows, columns = np.divmod(passing, n_columns)
-    keys = integer_keys(scores.reshape(-1)[passing], block_ranks[columns])
-    counts = np.bincount(rows, minlength=n_rows)
-    # flatnonzero is row-major: each row's pairs are contiguous, so a pair's place in its row is its index
-    # less the row's first index.
-    starts = np.cumsum(counts) - counts
-    placed = np.zeros((n_rows, int(counts.max())), dtype=np.uint64)
-    placed[rows, np.arange(passing.size) - starts[rows]] = keys
-    return _top(np.concatenate([kept, placed], axis=1), kept.shape[1])
 
 
 def hamming_search(
@@ -315,7 +278,7 @@ def binary_keys(
     found = labels >= 0
     scored = integer_keys(dims - 2 * distances.astype(np.int64), ranks[np.where(found, labels, 0)])
     scored[~found] = 0
-    keys[:, : min(k, width)] = _top(scored, k)
+    keys[:, : min(k, width)] = top(scored, k)
     if search_width is not None or width == allowed:
         return keys
     kth = distances[:, min(k, width) - 1]
@@ -328,7 +291,7 @@ def binary_keys(
         for i, row in enumerate(rows.tolist()):
             part = slice(limits[i], limits[i + 1])
             group_keys = integer_keys(dims - 2 * found_distances[part].astype(np.int64), ranks[members[part]])
-            keys[row] = _top(group_keys[None, :], k)[0]
+            keys[row] = top(group_keys[None, :], k)[0]
     return keys
 
 
