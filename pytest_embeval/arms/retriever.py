@@ -8,7 +8,9 @@ may need a second, deeper search), each query restricted to the records its filt
 the first stage (folding, reranking, scoring, the control check) is the same code for every kind of arm.
 
 With ``index.hnsw.recall_target``, an embedding arm searches at the smallest ef that reaches the target on the
-sampled queries, against exact search with the same filters (`RecallTargetError` if none does). With
+sampled queries, against exact search with the same filters (`RecallTargetError` if none does); a FAISS index
+(``index: {faiss: …}``, `faiss_search`) chooses its nprobe or efSearch the same way. A variant of an
+embedding arm (`variants`) stores its model's vectors in another shape and searches them in that domain. With
 ``production``, an embedding arm times its encoder and measures its capacity (`capacity_measurement`); an arm
 that embeds nothing has none. A corpus slice is searched by restricting an opened arm to the slice's records
 (`Searcher.restrict`): an embedding arm reuses its vectors, a BM25 arm indexes the slice afresh (its term
