@@ -58,7 +58,7 @@ from pytest_embeval.search.quantization import (
     signs,
     truncated,
 )
-from pytest_embeval.search.quantized import float32_exact, hamming_search, integer_search
+from pytest_embeval.search.quantized import codes_exact_in_float32, hamming_search, integer_search
 
 __all__ = [
     "QUANTISED",
@@ -359,11 +359,8 @@ class QuantisedSearcher:
         if self.shape.precision in BITS:
             return signs(self.query_codes, self.shape.dims), signs(self.codes, self.shape.dims)
         if self.shape.precision in CALIBRATED:
-            squares = [
-                int(np.einsum("ij,ij->i", m.astype(np.int64), m.astype(np.int64)).max(initial=0))
-                for m in (self.query_codes, self.codes)
-            ]
-            return (self.query_codes, self.codes) if float32_exact(*squares) else None
+            exact = codes_exact_in_float32(self.query_codes, self.codes)
+            return (self.query_codes, self.codes) if exact else None
         return self.query_codes, self.codes
 
     def index_stats(self, depth: int) -> IndexStats:

@@ -46,6 +46,7 @@ __all__ = [
     "FLOAT32_EXACT",
     "FaissMissingWarning",
     "binary_keys",
+    "codes_exact_in_float32",
     "faiss_module",
     "float32_exact",
     "hamming_search",
@@ -79,6 +80,12 @@ def _squared_norms(codes: np.ndarray) -> int:
         block = codes[start : start + DEFAULT_BLOCK_SIZE].astype(np.float64)
         largest = max(largest, int(np.einsum("ij,ij->i", block, block).max(initial=0)))
     return largest
+
+
+def codes_exact_in_float32(queries: np.ndarray, documents: np.ndarray) -> bool:
+    """Whether float32 scores every dot product of these integer codes exactly (`float32_exact` of their
+    largest squared norms)."""
+    return float32_exact(_squared_norms(queries), _squared_norms(documents))
 
 
 def float32_exact(query_squares: int, document_squares: int) -> bool:
