@@ -127,7 +127,7 @@ def test_the_table_shows_each_arm_per_stratum_and_names_the_cheapest() -> None:
         "exact",
         "48 kB",
         "—",
-        "-0.080 [-0.110, -0.040]",
+        "-0.080 [-0.110, -0.040] WORSE",
         "-0.060 WORSE",
         "",
     )

@@ -21,5 +21,7 @@ for report in reports:
 if chart:
     print(frontier_svg(golden, rows))
 else:
-    print(f"{len(reports)} runs of {golden['path']}, every one holding {golden['control']['fingerprint'][:19]}…")
+    print(
+        f"{len(reports)} runs of {golden['path']}, every one holding {golden['control']['fingerprint'][:19]}…"
+    )
     print("\n".join(frontier_lines(golden, rows)[1:]))

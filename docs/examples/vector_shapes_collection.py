@@ -1,4 +1,4 @@
-# vector_shapes_collection.py: the frontier of seven arms on nfcorpus, each run against the incumbent as its
+# vector_shapes_collection.py: the frontier of eight arms on nfcorpus, each run against the incumbent as its
 # own two-arm comparison (until one run compares a shortlist), with the library. The IVF-PQ arm is the
 # incumbent's model searched through FAISS instead of exactly: it is compared query by query with the same
 # model's exact search, so its Δ is the index's part alone.
@@ -20,25 +20,38 @@ from pytest_embeval.run.stratum_evaluation import evaluate_golden
 golden = load_golden("nfcorpus.yaml")
 embedder = EmbeddingCache(".embeval_cache").embed
 model = minilm_arm()
-ivf_pq = dataclasses.replace(golden, index=IndexSpec("faiss", factory="IVF64,PQ48x4", faiss_parameter=("nprobe", 4)))
+ivf_pq = dataclasses.replace(
+    golden, index=IndexSpec("faiss", factory="IVF64,PQ48x4", faiss_parameter=("nprobe", 4))
+)
 arms = {
     "float32": (golden, model),
     "dims=256": (golden, variant(model, dims=256)),
     "int8": (golden, variant(model, precision="int8")),
+    "int8 rescore=4": (golden, variant(model, precision="int8", rescore=4)),
     "dims=256 int8": (golden, variant(model, dims=256, precision="int8")),
     "binary": (golden, variant(model, precision="binary")),
     "binary rescore=4": (golden, variant(model, precision="binary", rescore=4)),
     "IVF64,PQ48x4": (ivf_pq, model),
 }
-results = {name: run_arm(searched, arm, "candidate", embedder=embedder) for name, (searched, arm) in arms.items()}
+results = {
+    name: run_arm(searched, arm, "candidate", embedder=embedder) for name, (searched, arm) in arms.items()
+}
 incumbent = dataclasses.replace(results["float32"], role="incumbent")
 control = golden_control(golden)
-record = {"name": golden.name, "metric": str(golden.metric), "documents": len(golden.documents),
-          "production": golden.production.as_dict()}
+record = {
+    "name": golden.name,
+    "metric": str(golden.metric),
+    "documents": len(golden.documents),
+    "production": golden.production.as_dict(),
+}
 rows = [ArmRow("float32", arm_record(incumbent, golden.production), None)]
 for name, result in list(results.items())[1:]:
-    outcomes = evaluate_golden(GoldenRun(golden=golden, incumbent=incumbent, candidate=result, control=control))
-    strata = [stratum_record(golden, "nfcorpus.yaml", order, outcome) for order, outcome in enumerate(outcomes)]
+    outcomes = evaluate_golden(
+        GoldenRun(golden=golden, incumbent=incumbent, candidate=result, control=control)
+    )
+    strata = [
+        stratum_record(golden, "nfcorpus.yaml", order, outcome) for order, outcome in enumerate(outcomes)
+    ]
     rows.append(ArmRow(name, arm_record(result, golden.production), strata))
 print("\n".join(frontier_lines(record, rows)[1:]))
 print("--8<-- [end:frontier]")  # the page's sections: the table above, the chart below

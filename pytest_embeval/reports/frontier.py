@@ -48,7 +48,7 @@ def frontier_block(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> Block:
                 index_text(row.arm),
                 shown_bill(arm.bill),
                 "—" if arm.cost is None else f"{arm.cost:,.2f}",
-                "0" if row.strata is None else f"{fmt_number(arm.delta, True)} {fmt_interval(arm.ci)}",
+                "0" if row.strata is None else _overall_cell(arm, by_stratum.get("overall")),
                 *cells,
                 "yes" if mark else "",
             )
@@ -78,6 +78,12 @@ def frontier_line(golden: Mapping[str, Any], arms: Sequence[FrontierArm]) -> str
     )
     bill = shown_bill(cheapest.bill)
     return f"cheapest arm without a WORSE stratum: {_label(cheapest)} ({bill}, {quality})"
+
+
+def _overall_cell(arm: FrontierArm, overall: Mapping[str, Any] | None) -> str:
+    """Δ over all queries with its interval, and the overall stratum's verdict."""
+    verdict = "" if overall is None else f" {overall['verdict']}"
+    return f"{fmt_number(arm.delta, True)} {fmt_interval(arm.ci)}{verdict}"
 
 
 def _label(arm: FrontierArm) -> str:
