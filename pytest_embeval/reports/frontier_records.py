@@ -26,6 +26,7 @@ __all__ = [
     "golden_arm_rows",
     "index_text",
     "shown_bill",
+    "shown_rows",
     "shows_frontier",
     "vectors_text",
 ]
@@ -44,6 +45,12 @@ class ArmRow:
 def golden_arm_rows(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[ArmRow]:
     """The arms of a golden set's comparison: the incumbent, and the candidate with ``strata``."""
     return [ArmRow("incumbent", golden["incumbent"], None), ArmRow("candidate", golden["candidate"], strata)]
+
+
+def shown_rows(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[ArmRow] | None:
+    """The golden set's own arms (`golden_arm_rows`) when its reports show a frontier and strata ran,
+    else None."""
+    return golden_arm_rows(golden, strata) if shows_frontier(golden) and strata else None
 
 
 def shows_frontier(golden: Mapping[str, Any]) -> bool:

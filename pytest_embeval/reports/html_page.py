@@ -39,7 +39,7 @@ from pytest_embeval.reports.contents import (
     strata_table,
 )
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import golden_arm_rows, shows_frontier
+from pytest_embeval.reports.frontier_records import shown_rows
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
 #: Rows of a table shown before the rest is folded away.
@@ -139,9 +139,9 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
 def _frontier(golden: Mapping[str, Any]) -> list[str]:
     """Every arm's quality against its bill, drawn and tabled, when an arm is a variant or the index a
     FAISS index."""
-    if not shows_frontier(golden) or not golden["strata"]:
+    rows = shown_rows(golden, golden["strata"])
+    if rows is None:
         return []
-    rows = golden_arm_rows(golden, golden["strata"])
     block, chart = frontier_block(golden, rows), frontier_svg(golden, rows)
     figure = (
         []

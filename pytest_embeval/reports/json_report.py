@@ -29,7 +29,7 @@ from pytest_embeval.judging.coverage import coverage
 # Record is every record's type, re-exported: the report's users import it from here.
 from pytest_embeval.reports.arm_records import Record as Record
 from pytest_embeval.reports.arm_records import arm_record, device_record, number
-from pytest_embeval.reports.frontier_records import frontier_record, golden_arm_rows, shows_frontier
+from pytest_embeval.reports.frontier_records import frontier_record, shown_rows
 from pytest_embeval.run.control import short_digest
 from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING
 from pytest_embeval.run.pipeline import ArmResult, GoldenRun, ranked_depth
@@ -450,11 +450,8 @@ def build_report(
         strata = sorted(by_path.get(golden["path"], []), key=lambda r: r["order"])
         decision = decisions.get(golden["path"])
         # With variants or a FAISS index: every arm's quality against its bill (`frontier_records`).
-        frontier = (
-            {"frontier": frontier_record(golden, golden_arm_rows(golden, strata))}
-            if shows_frontier(golden) and strata
-            else {}
-        )
+        rows = shown_rows(golden, strata)
+        frontier = {} if rows is None else {"frontier": frontier_record(golden, rows)}
         golden_sets.append(
             {
                 **{key: value for key, value in golden.items() if key != "coverage"},

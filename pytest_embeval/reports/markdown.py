@@ -37,7 +37,7 @@ from pytest_embeval.reports.contents import (
     strata_table,
 )
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import golden_arm_rows, shows_frontier
+from pytest_embeval.reports.frontier_records import shown_rows
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
 #: Characters that start inline Markdown (emphasis, code, HTML, strikethrough, headings, entities) or end
@@ -117,9 +117,10 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
 
 def _frontier(golden: Mapping[str, Any]) -> list[str]:
     """Every arm's quality against its bill, when an arm is a variant or the index a FAISS index."""
-    if not shows_frontier(golden) or not golden["strata"]:
+    rows = shown_rows(golden, golden["strata"])
+    if rows is None:
         return []
-    block = frontier_block(golden, golden_arm_rows(golden, golden["strata"]))
+    block = frontier_block(golden, rows)
     return [
         md_text(block.caption),
         "",

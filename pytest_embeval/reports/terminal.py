@@ -29,7 +29,7 @@ from pytest_embeval.reports.contents import (
     unweighted_row,
 )
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import ArmRow, faiss_text, golden_arm_rows, shows_frontier
+from pytest_embeval.reports.frontier_records import ArmRow, faiss_text, shown_rows
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 
@@ -74,15 +74,12 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     rerank = rerank_block(golden, strata)
     if rerank is not None:
         lines += _block_lines(rerank)
+    arms = shown_rows(golden, strata)
     return [
         *lines,
         *slice_lines(golden, strata),
         *capacity_lines(golden),
-        *(
-            frontier_lines(golden, golden_arm_rows(golden, strata))
-            if shows_frontier(golden) and strata
-            else []
-        ),
+        *(frontier_lines(golden, arms) if arms is not None else []),
         *decision_lines(golden),
     ]
 
