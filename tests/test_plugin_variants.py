@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import test_plugin_cache
-from test_plugin_cache import Log, cache_line
+from test_plugin_cache import Log, cache_line, run
 
 from pytest_embeval.reports.json_report import without_timings
 
@@ -22,10 +22,6 @@ MODEL = "fake_models:counted_good"
 ARMS = (f"--embeval-incumbent={MODEL}", f"--embeval-candidate={MODEL}?precision=binary")
 #: The conftest golden set's texts: 60 documents and 48 queries.
 TEXTS = 60 + 48
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--embeval", "-p", "no:cacheprovider", *args)
 
 
 def reported(pytester: pytest.Pytester, name: str, *args: str) -> Any:
