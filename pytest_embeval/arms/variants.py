@@ -416,14 +416,19 @@ class QuantisedSearcher:
 
 
 def shared_embedder(embedder: Embedder, retrievers: Sequence[Retriever]) -> Embedder:
-    """``embedder``, computing once per run the vectors that several of ``retrievers`` embed with the same
-    model (a model and its variants, two variants of one model): kept for the run by model fingerprint,
-    kind and texts. Models only one arm embeds are passed through, so nothing is kept that is not reused."""
-    counts: dict[str, int] = {}
+    """``embedder``, computing once per run the vectors that a variant and another of ``retrievers`` embed
+    with the same model (a model and its variants, two variants of one model): kept for the run by model
+    fingerprint, kind and texts. Other models are passed through, so nothing is kept that is not reused
+    (and a run of one model against itself reads its vectors twice from the cache, as it always has)."""
+    arms: dict[str, list[DenseRetriever]] = {}
     for retriever in retrievers:
         if isinstance(retriever, DenseRetriever):
-            counts[retriever.arm.fingerprint] = counts.get(retriever.arm.fingerprint, 0) + 1
-    shared = {fingerprint for fingerprint, count in counts.items() if count > 1}
+            arms.setdefault(retriever.arm.fingerprint, []).append(retriever)
+    shared = {
+        fingerprint
+        for fingerprint, those in arms.items()
+        if len(those) > 1 and any(isinstance(one, VariantRetriever) for one in those)
+    }
     if not shared:
         return embedder
     kept: dict[tuple[str, Kind], tuple[tuple[str, ...], np.ndarray]] = {}
