@@ -501,7 +501,8 @@ NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": No
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, split, strata, separate, metric, guards, report, "
     "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, interval, ties, "
-    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines, shelf_life, decision, weights"
+    "multiple_comparisons, family, production, corpus_sample, fold, rerank, guidelines, shelf_life, "
+    "decision, weights"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = (
@@ -805,13 +806,13 @@ ERROR_CASES = [
     pytest.param(
         BASE + "bootstrap: 10\n",
         None,
-        f"{G}:7: bootstrap: must be an integer >= 100, got 10",
+        f"{G}:7: bootstrap: must be an integer from 100 to 1,000,000, got 10",
         id="bootstrap-small",
     ),
     pytest.param(
         BASE + "bootstrap: true\n",
         None,
-        f"{G}:7: bootstrap: must be an integer >= 100, got true",
+        f"{G}:7: bootstrap: must be an integer from 100 to 1,000,000, got true",
         id="bootstrap-bool",
     ),
     pytest.param(

@@ -2,6 +2,7 @@
 # a candidate, from their JSON reports (until one run compares a shortlist).
 import json
 import sys
+from pathlib import Path
 
 from pytest_embeval.reports.charts import frontier_svg
 from pytest_embeval.reports.frontier_records import ArmRow
@@ -9,7 +10,7 @@ from pytest_embeval.reports.json_report import control_diff
 from pytest_embeval.reports.terminal import frontier_lines
 
 chart = sys.argv[1] == "--svg"
-reports = [json.load(open(path, encoding="utf-8")) for path in sys.argv[1 + chart :]]
+reports = [json.loads(Path(path).read_text(encoding="utf-8")) for path in sys.argv[1 + chart :]]
 # The runs must have held everything but the candidate constant: the same golden set, corpus and index.
 different = [line for report in reports[1:] for line in control_diff(reports[0], report)]
 assert not different, different

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_embeval.cli.support import EXIT_OK, EXIT_USAGE, CliError
+from pytest_embeval.cli.support import EXIT_OK, EXIT_USAGE, CliError, check_out
 from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
@@ -64,17 +64,13 @@ def _boost(text: str) -> float:
     return value
 
 
-def _outputs(out: Path, force: bool) -> Path:
-    """The draw sidecar of ``out``, after checking both can be written (before any work)."""
-    sidecar = draw_path(out)
-    if out.is_dir():
-        raise CliError(f"--out {out} is a folder; name the file to write, e.g. {out / 'sample.jsonl'}")
-    if not out.parent.is_dir():
-        raise CliError(f"--out {out}: folder {out.parent} does not exist")
-    for path in (out, sidecar):
-        if path.exists() and not force:
-            raise CliError(f"--out {out}: {path} exists; choose another name or pass --force")
-    return sidecar
+def _outputs(args: argparse.Namespace, reads: Mapping[Path, str], example: str) -> tuple[Path, Path]:
+    """``--out`` and its draw sidecar, once both can be written (before any work)."""
+    sidecar = draw_path(Path(args.out))
+    out = check_out(
+        args.out, example=example, reads=reads, force=args.force, beside={"its draw record": sidecar}
+    )
+    return out, sidecar
 
 
 def _source(path: Path, sha256: str, rows: int, kind: str) -> dict[str, Any]:
@@ -135,9 +131,8 @@ def _sample(args: argparse.Namespace) -> int:
     reserved = next((name for name in args.by if name in RESERVED_FIELDS), None)
     if reserved is not None:
         raise CliError(f"--by {reserved!r}: a key of the queries file written, not a stratum field")
-    out = Path(args.out)
-    sidecar = _outputs(out, args.force)
     log_path = Path(args.log)
+    out, sidecar = _outputs(args, {log_path: "the query log"}, "sample.jsonl")
     try:
         log = read_query_log(log_path, args.text, args.by)
         draw = draw_queries(
@@ -206,10 +201,9 @@ def _sha256(text: str) -> str:
 
 
 def _corpus_sample(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    sidecar = _outputs(out, args.force)
     corpus = Path(args.corpus)
     qrels = Path(args.keep_judged)
+    out, sidecar = _outputs(args, {corpus: "the corpus", qrels: "the judgments"}, "sample.jsonl")
     try:
         judged = judged_document_ids_in(qrels)
     except GoldenError as error:

@@ -1,5 +1,8 @@
-"""Files every layer writes, hashes or reads: atomic writes (`atomic`), file digests remembered across runs
-(`digests`), and data files read through their compression (`compressed`).
+"""Files every layer writes, hashes or reads: the one write path (`atomic`: atomic writes, special files
+written through), the one guard on output paths (`output_paths`: an output is never an input), file
+digests remembered across runs (`digests`), data files read through their compression (`compressed`), a
+file's lines read in one streaming pass with its sha256 (`lines`), and the one text check at load
+(`unicode`).
 
 May import: ``core``.
 """

@@ -7,6 +7,8 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from pytest_embeval.files.output_paths import read_problem
+
 __all__ = ["BLOCK_BYTES", "HashedLines", "NotUtf8"]
 
 #: Bytes read at a time.
@@ -27,6 +29,9 @@ class HashedLines:
     a line that is not UTF-8, `NotUtf8`."""
 
     def __init__(self, path: Path) -> None:
+        refused = read_problem(path)  # /dev/zero: a line that never ends
+        if refused is not None:
+            raise refused
         self.path = path
         self.lines = 0
         self._digest = hashlib.sha256()

@@ -26,6 +26,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -171,10 +172,13 @@ def read_query_log(path: Path, text_field: str, by: Sequence[str]) -> QueryLog:
         raise GoldenError(path, None, None, "the log is empty: no rows")
     if first[1].lstrip().startswith("{"):
         kind, reader = "jsonl", _json_rows
-    elif "\t" in first[1]:
+    elif "\t" in first[1] or first[1].strip() == text_field:  # a TSV log of the text column alone
         kind, reader = "tsv", _tsv_rows
     else:
-        problem = "unsupported format: expected JSONL (one object per line) or TSV with a header row"
+        problem = (
+            "unsupported format: expected JSONL (one object per line) or TSV with a header row naming "
+            f"the text column {text_field!r}"
+        )
         raise GoldenError(path, "format", first[0], problem)
 
     counts: dict[tuple[str, ...], list[Any]] = {}
@@ -314,7 +318,10 @@ def draw_queries(
         name = ", ".join(f"{field}={value}" for field, value in zip(by, stratum, strict=True)) or "overall"
         sizes = [len(cells[stratum][band]) for band in names]
         traffic = [sum(q.frequency for q in cells[stratum][band]) for band in names]
-        weights = [band_rows * (head_boost if i == 0 else 1.0) for i, band_rows in enumerate(traffic)]
+        # Scaled below 1 by a power of two, which is exact (the seats are those of the traffic as counted),
+        # so that no --head-boost up to the largest number makes the head's weight overflow.
+        scale = 2.0 ** -math.frexp(max(traffic))[1]
+        weights = [rows * scale * (head_boost if i == 0 else 1.0) for i, rows in enumerate(traffic)]
         per_band = apportion(n, weights, sizes)
         for band, k in zip(names, per_band, strict=True):
             pool = cells[stratum][band]

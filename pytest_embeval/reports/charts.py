@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_embeval.core.frontier import on_frontier
-from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number
+from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number, golden_title
 from pytest_embeval.reports.frontier_records import ArmRow, bill_caption, frontier_arms, shown_bill
 
 #: Verdict colours, told apart by people with red-green colour blindness too (blue, orange, grey), and
@@ -139,7 +139,7 @@ def forest_svg(golden: Mapping[str, Any]) -> str:
         return left + (value - axis.low) / (axis.high - axis.low) * PLOT_WIDTH
 
     metric, confidence = golden["metric"], ci_heading(golden)
-    title = f"{golden['name']}: {metric}, candidate - incumbent, {confidence}"
+    title = f"{golden_title(golden)}: {metric}, candidate - incumbent, {confidence}"
     parts = [
         _svg("forest", right + NUMBERS_WIDTH, bottom + BOTTOM, f"{title}, per stratum"),
         _tag(
