@@ -654,6 +654,27 @@ def test_a_claim_left_by_a_killed_process_is_ignored_and_deleted(tmp_path: Path)
     assert len(model.encoded) == 150 and not left.exists()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="claims need fcntl")
+def test_texts_another_process_stored_before_the_claim_are_read_not_embedded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between this process's look-up and its claim, another process embeds 100 of the texts, stores them
+    and lets go of its claim: no live claim is left to wait for, and only the other 50 are embedded."""
+    model = Recorder()
+    arm = resolve_model(model)
+    real_claim = cache_module.claim
+
+    def claim_after_another_stored(directory: Path, keys: list[bytes]) -> Any:
+        fresh(tmp_path).store(arm, "document", TEXTS[:100], reference(TEXTS[:100]))
+        return real_claim(directory, keys)
+
+    monkeypatch.setattr(cache_module, "claim", claim_after_another_stored)
+    vectors = fresh(tmp_path).embed(arm, TEXTS, "document")
+    assert len(model.encoded) == 50
+    np.testing.assert_array_equal(vectors, reference(TEXTS))
+    assert not list(tmp_path.rglob("*.claim"))
+
+
 def test_a_pack_replaced_by_another_process_is_found_again(tmp_path: Path) -> None:
     model, arm, pack = stored(tmp_path)
     reader = fresh(tmp_path)
