@@ -10,7 +10,14 @@ import pytest
 from pytest_embeval.core.frontier import FrontierArm, cheapest_without_worse, dominated, on_frontier
 from pytest_embeval.reports.charts import frontier_svg
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import ArmRow, frontier_record, shown_bill, shows_frontier
+from pytest_embeval.reports.frontier_records import (
+    ArmRow,
+    frontier_record,
+    recorded_arms,
+    shortlist_frontier,
+    shown_bill,
+    shows_frontier,
+)
 
 
 def point(name: str, delta: float | None, bill: float | None, worse: tuple[str, ...] = ()) -> FrontierArm:
@@ -107,10 +114,41 @@ def test_the_record_of_a_list_of_arms() -> None:
     ]
     assert record["arms"][1]["worse"] == ["overall", "lang=en"]
     assert record["cheapest_without_worse"] == "rescored"
+    assert record["arms"][0]["strata"] is None
+    assert record["arms"][2]["strata"] == [
+        {"stratum": "overall", "delta": -0.01, "ci": [-0.03, 0.01], "verdict": "TIE"},
+        {"stratum": "lang=en", "delta": 0.0, "ci": [-0.02, 0.02], "verdict": "TIE"},
+    ]
+    # What the renderers read back is what the record was made of.
+    assert [arm.name for arm in recorded_arms(record)] == ["incumbent", "binary", "rescored"]
+    assert recorded_arms(record)[1].ci == (-0.11, -0.04) and recorded_arms(record)[1].worse == (
+        "overall",
+        "lang=en",
+    )
+
+
+def entry(name: str, candidate: dict[str, Any], strata: list[dict[str, Any]]) -> dict[str, Any]:
+    """A shortlist candidate's golden-set entry of the report."""
+    return {
+        **GOLDEN,
+        "incumbent": INCUMBENT,
+        "candidate": candidate,
+        "strata": strata,
+        "candidate_name": name,
+    }
+
+
+def test_a_shortlist_s_frontier_holds_the_incumbent_and_every_candidate() -> None:
+    entries = [entry(row.name, dict(row.arm), list(row.strata or ())) for row in ROWS[1:]]
+    record = shortlist_frontier(entries, "candidate_name")
+    assert record == frontier_record(GOLDEN, ROWS)
+    # Two models, neither a variant, on an exact index: no frontier, as for one comparison.
+    plain = [entry("other", arm_record("other", 1), list(ROWS[1].strata or ()))]
+    assert shortlist_frontier(plain, "candidate_name") is None
 
 
 def test_the_table_shows_each_arm_per_stratum_and_names_the_cheapest() -> None:
-    block = frontier_block(GOLDEN, ROWS)
+    block = frontier_block(frontier_record(GOLDEN, ROWS))
     assert block.table.header == (
         "arm",
         "vectors",
@@ -139,7 +177,7 @@ def test_the_table_shows_each_arm_per_stratum_and_names_the_cheapest() -> None:
 
 
 def test_the_chart_draws_every_arm_with_a_bill_and_marks_the_frontier() -> None:
-    svg = frontier_svg(GOLDEN, ROWS)
+    svg = frontier_svg(frontier_record(GOLDEN, ROWS))
     assert (
         svg is not None
         and svg.startswith("<svg")
@@ -148,7 +186,7 @@ def test_the_chart_draws_every_arm_with_a_bill_and_marks_the_frontier() -> None:
     assert svg.count('<g class="arm" data-frontier="yes">') == 2
     assert svg.count('<g class="arm" data-frontier="no">') == 1
     assert "log scale" in svg  # 48 kB to 1.5 MB
-    assert frontier_svg(GOLDEN, ROWS[:1]) is None
+    assert frontier_svg(frontier_record(GOLDEN, ROWS[:1])) is None
 
 
 @pytest.mark.parametrize(

@@ -145,3 +145,59 @@ def test_markdown_and_html_show_the_frontier(pytester: pytest.Pytester, golden: 
     html = page.read_text(encoding="utf-8")
     assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="frontier"') == 1
     assert html.count('<g class="arm" data-frontier="yes">') == 1
+
+
+#: A shortlist of the model's own variants: several candidates of one run (`--embeval-candidate NAME=SPEC`).
+SHORTLIST = (
+    f"--embeval-incumbent={MODEL}",
+    f"--embeval-candidate=d64={MODEL}?dims=64",
+    f"--embeval-candidate=i8={MODEL}?precision=int8",
+    f"--embeval-candidate=bin={MODEL}?precision=binary",
+    f"--embeval-candidate=bin64r={MODEL}?dims=64&precision=binary&rescore=2",
+)
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_shortlist_of_variants_embeds_the_model_once_and_draws_one_frontier_of_every_arm(
+    pytester: pytest.Pytester, golden: Golden, log: Log, workers: tuple[str, ...]
+) -> None:
+    golden()
+    path = pytester.path / "shortlist.json"
+    result = run(pytester, *SHORTLIST, f"--embeval-json={path}", *workers)
+    # Five arms of one model: each text encoded once, in whichever process embedded it first.
+    encoded = log.take()
+    assert len(encoded) == TEXTS
+    assert {name for name, _, _ in encoded} == {"counted-good"}
+    report = json.loads(path.read_text(encoding="utf-8"))
+    assert all("frontier" not in golden_set for golden_set in report["golden_sets"])
+    shortlist = report["shortlist"][0]
+    frontier = shortlist["frontier"]
+    # Memory for the 60 documents searched: 128 x 4 B, 64 x 4 B, 128 x 1 B, 128 / 8 B and 64 / 8 B each.
+    assert [(arm["name"], arm["vectors"], arm["bill_bytes"]) for arm in frontier["arms"]] == [
+        ("incumbent", "128 x float32", 30_720),
+        ("d64", "64 x float32", 15_360),
+        ("i8", "128 x int8", 7_680),
+        ("bin", "128 bits", 960),
+        ("bin64r", "64 bits, rescore 2", 480),
+    ]
+    # The fake model ranks every query's document first in every shape: Δ 0 everywhere, so the cheapest arm
+    # alone is on the frontier, and it is the cheapest without a WORSE stratum and the cheapest that passes.
+    assert [arm["on_frontier"] for arm in frontier["arms"]] == [False, False, False, False, True]
+    assert [arm["strata"] is None for arm in frontier["arms"]] == [True, False, False, False, False]
+    assert frontier["cheapest_without_worse"] == "bin64r"
+    assert shortlist["cheapest_passing"] == "bin64r"
+    assert shortlist["line"] == "cheapest passing candidate: bin64r (64 dimensions, 8 B per vector)"
+    result.stdout.fnmatch_lines(
+        [
+            "cheapest passing candidate: bin64r (64 dimensions, 8 B per vector)",
+            "frontier of Δ hit@1 against the incumbent and the bill, memory for the 60 documents searched *",
+            "incumbent fake_models:counted_good * 128 x float32 * exact * 30.7 kB *",
+            f"bin64r {MODEL}?dims=64&precision=binary&rescore=2 * 64 bits, rescore 2 * 480 B *yes",
+            f"cheapest arm without a WORSE stratum: bin64r {MODEL}?dims=64&precision=binary&rescore=2 "
+            "(480 B, Δ hit@1 +0.000 [+0.000, +0.000])",
+        ]
+    )
+    # A rerun reads every arm's vectors from the cache.
+    rerun = run(pytester, *SHORTLIST, *workers)
+    assert log.take() == []
+    rerun.stdout.fnmatch_lines(["embeval: embedding cache .embeval_cache/: * texts read, 0 embedded"])

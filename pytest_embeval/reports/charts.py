@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from pytest_embeval.core.frontier import on_frontier
 from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number, golden_title
-from pytest_embeval.reports.frontier_records import ArmRow, bill_caption, frontier_arms, shown_bill
+from pytest_embeval.reports.frontier_records import recorded_arms, shown_bill
 
 #: Verdict colours, told apart by people with red-green colour blindness too (blue, orange, grey), and
 #: never used elsewhere on the page (tests find the plot's rows by them).
@@ -282,12 +281,13 @@ FRONTIER_COLOUR = VERDICT_COLOURS["BETTER"]
 DOMINATED_COLOUR = VERDICT_COLOURS["TIE"]
 
 
-def frontier_svg(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> str | None:
-    """Every arm as a point, its bill across (log scale when the bills span 4 x or more) and its Δ against
-    the incumbent up, with its interval; the arms on the frontier in blue, joined by a line, the others
-    grey, an arm with a WORSE stratum ringed in orange. None when fewer than two arms have both."""
-    arms = frontier_arms(rows)
-    marks = on_frontier(arms)
+def frontier_svg(record: Mapping[str, Any]) -> str | None:
+    """A frontier's record (`frontier_records.frontier_record`) drawn: every arm as a point, its bill across
+    (log scale when the bills span 4 x or more) and its Δ against the incumbent up, with its interval; the
+    arms on the frontier in blue, joined by a line, the others grey, an arm with a WORSE stratum ringed in
+    orange. None when fewer than two arms have both."""
+    arms = recorded_arms(record)
+    marks = [bool(arm["on_frontier"]) for arm in record["arms"]]
     drawn = [(arm, mark) for arm, mark in zip(arms, marks, strict=True) if arm.comparable]
     if len(drawn) < 2:
         return None
@@ -308,8 +308,8 @@ def frontier_svg(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> str | Non
     def y(value: float) -> float:
         return top + (axis.high - value) / (axis.high - axis.low) * FRONTIER_HEIGHT
 
-    metric = golden["metric"]
-    parts = [_svg("frontier", right + 160, bottom + 50, f"{golden['name']}: Δ {metric} against the bill")]
+    metric = record["metric"]
+    parts = [_svg("frontier", right + 160, bottom + 50, f"{record['name']}: Δ {metric} against the bill")]
     for tick in axis.ticks:
         parts.append(
             _tag("line", x1=left, x2=right, y1=y(tick), y2=y(tick), stroke="#333" if tick == 0 else "#ccc")
@@ -319,7 +319,7 @@ def frontier_svg(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> str | Non
         parts.append(
             _tag("text", shown_bill(bill), x=x(bill), y=bottom + 16, text_anchor="middle", fill="#333")
         )
-    caption = f"{bill_caption(golden)} ({'log' if logarithmic else 'linear'} scale); Δ {metric}"
+    caption = f"{record['bill']} ({'log' if logarithmic else 'linear'} scale); Δ {metric}"
     parts.append(
         _tag("text", caption, x=(left + right) / 2, y=bottom + 36, text_anchor="middle", fill="#333")
     )

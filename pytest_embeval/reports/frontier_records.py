@@ -1,12 +1,15 @@
 """The frontier of a golden set's arms as data: each arm's point (Δ of the primary metric against the
 incumbent, its bill: index memory at the production size when declared, else as measured here), what it
-stores and searches, and which arms are on the frontier (`core.frontier`). The JSON report keeps it
-(`frontier_record`); `frontier` renders it for people and `charts.frontier_svg` draws it.
+stores and searches, its Δ per stratum, and which arms are on the frontier (`core.frontier`). The JSON
+report keeps it (`frontier_record`), and every format renders it from that record alone (`frontier` for the
+table, `charts.frontier_svg` for the chart).
 
-Everything here takes a list of arms (`ArmRow`: a name, its record in the report, and the strata comparing it
-with the incumbent; the incumbent's are None), so a run of several candidates draws one frontier of them
-all. A golden set shows its frontier when an arm's vectors are not its model's own (a variant,
-`arms.variants`) or its index is a FAISS index: a plain comparison of two models keeps the report it had.
+A frontier is built from a list of arms (`ArmRow`: a name, its record in the report, and the strata comparing
+it with the incumbent; the incumbent's are None). A golden set's comparison of two arms shows its own
+(`shown_rows`) when an arm's vectors are not its model's own (a variant, `arms.variants`) or its index is a
+FAISS index: a plain comparison of two models keeps the report it had. A shortlist shows one frontier of
+the incumbent and every candidate (`shortlist_frontier`) under the same condition, and its comparisons none
+of their own.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ __all__ = [
     "frontier_record",
     "golden_arm_rows",
     "index_text",
+    "recorded_arms",
+    "shortlist_frontier",
     "shown_bill",
     "shown_rows",
     "shows_frontier",
@@ -51,6 +56,18 @@ def shown_rows(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -
     """The golden set's own arms (`golden_arm_rows`) when its reports show a frontier and strata ran,
     else None."""
     return golden_arm_rows(golden, strata) if shows_frontier(golden) and strata else None
+
+
+def shortlist_frontier(entries: Sequence[Mapping[str, Any]], name_key: str) -> dict[str, Any] | None:
+    """The frontier of a shortlist's arms: the incumbent and each candidate of ``entries`` (the report's
+    golden-set entries of one golden file, a candidate's name under ``name_key``), when one of them shows a
+    frontier (`shows_frontier`) and strata ran; else None."""
+    if not any(shows_frontier(entry) for entry in entries) or not any(entry["strata"] for entry in entries):
+        return None
+    first = entries[0]
+    rows = [ArmRow("incumbent", first["incumbent"], None)]
+    rows += [ArmRow(str(entry[name_key]), entry["candidate"], entry["strata"]) for entry in entries]
+    return frontier_record(first, rows)
 
 
 def shows_frontier(golden: Mapping[str, Any]) -> bool:
@@ -131,12 +148,14 @@ def faiss_text(index: Mapping[str, Any]) -> str:
 
 
 def frontier_record(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> dict[str, Any]:
-    """The frontier in the JSON report: what the bill counts, and per arm its name, spec, vectors, index,
-    bill in bytes, monthly cost, Δ overall with its interval, WORSE strata and whether it is on the
-    frontier; and the name of the cheapest arm without a WORSE stratum (None when none has a bill)."""
+    """The frontier in the JSON report: the golden set's name, its primary metric, what the bill counts,
+    and per arm its name, spec, vectors, index, bill in bytes, monthly cost, Δ overall with its interval,
+    WORSE strata, whether it is on the frontier and its Δ, interval and verdict per stratum (None for the
+    incumbent); and the name of the cheapest arm without a WORSE stratum (None when none has a bill)."""
     arms = frontier_arms(rows)
     cheapest = cheapest_without_worse(arms)
     return {
+        "name": golden["name"],
         "metric": golden["metric"],
         "bill": bill_caption(golden),
         "arms": [
@@ -151,11 +170,30 @@ def frontier_record(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> dict[s
                 "ci": list(arm.ci),
                 "worse": list(arm.worse),
                 "on_frontier": mark,
+                "strata": None
+                if row.strata is None
+                else [{key: s[key] for key in ("stratum", "delta", "ci", "verdict")} for s in row.strata],
             }
             for row, arm, mark in zip(rows, arms, on_frontier(arms), strict=True)
         ],
         "cheapest_without_worse": None if cheapest is None else cheapest.name,
     }
+
+
+def recorded_arms(record: Mapping[str, Any]) -> list[FrontierArm]:
+    """The arms of a frontier's JSON record (`frontier_record`) as points."""
+    return [
+        FrontierArm(
+            arm["name"],
+            arm["spec"],
+            arm["delta"],
+            (arm["ci"][0], arm["ci"][1]),
+            arm["bill_bytes"],
+            arm["cost_per_month"],
+            tuple(arm["worse"]),
+        )
+        for arm in record["arms"]
+    ]
 
 
 def bill_caption(golden: Mapping[str, Any]) -> str:

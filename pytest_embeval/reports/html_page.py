@@ -39,7 +39,6 @@ from pytest_embeval.reports.contents import (
     strata_table,
 )
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import shown_rows
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import (
     reading_order,
@@ -143,13 +142,12 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return parts
 
 
-def _frontier(golden: Mapping[str, Any]) -> list[str]:
-    """Every arm's quality against its bill, drawn and tabled, when an arm is a variant or the index a
-    FAISS index."""
-    rows = shown_rows(golden, golden["strata"])
-    if rows is None:
+def _frontier(holder: Mapping[str, Any]) -> list[str]:
+    """Every arm's quality against its bill, drawn and tabled, when an arm of the golden set's comparison
+    or of the shortlist ``holder`` is a variant or the index a FAISS index."""
+    if "frontier" not in holder:
         return []
-    block, chart = frontier_block(golden, rows), frontier_svg(golden, rows)
+    block, chart = frontier_block(holder["frontier"]), frontier_svg(holder["frontier"])
     figure = (
         []
         if chart is None
@@ -242,7 +240,8 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
 
 def shortlist_fragment(shortlist: Mapping[str, Any], anchor: str) -> str:
     """A shortlist's section (element id ``anchor``): the forest plot with a row per stratum and candidate,
-    the table of the candidates, the line naming the cheapest that passes, and its warnings."""
+    the table of the candidates, the line naming the cheapest that passes, its warnings, and its frontier
+    (with a variant or a FAISS index among the arms)."""
     forest = shortlist_forest(shortlist)
     parts = [
         f'<section id="{_e(anchor)}">',
@@ -263,6 +262,7 @@ def shortlist_fragment(shortlist: Mapping[str, Any], anchor: str) -> str:
         parts.append(
             f'<p class="warning">Warning: {_e(note.text)}</p>' if note.warning else f"<p>{_e(note.text)}</p>"
         )
+    parts += _frontier(shortlist)
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -471,8 +471,9 @@ def build_report(
         entry = _entry(golden, "path")
         strata = sorted(by_entry.get(entry, []), key=lambda r: r["order"])
         decision = decisions.get(entry)
-        # With variants or a FAISS index: every arm's quality against its bill (`frontier_records`).
-        rows = shown_rows(golden, strata)
+        # With variants or a FAISS index: every arm's quality against its bill (`frontier_records`); a
+        # shortlist's comparisons are on the shortlist's frontier instead.
+        rows = None if CANDIDATE_NAME in golden else shown_rows(golden, strata)
         frontier = {} if rows is None else {"frontier": frontier_record(golden, rows)}
         golden_sets.append(
             {

@@ -37,7 +37,6 @@ from pytest_embeval.reports.contents import (
     strata_table,
 )
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import shown_rows
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import (
     reading_order,
@@ -121,12 +120,12 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _frontier(golden: Mapping[str, Any]) -> list[str]:
-    """Every arm's quality against its bill, when an arm is a variant or the index a FAISS index."""
-    rows = shown_rows(golden, golden["strata"])
-    if rows is None:
+def _frontier(holder: Mapping[str, Any]) -> list[str]:
+    """Every arm's quality against its bill, when an arm of the golden set's comparison or of the shortlist
+    ``holder`` is a variant or the index a FAISS index."""
+    if "frontier" not in holder:
         return []
-    block = frontier_block(golden, rows)
+    block = frontier_block(holder["frontier"])
     return [
         md_text(block.caption),
         "",
@@ -199,7 +198,8 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
 
 
 def shortlist_markdown(shortlist: Mapping[str, Any]) -> list[str]:
-    """A shortlist's section: its table, the line naming the cheapest candidate that passes, its warnings."""
+    """A shortlist's section: its table, the line naming the cheapest candidate that passes, its warnings,
+    and its frontier (with a variant or a FAISS index among the arms)."""
     lines = [
         f"### Shortlist of {md_text(shortlist['name'])}: {md_text(shortlist['line'])}",
         "",
@@ -210,7 +210,7 @@ def shortlist_markdown(shortlist: Mapping[str, Any]) -> list[str]:
     ]
     for note in shortlist_notes(shortlist):
         lines += [f"> **Warning:** {md_text(note.text)}" if note.warning else md_text(note.text), ""]
-    return lines
+    return lines + _frontier(shortlist)
 
 
 def report_markdown(report: Mapping[str, Any]) -> str:

@@ -32,7 +32,7 @@ from pytest_embeval.reports.contents import (
     unweighted_row,
 )
 from pytest_embeval.reports.frontier import frontier_block
-from pytest_embeval.reports.frontier_records import ArmRow, faiss_text, shown_rows
+from pytest_embeval.reports.frontier_records import faiss_text
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import shortlist_caption, shortlist_notes, shortlist_table
@@ -82,12 +82,11 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     rerank = rerank_block(golden, strata)
     if rerank is not None:
         lines += _block_lines(rerank)
-    arms = shown_rows(golden, strata)
     return [
         *lines,
         *slice_lines(golden, strata),
         *capacity_lines(golden),
-        *(frontier_lines(golden, arms) if arms is not None else []),
+        *(frontier_lines(golden["frontier"]) if "frontier" in golden else []),
         *decision_lines(golden),
     ]
 
@@ -112,10 +111,12 @@ def reason_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def shortlist_lines(shortlist: Mapping[str, Any]) -> list[str]:
     """A shortlist's table under its caption, after its candidates' own tables, and the line naming the
-    cheapest candidate that passes."""
+    cheapest candidate that passes; then, with a variant or a FAISS index among the arms, the frontier of
+    them all."""
     shown = shortlist_table(shortlist)
     notes = [note.text for note in shortlist_notes(shortlist) if not note.warning]
-    return [shortlist_caption(shortlist), *table(shown.header, shown.rows), *notes]
+    frontier = frontier_lines(shortlist["frontier"]) if "frontier" in shortlist else []
+    return [shortlist_caption(shortlist), *table(shown.header, shown.rows), *notes, *frontier]
 
 
 def shortlist_warning_lines(shortlist: Mapping[str, Any], report_path: str | None) -> list[str]:
@@ -360,10 +361,10 @@ def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
     return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]
 
 
-def frontier_lines(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> list[str]:
-    """The arms' quality against their bill (`frontier.frontier_block`), with the cheapest arm without a
-    WORSE stratum: a golden set's own arms, or any list of them (several runs of one golden set)."""
-    return _block_lines(frontier_block(golden, rows))
+def frontier_lines(record: Mapping[str, Any]) -> list[str]:
+    """The arms' quality against their bill (`frontier.frontier_block` of a frontier's JSON record), with the
+    cheapest arm without a WORSE stratum: a golden set's own two arms, or a shortlist's."""
+    return _block_lines(frontier_block(record))
 
 
 def device_line(default: str, devices: Mapping[str, Mapping[str, Any] | str | None]) -> str:
