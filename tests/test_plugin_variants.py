@@ -162,8 +162,9 @@ def test_a_shortlist_of_variants_embeds_the_model_once_and_draws_one_frontier_of
     pytester: pytest.Pytester, golden: Golden, log: Log, workers: tuple[str, ...]
 ) -> None:
     golden()
-    path = pytester.path / "shortlist.json"
-    result = run(pytester, *SHORTLIST, f"--embeval-json={path}", *workers)
+    path, markdown, page = (pytester.path / name for name in ("shortlist.json", "report.md", "report.html"))
+    outputs = (f"--embeval-json={path}", f"--embeval-md={markdown}", f"--embeval-html={page}")
+    result = run(pytester, *SHORTLIST, *outputs, *workers)
     # Five arms of one model: each text encoded once, in whichever process embedded it first.
     encoded = log.take()
     assert len(encoded) == TEXTS
@@ -197,6 +198,14 @@ def test_a_shortlist_of_variants_embeds_the_model_once_and_draws_one_frontier_of
             "(480 B, Δ hit@1 +0.000 [+0.000, +0.000])",
         ]
     )
+    # Markdown and the HTML page show the same frontier once, under the shortlist, the chart inline.
+    text = markdown.read_text(encoding="utf-8")
+    assert text.count("frontier of Δ hit@1 against the incumbent and the bill") == 1
+    assert "**cheapest arm without a WORSE stratum: bin64r" in text
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="frontier"') == 1
+    assert html.count('<g class="arm" data-frontier="yes">') == 1
+    assert html.count('<g class="arm" data-frontier="no">') == 4
     # A rerun reads every arm's vectors from the cache.
     rerun = run(pytester, *SHORTLIST, *workers)
     assert log.take() == []

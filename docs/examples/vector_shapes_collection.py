@@ -1,7 +1,8 @@
-# vector_shapes_collection.py: the frontier of eight arms on nfcorpus, each run against the incumbent as its
-# own two-arm comparison (until one run compares a shortlist), with the library. The IVF-PQ arm is the
-# incumbent's model searched through FAISS instead of exactly: it is compared query by query with the same
-# model's exact search, so its Δ is the index's part alone.
+# vector_shapes_collection.py: the frontier of eight arms on nfcorpus, each run against the incumbent, with
+# the library. The IVF-PQ arm is the incumbent's model searched through FAISS instead of exactly: it is
+# compared query by query with the same model's exact search, so its Δ is the index's part alone. A golden
+# file declares one index for all its arms (the control holds it constant), so a shortlist run cannot hold
+# this arm beside the exact ones: the library runs each arm on its own golden set here.
 import dataclasses
 
 from pytest_embeval.arms.demo import minilm_arm
@@ -11,7 +12,7 @@ from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import IndexSpec
 from pytest_embeval.reports.arm_records import arm_record
 from pytest_embeval.reports.charts import frontier_svg
-from pytest_embeval.reports.frontier_records import ArmRow
+from pytest_embeval.reports.frontier_records import ArmRow, frontier_record
 from pytest_embeval.reports.json_report import stratum_record
 from pytest_embeval.reports.terminal import frontier_lines
 from pytest_embeval.run.pipeline import GoldenRun, golden_control, run_arm
@@ -53,7 +54,8 @@ for name, result in list(results.items())[1:]:
         stratum_record(golden, "nfcorpus.yaml", order, outcome) for order, outcome in enumerate(outcomes)
     ]
     rows.append(ArmRow(name, arm_record(result, golden.production), strata))
-print("\n".join(frontier_lines(record, rows)[1:]))
+frontier = frontier_record(record, rows)
+print("\n".join(frontier_lines(frontier)[1:]))
 print("--8<-- [end:frontier]")  # the page's sections: the table above, the chart below
 print("--8<-- [start:chart]")
-print(frontier_svg(record, rows))
+print(frontier_svg(frontier))
