@@ -14,10 +14,10 @@ from pytest_embeval.reports.frontier_records import (
     ArmRow,
     frontier_record,
     recorded_arms,
-    shortlist_frontier,
     shown_bill,
     shows_frontier,
 )
+from pytest_embeval.reports.shortlist import shortlist_frontier
 
 
 def point(name: str, delta: float | None, bill: float | None, worse: tuple[str, ...] = ()) -> FrontierArm:
@@ -140,11 +140,11 @@ def entry(name: str, candidate: dict[str, Any], strata: list[dict[str, Any]]) ->
 
 def test_a_shortlist_s_frontier_holds_the_incumbent_and_every_candidate() -> None:
     entries = [entry(row.name, dict(row.arm), list(row.strata or ())) for row in ROWS[1:]]
-    record = shortlist_frontier(entries, "candidate_name")
+    record = shortlist_frontier(entries)
     assert record == frontier_record(GOLDEN, ROWS)
     # Two models, neither a variant, on an exact index: no frontier, as for one comparison.
     plain = [entry("other", arm_record("other", 1), list(ROWS[1].strata or ()))]
-    assert shortlist_frontier(plain, "candidate_name") is None
+    assert shortlist_frontier(plain) is None
 
 
 def test_the_table_shows_each_arm_per_stratum_and_names_the_cheapest() -> None:

@@ -8,8 +8,8 @@ A frontier is built from a list of arms (`ArmRow`: a name, its record in the rep
 it with the incumbent; the incumbent's are None). A golden set's comparison of two arms shows its own
 (`shown_rows`) when an arm's vectors are not its model's own (a variant, `arms.variants`) or its index is a
 FAISS index: a plain comparison of two models keeps the report it had. A shortlist shows one frontier of
-the incumbent and every candidate (`shortlist_frontier`) under the same condition, and its comparisons none
-of their own.
+the incumbent and every candidate (`shortlist.shortlist_frontier`) under the same condition, and its
+comparisons none of their own.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ __all__ = [
     "golden_arm_rows",
     "index_text",
     "recorded_arms",
-    "shortlist_frontier",
     "shown_bill",
     "shown_rows",
     "shows_frontier",
@@ -56,18 +55,6 @@ def shown_rows(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -
     """The golden set's own arms (`golden_arm_rows`) when its reports show a frontier and strata ran,
     else None."""
     return golden_arm_rows(golden, strata) if shows_frontier(golden) and strata else None
-
-
-def shortlist_frontier(entries: Sequence[Mapping[str, Any]], name_key: str) -> dict[str, Any] | None:
-    """The frontier of a shortlist's arms: the incumbent and each candidate of ``entries`` (the report's
-    golden-set entries of one golden file, a candidate's name under ``name_key``), when one of them shows a
-    frontier (`shows_frontier`) and strata ran; else None."""
-    if not any(shows_frontier(entry) for entry in entries) or not any(entry["strata"] for entry in entries):
-        return None
-    first = entries[0]
-    rows = [ArmRow("incumbent", first["incumbent"], None)]
-    rows += [ArmRow(str(entry[name_key]), entry["candidate"], entry["strata"]) for entry in entries]
-    return frontier_record(first, rows)
 
 
 def shows_frontier(golden: Mapping[str, Any]) -> bool:

@@ -8,7 +8,7 @@ could not be run has an error record tagged alike. `shortlist_record` reads thos
 decision, whether it passes, and its bill; the candidates that pass first, cheapest first; the line naming
 the cheapest that passes; the family the verdicts were decided in; judged@k of every arm; and, when an arm
 is a variant or the index a FAISS index, the frontier of the incumbent and every candidate
-(`frontier_records.shortlist_frontier`).
+(`shortlist_frontier`).
 
 A candidate passes when its items would: its declared ``decision:`` proceeds (with routing or without), or
 without a decision no stratum is WORSE. Its bill is what its arm record reports: the dimension, the bytes of a
@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_embeval.reports.arm_records import Record
-from pytest_embeval.reports.frontier_records import shortlist_frontier
+from pytest_embeval.reports.frontier_records import ArmRow, frontier_record, shows_frontier
 
-__all__ = ["CANDIDATE_NAME", "CANDIDATE_ORDER", "FLOAT32_BYTES", "shortlist_record"]
+__all__ = ["CANDIDATE_NAME", "CANDIDATE_ORDER", "FLOAT32_BYTES", "shortlist_frontier", "shortlist_record"]
 
 #: What a shortlist's records carry beyond those of one candidate's run: the candidate's name (in the golden
 #: set's, its strata's, its decision's and its error's records) and its place among the candidates (in the
@@ -51,7 +51,7 @@ def shortlist_record(entries: Sequence[Mapping[str, Any]], errors: Sequence[Mapp
     for row in rows:
         del row["order"]
     passing = [row for row in rows if row["passes"]]
-    frontier = None if not entries else shortlist_frontier(entries, CANDIDATE_NAME)
+    frontier = None if not entries else shortlist_frontier(entries)
     return {
         "name": anyone["name"],
         "path": anyone["path"],
@@ -68,6 +68,17 @@ def shortlist_record(entries: Sequence[Mapping[str, Any]], errors: Sequence[Mapp
         # With a variant or a FAISS index among the arms: every arm's quality against its bill.
         **({} if frontier is None else {"frontier": frontier}),
     }
+
+
+def shortlist_frontier(entries: Sequence[Mapping[str, Any]]) -> Record | None:
+    """The frontier of a shortlist's arms (`frontier_records.frontier_record`): the incumbent and each
+    candidate of ``entries`` (the report's golden-set entries of one golden file), when one of them shows a
+    frontier (`frontier_records.shows_frontier`) and strata ran; else None."""
+    if not any(shows_frontier(entry) for entry in entries) or not any(entry["strata"] for entry in entries):
+        return None
+    rows = [ArmRow("incumbent", entries[0]["incumbent"], None)]
+    rows += [ArmRow(entry[CANDIDATE_NAME], entry["candidate"], entry["strata"]) for entry in entries]
+    return frontier_record(entries[0], rows)
 
 
 def _ran(entry: Mapping[str, Any], order: int) -> Record:
