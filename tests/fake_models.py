@@ -24,6 +24,9 @@ def _axis(i: int) -> np.ndarray:
 class AxisModel:
     """Gets query i right unless its language is in `misses` and i % 4 != 0: then doc i+1 ranks first."""
 
+    #: declared, so that a variant asking for more dimensions is refused before anything is encoded
+    dimension = DIMENSIONS
+
     def __init__(self, name: str, misses: tuple[str, ...] = ()) -> None:
         self.name = name
         self.misses = misses

@@ -654,6 +654,27 @@ def test_a_claim_left_by_a_killed_process_is_ignored_and_deleted(tmp_path: Path)
     assert len(model.encoded) == 150 and not left.exists()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="claims need fcntl")
+def test_texts_another_process_stored_before_the_claim_are_read_not_embedded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between this process's look-up and its claim, another process embeds 100 of the texts, stores them
+    and lets go of its claim: no live claim is left to wait for, and only the other 50 are embedded."""
+    model = Recorder()
+    arm = resolve_model(model)
+    real_claim = cache_module.claim
+
+    def claim_after_another_stored(directory: Path, keys: list[bytes]) -> Any:
+        fresh(tmp_path).store(arm, "document", TEXTS[:100], reference(TEXTS[:100]))
+        return real_claim(directory, keys)
+
+    monkeypatch.setattr(cache_module, "claim", claim_after_another_stored)
+    vectors = fresh(tmp_path).embed(arm, TEXTS, "document")
+    assert len(model.encoded) == 50
+    np.testing.assert_array_equal(vectors, reference(TEXTS))
+    assert not list(tmp_path.rglob("*.claim"))
+
+
 def test_a_pack_replaced_by_another_process_is_found_again(tmp_path: Path) -> None:
     model, arm, pack = stored(tmp_path)
     reader = fresh(tmp_path)
@@ -722,7 +743,8 @@ def test_a_good_pack_that_takes_a_damaged_packs_name_is_left_alone(
     """Two processes meet one damaged pack. The first to finish deletes it, recomputes the lost row and
     merges it with the intact ones: the very bytes first written, under the damaged pack's name. When that
     lands after the second process found the file damaged and before it deletes it, the second must not
-    delete the good pack (nor count the lost row again): every text stays cached."""
+    delete the good pack (nor count the lost row again): every text stays cached, and the second reads the
+    row the first recomputed (looked up again under its claim) instead of embedding it too."""
     model, arm, pack = stored(tmp_path)
     original = pack.read_bytes()
     flip(pack, vectors_offset(150) + 2 * DIM * 4)
@@ -741,8 +763,8 @@ def test_a_good_pack_that_takes_a_damaged_packs_name_is_left_alone(
     second = fresh(tmp_path)
     np.testing.assert_array_equal(second.embed(arm, TEXTS, "document"), reference(TEXTS))
     assert raced[0].stats() == CacheStats(read=149, embedded=1, corrupt=1)
-    assert second.stats() == CacheStats(read=149, embedded=1, corrupt=0)
-    assert model.encoded == [("document", TEXTS[2])] * 2
+    assert second.stats() == CacheStats(read=150, embedded=0, corrupt=0)
+    assert model.encoded == [("document", TEXTS[2])]
     assert not list(pack.parent.glob("*.tmp"))  # nothing left aside
     assert pack.read_bytes() == original
     model.encoded.clear()

@@ -505,7 +505,10 @@ KNOWN = (
     "decision, weights"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
-ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"
+ACCEPTED_INDEX = (
+    "must be 'exact', {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}} or {{faiss: 'IVF1024,PQ48', "
+    "nprobe: 16}}"
+)
 G = "{d}/golden.yaml"
 #: A JSONL query with a frequency, up to its inclusion's value.
 INCLUDED = '{"_id": "q1", "text": "a", "shape": "s", "language": "en", "frequency": 3, "inclusion": '

@@ -26,7 +26,8 @@ import numpy as np
 from pytest_embeval.arms.embedding import Arm, EncodedBatch, Encoder, LazyEncoder
 from pytest_embeval.arms.tokens import count
 from pytest_embeval.arms.usage import UsageCount
-from pytest_embeval.core.capacity import ArmCapacity, Latency, Throughput, TokenCount
+from pytest_embeval.core.capacity import ArmCapacity, FaissLayout, Latency, Throughput, TokenCount
+from pytest_embeval.search.quantization import VectorShape
 
 __all__ = ["TimedEncoder", "measure_capacity"]
 
@@ -90,10 +91,14 @@ def measure_capacity(
     M: int | None,
     latency: Latency,
     latency_ef: int | None,
+    faiss: FaissLayout | None = None,
+    shape: VectorShape | None = None,
 ) -> ArmCapacity:
-    """The arm's `ArmCapacity` on the ``index`` ("exact" or "hnsw") it built over ``documents`` (its vectors,
-    in corpus order). ``document_usage`` and ``query_usage``: what the arm's `Arm.usage` counted while the
-    documents and the queries were embedded (endpoint arms), used when the arm has no token counter."""
+    """The arm's `ArmCapacity` on the ``index`` ("exact", "hnsw" or "faiss", with its ``faiss`` layout) it
+    built over ``documents`` (its vectors, in corpus order; a variant's vectors are described by its
+    ``shape`` instead: dims, precision, bytes). ``document_usage`` and ``query_usage``: what the arm's
+    `Arm.usage` counted while the documents and the queries were embedded (endpoint arms), used when the arm
+    has no token counter."""
     counter = arm.token_counter
     document_tokens: TokenCount | None = None
     query_tokens: TokenCount | None = None
@@ -114,9 +119,11 @@ def measure_capacity(
         throughput = Throughput(texts=len(timer.documents), seconds=timer.seconds, tokens=throughput_tokens)
     return ArmCapacity(
         documents=int(documents.shape[0]),
-        dimension=int(documents.shape[1]),
-        dtype=str(documents.dtype),
-        bytes_per_vector=int(documents.shape[1] * documents.dtype.itemsize),
+        dimension=int(documents.shape[1]) if shape is None else shape.dims,
+        dtype=str(documents.dtype) if shape is None else shape.precision,
+        bytes_per_vector=(
+            int(documents.shape[1] * documents.dtype.itemsize) if shape is None else shape.bytes_per_vector
+        ),
         index_bytes=index_bytes,
         index_kind=index,
         M=M,
@@ -126,6 +133,7 @@ def measure_capacity(
         latency=latency,
         latency_ef=latency_ef,
         price_per_million_tokens=arm.price_per_million_tokens,
+        faiss=faiss,
     )
 
 

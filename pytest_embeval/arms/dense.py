@@ -13,6 +13,7 @@ import numpy as np
 
 from pytest_embeval.arms.capacity_measurement import TimedEncoder, measure_capacity
 from pytest_embeval.arms.embedding import Arm, EncoderError
+from pytest_embeval.arms.faiss_search import FaissSearching
 from pytest_embeval.arms.retriever import (
     EngineStats,
     Hits,
@@ -21,15 +22,17 @@ from pytest_embeval.arms.retriever import (
     RecallTargetError,
     RetrievalTask,
     Retriever,
+    Searcher,
 )
 from pytest_embeval.arms.usage import UsageCount
-from pytest_embeval.core.capacity import ArmCapacity, Latency
+from pytest_embeval.core.capacity import ArmCapacity, FaissLayout, Latency
 from pytest_embeval.core.stats import stable_seed
 from pytest_embeval.core.step_progress import counting, labelled, step
 from pytest_embeval.golden.schema import IndexSpec
 from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.exact import exact_search
 from pytest_embeval.search.hnsw import HnswIndex, TargetNotReached, ann_recall, flat_query_seconds
+from pytest_embeval.search.quantization import VectorShape
 
 __all__ = ["ANN_SAMPLE", "DenseRetriever", "DenseSearcher", "ann_sample"]
 
@@ -72,7 +75,14 @@ class DenseRetriever:
     def prompts(self) -> Mapping[str, str]:
         return self.arm.prompts
 
-    def open(self, task: RetrievalTask) -> DenseSearcher:
+    def open(self, task: RetrievalTask) -> Searcher:
+        searcher = self.embedded(task)
+        searcher.build()
+        return searcher
+
+    def embedded(self, task: RetrievalTask) -> DenseSearcher:
+        """The arm's vectors of the task's documents and queries, embedded (through ``task.embedder``, the
+        embedding cache's in a plugin run), ready to search."""
         # Encoding is timed only when a capacity is to be measured; the timer changes nothing else.
         timer = TimedEncoder(self.arm.encoder) if task.measure else None
         encoding = self.arm if timer is None else dataclasses.replace(self.arm, encoder=timer)
@@ -112,6 +122,7 @@ class DenseSearcher:
         queries: np.ndarray,
         timer: TimedEncoder | None = None,
         usage: tuple[UsageCount, UsageCount] | None = None,
+        shape: VectorShape | None = None,
     ) -> None:
         self.task = task
         self.arm = arm
@@ -120,10 +131,13 @@ class DenseSearcher:
         self.timer = timer
         #: an endpoint arm's counts while its documents and its queries were embedded
         self.usage = usage
+        #: a variant's first dimensions (`variants`); None: the model's vectors as they are
+        self.shape = shape
         self._hnsw: HnswIndex | None = None
         self._collection: EngineCollection | None = None
         #: whether the collection's search parameter was chosen for the recall target (once)
         self._engine_tuned = False
+        self._faiss: FaissSearching | None = None
         #: the ef searched with: ef_search, or the one reaching the recall target (chosen on first search)
         self._ef: int | None = None
         #: measured once per depth: the capacity reuses the latency the report shows
@@ -134,7 +148,7 @@ class DenseSearcher:
         self._exact_sample: dict[int, np.ndarray] = {}
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
-        return DenseSearcher(task, self.arm, self.documents[rows], self.queries)
+        return DenseSearcher(task, self.arm, self.documents[rows], self.queries, shape=self.shape)
 
     def vectors(self) -> tuple[np.ndarray, np.ndarray] | None:
         # An engine's similarities are its own (float32, or quantised): a tie group it cut off at the depth
@@ -222,6 +236,19 @@ class DenseSearcher:
                 )
         return self._hnsw
 
+    def build(self) -> None:
+        """Build the golden set's FAISS index now, so that vectors it cannot index are this arm's fault
+        (`EncoderError`) when it is opened; other indexes are built on first use."""
+        if self.task.index.kind == "faiss":
+            self._faiss_index().index()
+
+    def _faiss_index(self) -> FaissSearching:
+        if self._faiss is None:
+            self._faiss = FaissSearching(
+                self.task, self.documents, self.queries, exact=self._exact_on_sample, sample=self._sample()
+            )
+        return self._faiss
+
     def _sample(self) -> np.ndarray:
         return ann_sample(self.queries.shape[0], self.task.seed)
 
@@ -263,6 +290,8 @@ class DenseSearcher:
             )
             if _every_row(rows, self.queries.shape[0]):
                 self._every_query[depth] = positions
+        elif self.task.index.kind == "faiss":
+            positions, scores = self._faiss_index().search(rows, depth)
         else:
             positions, scores = exact_search(
                 self.queries[rows],
@@ -293,9 +322,15 @@ class DenseSearcher:
         dimension = int(self.documents.shape[1])
         if self.task.engine is not None:
             return self._measure_engine(depth)
+        if self.task.index.kind == "faiss":
+            searching = self._faiss_index()
+            stats = searching.stats(depth)
+            memory = searching.index().memory_bytes()
+            return IndexStats(dimension=dimension, memory_bytes=memory, faiss=stats, shape=self.shape)
         if self.task.index.kind != "hnsw":
             # A flat index holds the float32 vectors and nothing else.
-            return IndexStats(dimension=dimension, memory_bytes=int(self.documents.shape[0] * dimension * 4))
+            memory = int(self.documents.shape[0] * dimension * 4)
+            return IndexStats(dimension=dimension, memory_bytes=memory, shape=self.shape)
         graph, ef = self._graph(), self._ef_for(depth)
         sample = self._sample()
         queries, allowed = self.queries[sample], self.task.allowed_for(sample)
@@ -315,7 +350,7 @@ class DenseSearcher:
             recall_target=self.task.index.recall_target,
             filtered=allowed is not None,
         )
-        return IndexStats(dimension=dimension, memory_bytes=graph.memory_bytes(), hnsw=hnsw)
+        return IndexStats(dimension=dimension, memory_bytes=graph.memory_bytes(), hnsw=hnsw, shape=self.shape)
 
     def _measure_engine(self, depth: int) -> IndexStats:
         """The collection against exact search on the sampled queries, and its latency through the
@@ -367,10 +402,15 @@ class DenseSearcher:
         if not self.task.measure:
             return None
         stats = self.index_stats(depth)
+        parameter = None
         if stats.hnsw is not None:
             latency, ef = stats.hnsw.latency, stats.hnsw.parameters["ef"]
         elif stats.engine is not None:
             latency, ef = stats.engine.latency, None
+        elif stats.faiss is not None:
+            latency, ef, parameter = stats.faiss.latency, None, self._faiss_index().index().parameter
+            if parameter is not None:
+                ef = int(stats.faiss.parameters[parameter])
         else:  # exact search is timed here, on hnswlib's flat index, on the queries hnsw would sample
             sample = self._sample()
             allowed = self.task.allowed_for(sample)
@@ -389,4 +429,10 @@ class DenseSearcher:
             M=self.task.index.M if stats.hnsw is not None else None,
             latency=latency,
             latency_ef=ef,
+            faiss=(
+                None
+                if stats.faiss is None
+                else FaissLayout(self._faiss_index().factory, stats.faiss.fixed_bytes, parameter)
+            ),
+            shape=self.shape,
         )

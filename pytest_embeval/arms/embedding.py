@@ -98,6 +98,10 @@ class Arm:
     #: and on a GPU agree to float32 rounding, so they share cache entries (a dtype other than float32 is
     #: part of the fingerprint).
     device: DeviceRecord | None = None
+    #: the dimension of the model's vectors when it is known before anything is encoded (a model folder's
+    #: files, a loaded model, an endpoint's declared ``dimensions``, an encoder's ``dimension`` attribute);
+    #: None: known from the first vectors. Not part of the fingerprint: the vectors say it.
+    dimension: int | None = None
 
     @property
     def digest(self) -> str:

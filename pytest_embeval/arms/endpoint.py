@@ -288,6 +288,7 @@ def openai_arm(
         if price_per_million_tokens is None
         else float(price_per_million_tokens),
         usage=usage,
+        dimension=settings.dimensions,
     )
 
 

@@ -216,7 +216,15 @@ def _arm_from_object(obj: object, *, spec: str | None) -> Arm:
         from pytest_embeval.arms.tokens import EncoderCounter
 
         counter = EncoderCounter(count_tokens)
-    return Arm(spec=label, encoder=encoder, fingerprint=fingerprint, prompts=prompts, token_counter=counter)
+    dimension = getattr(obj, "dimension", None)
+    return Arm(
+        spec=label,
+        encoder=encoder,
+        fingerprint=fingerprint,
+        prompts=prompts,
+        token_counter=counter,
+        dimension=dimension if isinstance(dimension, int) and not isinstance(dimension, bool) else None,
+    )
 
 
 def _object_label(obj: object) -> str:

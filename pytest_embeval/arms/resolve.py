@@ -27,7 +27,8 @@ def _named(spec: str, prefix: str) -> bool:
 
 def resolve_arm(spec_or_object: str | object, *, device: str = DEFAULT_DEVICE) -> Retriever:
     """An arm from a model spec or object: a `Retriever` as is; ``bm25`` / ``bm25?k1=…&b=…`` (`bm25`);
-    ``rrf:A,B[?k=N]`` (`fusion`); anything else through `model_specs.resolve_model`, as an embedding arm
+    ``rrf:A,B[?k=N]`` (`fusion`); a model spec with ``dims``, ``precision`` or ``rescore`` parameters as that
+    variant of its model (`variants`); anything else through `model_specs.resolve_model`, as an embedding arm
     (on ``device`` unless its spec says ``device=``). Raises `embedding.EncoderError` (one line naming the
     spec) when it cannot be resolved."""
     if isinstance(spec_or_object, Retriever) and not isinstance(spec_or_object, Arm):
@@ -42,6 +43,12 @@ def resolve_arm(spec_or_object: str | object, *, device: str = DEFAULT_DEVICE) -
             from pytest_embeval.arms.fusion import rrf_arm
 
             return rrf_arm(spec, functools.partial(resolve_arm, device=device))
+        if not os.path.exists(spec):
+            from pytest_embeval.arms.variants import split_variant, variant_arm
+
+            model, asked = split_variant(spec)
+            if asked is not None:
+                return variant_arm(DenseRetriever(resolve_model(model, device=device)), asked, spec)
     return DenseRetriever(resolve_model(spec_or_object, device=device))
 
 

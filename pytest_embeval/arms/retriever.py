@@ -8,8 +8,10 @@ may need a second, deeper search), each query restricted to the records its filt
 the first stage (folding, reranking, scoring, the control check) is the same code for every kind of arm.
 
 With ``index.hnsw.recall_target``, an embedding arm searches at the smallest ef that reaches the target on the
-sampled queries, against exact search with the same filters (`RecallTargetError` if none does). With a vector
-database as the index, an embedding arm builds its collection in the engine the golden set opened
+sampled queries, against exact search with the same filters (`RecallTargetError` if none does); a FAISS index
+(``index: {faiss: …}``, `faiss_search`) chooses its nprobe or efSearch the same way. A variant of an
+embedding arm (`variants`) stores its model's vectors in another shape and searches them in that domain. With
+a vector database as the index, an embedding arm builds its collection in the engine the golden set opened
 (`RetrievalTask.engine`), offers its exact twin (`Searcher.exact_twin`) and drops the collection when it is
 closed (`Searcher.close`). With
 ``production``, an embedding arm times its encoder and measures its capacity (`capacity_measurement`); an arm
@@ -34,10 +36,12 @@ from pytest_embeval.core.capacity import ArmCapacity, Latency
 from pytest_embeval.golden.filters import Allowed, Filter
 from pytest_embeval.golden.schema import IndexSpec
 from pytest_embeval.search.graphs import GraphStore
+from pytest_embeval.search.quantization import VectorShape
 from pytest_embeval.search.vector_index import OpenedEngine
 
 __all__ = [
     "EngineStats",
+    "FaissStats",
     "Hits",
     "HnswStats",
     "IndexStats",
@@ -95,6 +99,9 @@ class RetrievalTask:
     doc_fields: Sequence[Mapping[str, tuple[str, ...]]] = ()
     #: the vector database ``index`` declares, opened once for the golden set; None for exact and hnsw
     engine: OpenedEngine | None = None
+    #: the deepest cutoff the golden set scores (its metrics' largest k): the top k a service asks for, which
+    #: a rescored variant retrieves ``rescore`` times over (`variants`); 0: the depth searched
+    cutoff: int = 0
 
     def allowed_for(self, rows: np.ndarray) -> Allowed | None:
         return None if self.allowed is None else self.allowed.select(rows)
@@ -144,21 +151,47 @@ class EngineStats:
 
 
 @dataclass(frozen=True, slots=True)
+class FaissStats:
+    """How an arm's FAISS index compares with exact search on the same vectors, measured on a sample of its
+    queries, and what the index holds before any vector is added."""
+
+    #: the factory string, the build seed and the search parameter as searched (``nprobe``, ``efSearch``;
+    #: none for an index that scans every code)
+    parameters: Mapping[str, int | str]
+    ann_recall: float
+    sample: int
+    latency: Latency
+    exact_latency: Latency
+    #: the serialised bytes of the trained, empty index (centroids, codebooks): the part that does not grow
+    #: with the documents
+    fixed_bytes: int
+    #: the recall target this arm's parameter was chosen to reach; None: declared or FAISS's default
+    recall_target: float | None = None
+    #: the parameter was left at FAISS's default (not declared, no recall target)
+    defaulted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStats:
-    """What one embedding arm's index held and cost; ``hnsw`` and ``engine`` are None for exact search."""
+    """What one embedding arm's index held and cost; ``hnsw``, ``faiss`` and ``engine`` are None for exact
+    search."""
 
     dimension: int
-    #: exact and an engine: the float32 document vectors (an engine's own overhead is not visible through
-    #: its client); hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph)
+    #: exact: the document vectors as stored; hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph);
+    #: faiss: `FaissIndex.memory_bytes`; an engine: the float32 document vectors (its own overhead is not
+    #: visible through its client)
     memory_bytes: int
     hnsw: HnswStats | None = None
+    faiss: FaissStats | None = None
     engine: EngineStats | None = None
+    #: how a variant arm stores its vectors (`quantization.VectorShape`); None: the model's float32 vectors
+    shape: VectorShape | None = None
 
     @property
     def kind(self) -> str:
         if self.engine is not None:
             return self.engine.engine
-        return "exact" if self.hnsw is None else "hnsw"
+        return "faiss" if self.faiss is not None else "exact" if self.hnsw is None else "hnsw"
 
 
 class Searcher(Protocol):

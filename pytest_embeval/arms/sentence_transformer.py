@@ -32,6 +32,7 @@ __all__ = [
     "BatchHalvedWarning",
     "SentenceTransformerEncoder",
     "arm_from_model",
+    "folder_dimension",
     "folder_identity",
     "load_model",
     "out_of_memory",
@@ -200,6 +201,7 @@ def sentence_transformer_arm(
         prompts=prompts,
         token_counter=folder_counter(root, prompts, max_seq_length),
         device=placed.record(),
+        dimension=folder_dimension(root),
     )
 
 
@@ -294,7 +296,19 @@ def arm_from_model(
         prompts=prompts,
         token_counter=model_counter(model, prompts),
         device=placed.record(),
+        dimension=_model_dimension(model),
     )
+
+
+def _model_dimension(model: SentenceTransformer) -> int | None:
+    """The dimension of a loaded model's vectors, as it reports it (None if it does not)."""
+    # sentence-transformers 5.2 renamed the method (the old name warns); older releases have only the old one.
+    method = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    try:
+        dimension = method()
+    except Exception:  # a model without the method, or a module that cannot tell
+        return None
+    return dimension if isinstance(dimension, int) and not isinstance(dimension, bool) else None
 
 
 def _sentence_transformer_fingerprint(
@@ -381,6 +395,46 @@ def _describe_folder(folder: Path) -> tuple[dict[str, str], int | None] | None:
     # A SentenceTransformer starts with empty "query" and "document" prompts and takes the saved ones over.
     configured = {"query": "", "document": "", **{k: v or "" for k, v in saved.items()}}
     return _pick_prompts(configured, default_name), max_seq_length
+
+
+def folder_dimension(folder: Path) -> int | None:
+    """The dimension of the vectors a model folder's model will return, read from its files as
+    ``get_sentence_embedding_dimension`` finds it (the last module that sets one: a Dense layer's
+    ``out_features``, a Pooling module's word dimension times its pooling modes, a StaticEmbedding's
+    embedding width); None when the files do not say."""
+    modules = _read_json(folder / "modules.json")
+    if not isinstance(modules, list):
+        return None
+    for module in reversed(modules):
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1] if isinstance(module, dict) else ""
+        path = folder / str(module.get("path") or "") if isinstance(module, dict) else folder
+        config = _read_json(path / "config.json")
+        if kind == "Dense" and isinstance(config, dict) and _is_int(config.get("out_features")):
+            return int(config["out_features"])
+        if kind == "Pooling" and isinstance(config, dict) and _is_int(config.get("word_embedding_dimension")):
+            modes = [value for key, value in config.items() if key.startswith("pooling_mode_")]
+            return int(config["word_embedding_dimension"]) * max(1, sum(1 for mode in modes if mode is True))
+        if kind == "StaticEmbedding":
+            return _safetensors_width(path / "model.safetensors")
+    return None
+
+
+def _safetensors_width(path: Path) -> int | None:
+    """The second dimension of the one 2-D tensor in a safetensors file's header (a static model's
+    embedding matrix), or None."""
+    try:
+        with path.open("rb") as file:
+            size = int.from_bytes(file.read(8), "little")
+            header = json.loads(file.read(size)) if 0 < size < 2**24 else None
+    except (OSError, ValueError):
+        return None
+    shapes = [
+        entry.get("shape")
+        for name, entry in (header or {}).items()
+        if name != "__metadata__" and isinstance(entry, dict)
+    ]
+    widths = [shape[1] for shape in shapes if isinstance(shape, list) and len(shape) == 2]
+    return widths[0] if len(widths) == 1 and isinstance(widths[0], int) else None
 
 
 def _read_json(path: Path) -> Any:

@@ -235,24 +235,29 @@ class EmbeddingCache:
         self, shelf: Shelf, keys: Sequence[bytes], *, who: str, kind: Kind
     ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, Claim | None]:
         """`_find`, and a claim on the texts still missing (`claims`): those another process is embedding
-        are waited for and looked up again, so two processes embed a text they share once."""
+        are waited for and looked up again, so two processes embed a text they share once. Claimed texts
+        are looked up again too: another process may have stored them and let go of its claim between the
+        first look-up and this claim (nobody else embeds them once this claim is held)."""
         vectors, found, tokens = self._find(shelf, keys, who=who, kind=kind)
         while not found.all():
             pending = np.flatnonzero(~found)
             held = claim(shelf.directory, [keys[i] for i in pending.tolist()])
-            if held is not None:
-                return vectors, found, tokens, held
             more, more_found, more_tokens = self._find(
                 shelf, [keys[i] for i in pending.tolist()], who=who, kind=kind
             )
-            if more is None:
-                continue
-            if vectors is None:
-                vectors = _result_matrix(len(keys), more.shape[1])
-            elif more.shape[1] != vectors.shape[1]:
-                raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], more.shape[1]])
-            rows = pending[more_found]
-            vectors[rows], tokens[rows], found[rows] = more[more_found], more_tokens[more_found], True
+            if more is not None:
+                if vectors is None:
+                    vectors = _result_matrix(len(keys), more.shape[1])
+                elif more.shape[1] != vectors.shape[1]:
+                    if held is not None:
+                        held.release()
+                    raise _mixed_dimensions(who, self.root, kind, [vectors.shape[1], more.shape[1]])
+                rows = pending[more_found]
+                vectors[rows], tokens[rows], found[rows] = more[more_found], more_tokens[more_found], True
+            if held is not None:
+                if not found.all():
+                    return vectors, found, tokens, held
+                held.release()
         return vectors, found, tokens, None
 
     def lookup(self, arm: Keyed, kind: Kind, texts: Iterable[str]) -> dict[str, np.ndarray]:

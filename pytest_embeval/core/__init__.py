@@ -5,7 +5,8 @@ bootstrap intervals and the bootstrap's resampling engine (`stats`, `bootstrap_i
 the traffic-weighted mean's statistics (`weighted_stats`) and, for a sample drawn by a stratified design,
 its design and variance (`sample_design`, `design_variance`), drawing a sample from production
 (`sampling`),
-the verdict rule (`verdict`), capacity projections (`capacity`), the interval simulations that check an
+the verdict rule (`verdict`), capacity projections (`capacity`), the frontier of quality against the bill
+(`frontier`), the interval simulations that check an
 interval's coverage (`interval_simulation`), canonical JSON lines and text keys (`canonical`), plain-text
 tables (`text_table`), and the protocol through which long steps tell their progress to whoever prints it
 (`step_progress`).

@@ -7,8 +7,10 @@ month, memory price) and the arm's ``price_per_million_tokens``. Every projected
 a value, and in words what it assumes, so a capacity request can quote both. Latency is never projected:
 it is reported as measured, on the index it was measured on.
 
-Index memory follows the index's layout exactly: a flat index is ``documents x dimension x bytes per
-component``; an hnswlib index adds its graph as `HnswLayout` derives it from hnswlib's own code.
+Index memory follows the index's layout exactly: a flat index is ``documents x bytes per vector``
+(``dimension x bytes per component``, or ``dimension`` bits rounded up to bytes for a binary variant); an
+hnswlib index adds its graph as `HnswLayout` derives it from hnswlib's own code; a FAISS index is what FAISS
+serialises, measured (`FaissLayout`): the trained, empty index, and what each vector added to it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "MAX_PRICE",
     "ArmCapacity",
     "Estimate",
+    "FaissLayout",
     "HnswLayout",
     "Latency",
     "Production",
@@ -156,6 +159,21 @@ class HnswLayout:
         return self.HEADER_BYTES + len(levels) * per_element + upper * self.upper_level_bytes
 
 
+@dataclass(frozen=True, slots=True)
+class FaissLayout:
+    """A FAISS index as this run measured it: its factory string, the serialised bytes of the trained, empty
+    index (centroids, codebooks: they do not grow with the documents) and the search parameter
+    `ArmCapacity.latency_ef` holds (``nprobe``, ``efSearch``; None for an index that scans every code)."""
+
+    factory: str
+    fixed_bytes: int
+    parameter: str | None = None
+
+    def vector_bytes(self, index_bytes: int, documents: int) -> float:
+        """What each vector added to the serialised index (codes, ids, links), measured on ``documents``."""
+        return (index_bytes - self.fixed_bytes) / documents if documents else 0.0
+
+
 def flat_index_bytes(documents: int, dimension: int, component_bytes: int) -> int:
     """A flat (exact) index holds the vectors and nothing else."""
     for name, value in (
@@ -225,6 +243,8 @@ class ArmCapacity:
     latency: Latency
     latency_ef: int | None
     price_per_million_tokens: float | None
+    #: a FAISS index's measured layout (``index_kind`` "faiss"); None for other indexes
+    faiss: FaissLayout | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,10 +280,19 @@ def memory_assumption(capacity: ArmCapacity) -> str:
             "level-0 links, label, 1/(M-1) expected upper levels), as index_file_size() counts it; "
             "not counted: hnswlib's label map and per-element locks"
         )
-    return (
-        f"flat index: {capacity.bytes_per_vector} B per vector ({capacity.dimension} x {capacity.dtype}), "
-        "nothing else"
-    )
+    if capacity.faiss is not None:
+        faiss = capacity.faiss
+        per_vector = faiss.vector_bytes(capacity.index_bytes, capacity.documents)
+        return (
+            f"FAISS {faiss.factory}: {faiss.fixed_bytes:,} B trained and empty (centroids, codebooks) + "
+            f"{per_vector:,.1f} B per vector (codes, ids, links), FAISS's serialised size measured on "
+            f"{capacity.documents:,} vectors"
+        )
+    if capacity.dtype in ("binary", "ubinary"):
+        components = f"{capacity.dimension} bits"
+    else:
+        components = f"{capacity.dimension} x {capacity.dtype}"
+    return f"flat index: {capacity.bytes_per_vector} B per vector ({components}), nothing else"
 
 
 def project(capacity: ArmCapacity, production: Production) -> Projection:
@@ -315,6 +344,9 @@ def _hnsw_m(capacity: ArmCapacity) -> int:
 def _projected_index_bytes(capacity: ArmCapacity, documents: int) -> float:
     if capacity.index_kind == "hnsw":
         return HnswLayout(capacity.dimension, _hnsw_m(capacity)).index_bytes(documents)
+    if capacity.faiss is not None:
+        layout = capacity.faiss
+        return layout.fixed_bytes + documents * layout.vector_bytes(capacity.index_bytes, capacity.documents)
     return float(documents * capacity.bytes_per_vector)
 
 

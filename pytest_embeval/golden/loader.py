@@ -85,6 +85,7 @@ from pytest_embeval.golden.schema import (
     DEFAULT_SEED,
     DEFAULT_TIE_MARGIN,
     DEFAULT_TIES,
+    FAISS_PARAMETERS,
     FAMILIES,
     HNSW_DEFAULTS,
     HNSW_RECALL_TARGET,
@@ -248,6 +249,10 @@ class _GoldenLoader(DataReader):
         fold: FoldSpec | None = setting("fold", self.fold, None)
         rerank: RerankSpec | None = setting("rerank", self.rerank, None)
         data = self.data(top, strata, fold)
+        if index.kind == "faiss" and any(query.filters for query in data.queries):
+            # FAISS's selectors differ per index type and some refuse them: a filtered search is not offered.
+            problem = "queries with filters cannot be searched with a FAISS index; use exact or hnsw"
+            raise self.error(top["index"][0], "index.faiss", problem)
         excludes: dict[str, tuple[str, ...]] = setting(
             "separate", lambda node: self.separate(node, strata, data.queries), {}
         )
@@ -386,16 +391,21 @@ class _GoldenLoader(DataReader):
         return tuple(specs.values())
 
     def index(self, node: yaml.Node) -> IndexSpec:
-        expected = "'exact' or {hnsw: {M: 16, ef_construction: 200, ef_search: 128}}"
+        expected = (
+            "'exact', {hnsw: {M: 16, ef_construction: 200, ef_search: 128}} or {faiss: 'IVF1024,PQ48', "
+            "nprobe: 16}"
+        )
         if isinstance(node, yaml.ScalarNode):
             if node.value in ("exact", "hnsw"):
                 return IndexSpec(str(node.value))
             raise self.error(node, "index", f"must be {expected}, got {describe_node(node)}")
         entries = self.entries(node, "index")
+        if "faiss" in entries:
+            return self.faiss_index(entries)
         if "service" in entries or any(name in entries for name in ENGINES):
             engine = read_engine(self, entries)
             return IndexSpec(engine.engine, engine=engine)
-        self.check_keys(entries, ("hnsw", *ENGINES, "service"), "index")
+        self.check_keys(entries, ("hnsw", "faiss", *ENGINES, "service"), "index")
         if "hnsw" not in entries:
             raise self.error(node, "index", f"must be {expected}, got an empty mapping")
         params_node = entries["hnsw"][1]
@@ -423,6 +433,39 @@ class _GoldenLoader(DataReader):
                 target_node, key, f"must be a number in (0, 1], got {describe_node(target_node)}"
             )
         return IndexSpec("hnsw", **values, recall_target=target)
+
+    def faiss_index(self, entries: Mapping[str, Entry]) -> IndexSpec:
+        """``{faiss: FACTORY, nprobe | efSearch | recall_target}``: the factory string FAISS builds, and at
+        most one way to set its search parameter. FAISS must be importable (the ``[faiss]`` extra)."""
+        self.check_keys(entries, ("faiss", *FAISS_PARAMETERS, HNSW_RECALL_TARGET), "index")
+        key_node, factory_node = entries["faiss"]
+        factory = self.word(
+            factory_node, "index.faiss", "a FAISS index factory string such as 'IVF1024,PQ48'"
+        )
+        given = [name for name in (*FAISS_PARAMETERS, HNSW_RECALL_TARGET) if name in entries]
+        if len(given) > 1:
+            second = entries[given[1]][0]
+            problem = f"give one of {', '.join(given)}: the recall target chooses the parameter per arm"
+            raise self.error(second, f"index.{given[1]}", problem)
+        try:
+            import faiss  # noqa: F401  (declared: FAISS builds the index)
+        except ImportError:
+            problem = "needs FAISS, which is not installed: pip install 'pytest-embeval[faiss]'"
+            raise self.error(key_node, "index.faiss", problem) from None
+        if not given:
+            return IndexSpec("faiss", factory=factory)
+        name = given[0]
+        value_node = entries[name][1]
+        if name != HNSW_RECALL_TARGET:
+            return IndexSpec(
+                "faiss", factory=factory, faiss_parameter=(name, self.integer(value_node, f"index.{name}", 1))
+            )
+        target = self.number(value_node, f"index.{name}")
+        if target is None or not 0 < target <= 1:
+            raise self.error(
+                value_node, f"index.{name}", f"must be a number in (0, 1], got {describe_node(value_node)}"
+            )
+        return IndexSpec("faiss", factory=factory, recall_target=target)
 
     def production(self, node: yaml.Node) -> Production:
         entries = self.entries(node, "production")

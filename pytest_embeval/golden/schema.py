@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_SPLIT",
     "DEFAULT_TIES",
     "DEFAULT_TIE_MARGIN",
+    "FAISS_PARAMETERS",
     "FAMILIES",
     "HNSW_DEFAULTS",
     "HNSW_RECALL_TARGET",
@@ -130,25 +131,43 @@ TRAFFIC_BY_FREQUENCY = "frequency"
 TRAFFIC_BY_INCLUSION = "frequency / inclusion"
 
 
+#: index keys beside ``faiss`` (the factory string): the search parameter it is searched with, or the recall
+#: target that chooses it per arm
+FAISS_PARAMETERS = ("nprobe", "efSearch")
+
+
 @dataclass(frozen=True, slots=True)
 class IndexSpec:
-    kind: str  # "exact" | "hnsw" | an engine: "chroma", "lancedb", "service"
+    kind: str  # "exact" | "hnsw" | "faiss" | an engine: "chroma", "lancedb", "service"
     M: int = HNSW_DEFAULTS["M"]
     ef_construction: int = HNSW_DEFAULTS["ef_construction"]
     ef_search: int = HNSW_DEFAULTS["ef_search"]
-    #: when set, each arm searches at the smallest ef whose ANN recall reaches it, and ef_search is unused
+    #: when set, each arm searches at the smallest ef (a FAISS index: nprobe or efSearch) whose ANN recall
+    #: reaches it, and ef_search is unused
     recall_target: float | None = None
     #: a vector database (``kind`` is its engine); None for exact search and hnsw
     engine: EngineSpec | None = None
+    #: a FAISS index: its factory string (``"IVF1024,PQ48"``), and the search parameter declared for it,
+    #: ``("nprobe", 16)`` (None: FAISS's default, or the recall target's choice)
+    factory: str | None = None
+    faiss_parameter: tuple[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The declared index, plain types only; HNSW parameters appear only for ``hnsw``, and either the ef
-        searched with or the recall target that chooses it; an engine's as `EngineSpec.as_dict`."""
+        searched with or the recall target that chooses it; a FAISS index's factory string and parameter; an
+        engine's as `EngineSpec.as_dict`."""
         if self.engine is not None:
             return self.engine.as_dict()
+        if self.kind == "faiss" and self.factory is not None:
+            declared: dict[str, str | int | float] = {"kind": "faiss", "faiss": self.factory}
+            if self.faiss_parameter is not None:
+                declared[self.faiss_parameter[0]] = self.faiss_parameter[1]
+            if self.recall_target is not None:
+                declared[HNSW_RECALL_TARGET] = self.recall_target
+            return declared
         if self.kind != "hnsw":
             return {"kind": self.kind}
-        declared: dict[str, str | int | float] = {
+        declared = {
             "kind": "hnsw",
             "M": self.M,
             "ef_construction": self.ef_construction,

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pytest_embeval.arms.rerank import RerankError
 from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
+from pytest_embeval.arms.variants import shared_embedder
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.reports.json_report import Record, error_record
 from pytest_embeval.run.control import ControlMismatch
@@ -186,14 +187,16 @@ class GoldenArms:
     ) -> None:
         """Run the incumbent (unless it ran already) and each candidate of ``resolved`` on ``inputs``, and
         pair each candidate with the incumbent."""
+        # A model that several of these arms embed (a model and its variants) is embedded once for them.
+        shared = shared_embedder(embedder, [incumbent_arm, *resolved.values()])
         if INCUMBENT not in self.results:
-            self.results[INCUMBENT] = self._run_arm(inputs, incumbent_arm, INCUMBENT, None, None)
+            self.results[INCUMBENT] = self._run_arm(inputs, incumbent_arm, INCUMBENT, None, None, shared)
         incumbent = self.results[INCUMBENT]
         if isinstance(incumbent, ArmFailure):
             return
         for name, arm in resolved.items():
             tagged = functools.partial(tag, name)
-            result = self._run_arm(inputs, arm, "candidate", labels(name), tagged)
+            result = self._run_arm(inputs, arm, "candidate", labels(name), tagged, shared)
             self.results[name] = result
             if isinstance(result, ArmFailure):
                 self.comparisons[name] = result
@@ -216,9 +219,12 @@ class GoldenArms:
         role: str,
         label: str | None,
         tag: Callable[[Record], Record] | None,
+        embedder: Embedder,
     ) -> ArmResult | ArmFailure:
         try:
-            return run_arm_on(inputs, arm, "incumbent" if role == INCUMBENT else "candidate", label)
+            return run_arm_on(
+                inputs, arm, "incumbent" if role == INCUMBENT else "candidate", label, embedder=embedder
+            )
         except ARM_ERRORS as error:
             return self._failure(error, tag)
 

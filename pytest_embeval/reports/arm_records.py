@@ -12,6 +12,7 @@ from pytest_embeval.arms.dense import DenseRetriever
 from pytest_embeval.arms.resolve import Component
 from pytest_embeval.arms.retriever import IndexStats, Retriever
 from pytest_embeval.arms.usage import UsageCount, cost
+from pytest_embeval.arms.variants import variant_record
 from pytest_embeval.core.capacity import ArmCapacity, Estimate, Latency, Production, TokenCount, project
 from pytest_embeval.run.pipeline import ArmResult
 
@@ -29,14 +30,19 @@ def _latency_record(latency: Latency) -> Record:
 
 
 def index_record(stats: IndexStats) -> Record:
-    """One arm's index: kind, dimension, memory; for hnsw also its parameters as built, for a vector database
-    its version and parameters as the engine reports them; for both their ANN recall against exact search
-    and, under ``timings``, their per-query latency and exact search's (and an engine's address and
-    collection, which change from run to run)."""
+    """One arm's index: kind, dimension, memory; a variant's vectors (``vectors``: dims, precision, rescore,
+    int8/uint8 calibration ranges); for hnsw and faiss also its parameters as built, for a vector database
+    its version and parameters as the engine reports them; for each of them its ANN recall against exact
+    search and, under ``timings``, its per-query latency and exact search's (and an engine's address and
+    collection, which change from run to run); for faiss the bytes of the trained, empty index
+    (``fixed_bytes``)."""
     record: Record = {"kind": stats.kind, "dimension": stats.dimension, "memory_bytes": stats.memory_bytes}
-    measured = stats.hnsw or stats.engine
-    if stats.hnsw is not None:
-        record.update(stats.hnsw.parameters)
+    if stats.shape is not None:
+        record["vectors"] = stats.shape.as_dict()
+    approximate = stats.faiss or stats.hnsw
+    if approximate is not None:
+        record.update(approximate.parameters)
+    measured = approximate or stats.engine
     if stats.engine is not None:
         engine = stats.engine
         record.update(
@@ -49,7 +55,10 @@ def index_record(stats: IndexStats) -> Record:
             record["recall_target"] = measured.recall_target
         record["ann_recall"] = number(measured.ann_recall)
         record["sample"] = measured.sample
-        if measured.filtered:
+        if stats.faiss is not None:
+            record["fixed_bytes"] = stats.faiss.fixed_bytes
+        filtered = stats.hnsw or stats.engine  # never FAISS: the loader refuses filters with it
+        if filtered is not None and filtered.filtered:
             record["filtered"] = True
         if stats.engine is not None and stats.engine.kept:
             record["kept"] = True
@@ -74,6 +83,9 @@ def arm_record(result: ArmResult, production: Production | None) -> Record:
     }
     if result.capacity is not None and production is not None:
         record["capacity"] = capacity_record(result.capacity, production)
+    variant = variant_record(result.arm)
+    if variant is not None:
+        record["variant"] = variant
     # Only for the arms that are not embedding arms, so embedding arms' records keep their shape.
     if result.arm.kind != "dense":
         record["kind"] = result.arm.kind
@@ -172,6 +184,8 @@ def capacity_record(capacity: ArmCapacity, production: Production) -> Record:
             "query_tokens": _tokens_record(capacity.query_tokens),
             "price_per_million_tokens": capacity.price_per_million_tokens,
             "latency_ef": capacity.latency_ef,
+            # Only for a FAISS index, so that other arms' records keep their shape.
+            **({} if capacity.faiss is None else {"faiss": dataclasses.asdict(capacity.faiss)}),
             # encoding is None when no document was encoded in this run (all from the embedding cache)
             "timings": {"encoding": encoding, "latency_ms": _latency_record(capacity.latency)},
         },

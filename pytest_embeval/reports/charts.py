@@ -1,5 +1,6 @@
 """The charts of a golden set. The forest plot: per stratum, Δ of the primary metric with its confidence
 interval, against zero and the ±margin band, coloured by verdict. With corpus slices, Δ against corpus size.
+With variants or a FAISS index, the frontier: each arm's Δ against its bill.
 
 `forest_rows` and `forest_axis` are what the picture shows, shared by the inline SVG drawn here (for the HTML
 page and pytest-html's report) and the matplotlib picture of `reports/forest_png.py`. The SVG is our own few
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number, golden_title
+from pytest_embeval.reports.frontier_records import recorded_arms, shown_bill
 
 #: Verdict colours, told apart by people with red-green colour blindness too (blue, orange, grey), and
 #: never used elsewhere on the page (tests find the plot's rows by them).
@@ -271,3 +273,74 @@ def _spread(
         y = end[0] if not placed else max(end[0], placed[-1][0] + gap)
         placed.append((y, *end[1:]))
     return placed
+
+
+FRONTIER_WIDTH = 520
+FRONTIER_HEIGHT = 280
+FRONTIER_COLOUR = VERDICT_COLOURS["BETTER"]
+DOMINATED_COLOUR = VERDICT_COLOURS["TIE"]
+
+
+def frontier_svg(record: Mapping[str, Any]) -> str | None:
+    """A frontier's record (`frontier_records.frontier_record`) drawn: every arm as a point, its bill across
+    (log scale when the bills span 4 x or more) and its Δ against the incumbent up, with its interval; the
+    arms on the frontier in blue, joined by a line, the others grey, an arm with a WORSE stratum ringed in
+    orange. None when fewer than two arms have both."""
+    arms = recorded_arms(record)
+    marks = [bool(arm["on_frontier"]) for arm in record["arms"]]
+    drawn = [(arm, mark) for arm, mark in zip(arms, marks, strict=True) if arm.comparable]
+    if len(drawn) < 2:
+        return None
+    bills = [float(arm.bill) for arm, _ in drawn if arm.bill is not None]
+    values = [0.0]
+    for arm, _ in drawn:
+        values += [v for v in (arm.delta, *arm.ci) if v is not None and math.isfinite(v)]
+    axis = nice_axis(values)
+    logarithmic = min(bills) > 0 and max(bills) / min(bills) >= 4
+    scale: Any = math.log if logarithmic else float
+    lowest, span = scale(min(bills)), scale(max(bills)) - scale(min(bills))
+    left, top = 60, 30
+    right, bottom = left + FRONTIER_WIDTH, top + FRONTIER_HEIGHT
+
+    def x(bill: float) -> float:
+        return left + 20 + (0.5 if span == 0 else (scale(bill) - lowest) / span) * (FRONTIER_WIDTH - 40)
+
+    def y(value: float) -> float:
+        return top + (axis.high - value) / (axis.high - axis.low) * FRONTIER_HEIGHT
+
+    metric = record["metric"]
+    parts = [_svg("frontier", right + 160, bottom + 50, f"{record['name']}: Δ {metric} against the bill")]
+    for tick in axis.ticks:
+        parts.append(
+            _tag("line", x1=left, x2=right, y1=y(tick), y2=y(tick), stroke="#333" if tick == 0 else "#ccc")
+        )
+        parts.append(_tag("text", f"{tick:g}", x=left - 6, y=y(tick) + 4, text_anchor="end", fill="#333"))
+    for bill in sorted(set(bills)):
+        parts.append(
+            _tag("text", shown_bill(bill), x=x(bill), y=bottom + 16, text_anchor="middle", fill="#333")
+        )
+    caption = f"{record['bill']} ({'log' if logarithmic else 'linear'} scale); Δ {metric}"
+    parts.append(
+        _tag("text", caption, x=(left + right) / 2, y=bottom + 36, text_anchor="middle", fill="#333")
+    )
+    front = sorted((arm for arm, mark in drawn if mark), key=lambda arm: (arm.bill, arm.delta))
+    if len(front) > 1:
+        line = " ".join(f"{x(float(arm.bill or 0)):.1f},{y(float(arm.delta or 0)):.1f}" for arm in front)
+        parts.append(_tag("polyline", points=line, fill="none", stroke=FRONTIER_COLOUR, stroke_width=1.5))
+    for arm, mark in drawn:
+        assert arm.bill is not None and arm.delta is not None
+        colour = FRONTIER_COLOUR if mark else DOMINATED_COLOUR
+        px, py = x(arm.bill), y(arm.delta)
+        quality = f"Δ {fmt_number(arm.delta, True)} {fmt_interval(arm.ci)}"
+        said = f"{arm.name} {arm.spec}: {quality}, {shown_bill(arm.bill)}"
+        parts.append(f'<g class="arm" data-frontier="{"yes" if mark else "no"}">')
+        parts.append(_tag("title", said + (f"; WORSE: {', '.join(arm.worse)}" if arm.worse else "")))
+        low, high = arm.ci
+        if low is not None and high is not None:
+            parts.append(_tag("line", x1=px, x2=px, y1=y(low), y2=y(high), stroke=colour, stroke_width=2.5))
+        ring: dict[str, Any] = {"stroke": VERDICT_COLOURS["WORSE"], "stroke_width": 2.5} if arm.worse else {}
+        parts.append(_tag("circle", cx=px, cy=py, r=5, fill=colour, **ring))
+        parts.append(_tag("text", _cut(arm.name), x=px + 8, y=py - 6, fill=colour))
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "\n".join(parts)

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_embeval.core.sample_design import STRATIFIED, design_words
 from pytest_embeval.core.verdict import ROUGH_BELOW, familywise_error
 from pytest_embeval.judging.coverage import CoverageRow, coverage_warnings
+from pytest_embeval.reports.frontier_records import faiss_text
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.shortlist import CANDIDATE_NAME
 
@@ -542,6 +543,11 @@ def _index_setting(golden: Mapping[str, Any], role: str) -> str:
         return _NO_INDEX[kind]
     if index is not None and "version" in index:
         return f"{engine_words(index, golden['depth'])}, dimension {index['dimension']}"
+    if index is not None and index["kind"] == "faiss":
+        return (
+            f"{faiss_text(index)}, dimension {index['dimension']}, ANN recall@{golden['depth']} "
+            f"{fmt_number(index['ann_recall'])} ({index['sample']} queries), {index['memory_bytes']:,} bytes"
+        )
     if index is None or index["kind"] != "hnsw":
         return "exact" if index is None else f"{index['kind']}, dimension {index['dimension']}"
     filtered = ", filtered as the queries are" if index.get("filtered") else ""

@@ -23,7 +23,7 @@ from pytest_embeval.reports.capacity_contents import (
     slices_block,
     usage_lines,
 )
-from pytest_embeval.reports.charts import forest_svg, slices_svg
+from pytest_embeval.reports.charts import forest_svg, frontier_svg, slices_svg
 from pytest_embeval.reports.contents import (
     Table,
     coverage_notes,
@@ -38,6 +38,7 @@ from pytest_embeval.reports.contents import (
     strata_notes,
     strata_table,
 )
+from pytest_embeval.reports.frontier import frontier_block
 from pytest_embeval.reports.pipeline_contents import index_split_block, pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import (
     reading_order,
@@ -141,6 +142,26 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return parts
 
 
+def _frontier(holder: Mapping[str, Any]) -> list[str]:
+    """Every arm's quality against its bill, drawn and tabled, when an arm of the golden set's comparison
+    or of the shortlist ``holder`` is a variant or the index a FAISS index."""
+    if "frontier" not in holder:
+        return []
+    block, chart = frontier_block(holder["frontier"]), frontier_svg(holder["frontier"])
+    figure = (
+        []
+        if chart is None
+        else [f'<figure class="scroll">{chart}<figcaption>{_e(block.caption)}</figcaption></figure>']
+    )
+    return [
+        "<h3>Frontier</h3>",
+        *figure,
+        f"<p>{_e(block.caption)}</p>",
+        html_table(block.table),
+        *(f'<p class="decision"><strong>{_e(n)}</strong></p>' for n in block.notes),
+    ]
+
+
 def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
     parts = [f"<p>{_e(note)}</p>" for note in pipeline_notes(golden)]
@@ -204,6 +225,7 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
         parts += ["<h3>Guards</h3>", html_table(guards)]
     parts += _pipeline(golden)
     parts += _capacity(golden)
+    parts += _frontier(golden)
     moved, total = moved_most(golden, limit=None)
     if moved:
         parts += [
@@ -222,7 +244,8 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
 
 def shortlist_fragment(shortlist: Mapping[str, Any], anchor: str) -> str:
     """A shortlist's section (element id ``anchor``): the forest plot with a row per stratum and candidate,
-    the table of the candidates, the line naming the cheapest that passes, and its warnings."""
+    the table of the candidates, the line naming the cheapest that passes, its warnings, and its frontier
+    (with a variant or a FAISS index among the arms)."""
     forest = shortlist_forest(shortlist)
     parts = [
         f'<section id="{_e(anchor)}">',
@@ -243,6 +266,7 @@ def shortlist_fragment(shortlist: Mapping[str, Any], anchor: str) -> str:
         parts.append(
             f'<p class="warning">Warning: {_e(note.text)}</p>' if note.warning else f"<p>{_e(note.text)}</p>"
         )
+    parts += _frontier(shortlist)
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -30,6 +30,7 @@ from pytest_embeval.judging.coverage import coverage
 # Record is every record's type, re-exported: the report's users import it from here.
 from pytest_embeval.reports.arm_records import Record as Record
 from pytest_embeval.reports.arm_records import arm_record, device_record, number
+from pytest_embeval.reports.frontier_records import frontier_record, shown_rows
 from pytest_embeval.reports.shortlist import CANDIDATE_NAME, CANDIDATE_ORDER, shortlist_record
 from pytest_embeval.run.control import short_digest
 from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING
@@ -386,6 +387,8 @@ def _index_record(golden: GoldenSet) -> Record | str:
     if index.engine is not None:
         declared = index.engine.as_dict()
         return {str(declared.pop("kind")): declared}
+    if index.kind == "faiss":
+        return {key: value for key, value in index.as_dict().items() if key != "kind"}
     return {"hnsw": {key: value for key, value in index.as_dict().items() if key != "kind"}}
 
 
@@ -520,10 +523,15 @@ def build_report(
         entry = _entry(golden, "path")
         strata = sorted(by_entry.get(entry, []), key=lambda r: r["order"])
         decision = decisions.get(entry)
+        # With variants or a FAISS index: every arm's quality against its bill (`frontier_records`); a
+        # shortlist's comparisons are on the shortlist's frontier instead.
+        rows = None if CANDIDATE_NAME in golden else shown_rows(golden, strata)
+        frontier = {} if rows is None else {"frontier": frontier_record(golden, rows)}
         golden_sets.append(
             {
                 **{key: value for key, value in golden.items() if key not in ("coverage", CANDIDATE_ORDER)},
                 "strata": [{k: v for k, v in s.items() if k not in ("golden", "order")} for s in strata],
+                **frontier,
                 **(
                     {}
                     if decision is None

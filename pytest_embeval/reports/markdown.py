@@ -36,6 +36,7 @@ from pytest_embeval.reports.contents import (
     strata_notes,
     strata_table,
 )
+from pytest_embeval.reports.frontier import frontier_block
 from pytest_embeval.reports.pipeline_contents import index_split_block, pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import (
     reading_order,
@@ -119,6 +120,22 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _frontier(holder: Mapping[str, Any]) -> list[str]:
+    """Every arm's quality against its bill, when an arm of the golden set's comparison or of the shortlist
+    ``holder`` is a variant or the index a FAISS index."""
+    if "frontier" not in holder:
+        return []
+    block = frontier_block(holder["frontier"])
+    return [
+        md_text(block.caption),
+        "",
+        *md_table(block.table),
+        "",
+        *(f"**{md_text(n)}**" for n in block.notes),
+        "",
+    ]
+
+
 def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
     lines = [line for note in pipeline_notes(golden) for line in (md_text(note), "")]
@@ -170,6 +187,7 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
         lines += ["Guards:", "", *md_table(guards), ""]
     lines += _pipeline(golden)
     lines += _capacity(golden)
+    lines += _frontier(golden)
     moved, total = moved_most(golden)
     if moved:
         metric = html.escape(str(golden["metric"]))
@@ -180,7 +198,8 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
 
 
 def shortlist_markdown(shortlist: Mapping[str, Any]) -> list[str]:
-    """A shortlist's section: its table, the line naming the cheapest candidate that passes, its warnings."""
+    """A shortlist's section: its table, the line naming the cheapest candidate that passes, its warnings,
+    and its frontier (with a variant or a FAISS index among the arms)."""
     lines = [
         f"### Shortlist of {md_text(shortlist['name'])}: {md_text(shortlist['line'])}",
         "",
@@ -191,7 +210,7 @@ def shortlist_markdown(shortlist: Mapping[str, Any]) -> list[str]:
     ]
     for note in shortlist_notes(shortlist):
         lines += [f"> **Warning:** {md_text(note.text)}" if note.warning else md_text(note.text), ""]
-    return lines
+    return lines + _frontier(shortlist)
 
 
 def report_markdown(report: Mapping[str, Any]) -> str:

@@ -6,14 +6,17 @@ run of that candidate alone writes it, tagged with the candidate's name (`CANDID
 could not be run has an error record tagged alike. `shortlist_record` reads those records of one golden file
 (a pure function of plain data): per candidate its verdict, Δ and interval on every stratum, its declared
 decision, whether it passes, and its bill; the candidates that pass first, cheapest first; the line naming
-the cheapest that passes; the family the verdicts were decided in; and judged@k of every arm.
+the cheapest that passes; the family the verdicts were decided in; judged@k of every arm; and, when an arm
+is a variant or the index a FAISS index, the frontier of the incumbent and every candidate
+(`shortlist_frontier`).
 
 A candidate passes when its items would: its declared ``decision:`` proceeds (with routing or without), or
 without a decision no stratum is WORSE. Its bill is what its arm record reports: the dimension, the bytes of a
-vector (its capacity's, or the float32 vectors its index searches), the index's memory here and, with a
-``production`` block, its memory, monthly cost and embedding cost at the production size. Cheapest is the
-fewest bytes per vector (what memory at any size, and its cost, scale with), then the lowest price per
-token; an arm without vectors of its own (BM25) has no bill to order by and comes after those with one.
+vector (its capacity's, or what its index stores: a variant's shape, else float32 vectors), the index's
+memory here and, with a ``production`` block, its memory, monthly cost and embedding cost at the production
+size. Cheapest is the fewest bytes per vector (what memory at any size, and its cost, scale with), then the
+lowest price per token; an arm without vectors of its own (BM25) has no bill to order by and comes after
+those with one.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_embeval.reports.arm_records import Record
+from pytest_embeval.reports.frontier_records import ArmRow, frontier_record, shows_frontier
 
-__all__ = ["CANDIDATE_NAME", "CANDIDATE_ORDER", "FLOAT32_BYTES", "shortlist_record"]
+__all__ = ["CANDIDATE_NAME", "CANDIDATE_ORDER", "FLOAT32_BYTES", "shortlist_frontier", "shortlist_record"]
 
 #: What a shortlist's records carry beyond those of one candidate's run: the candidate's name (in the golden
 #: set's, its strata's, its decision's and its error's records) and its place among the candidates (in the
@@ -47,6 +51,7 @@ def shortlist_record(entries: Sequence[Mapping[str, Any]], errors: Sequence[Mapp
     for row in rows:
         del row["order"]
     passing = [row for row in rows if row["passes"]]
+    frontier = None if not entries else shortlist_frontier(entries)
     return {
         "name": anyone["name"],
         "path": anyone["path"],
@@ -60,7 +65,20 @@ def shortlist_record(entries: Sequence[Mapping[str, Any]], errors: Sequence[Mapp
         "cheapest_passing": passing[0]["name"] if passing else None,
         "line": _line(rows),
         "coverage": _coverage(entries),
+        # With a variant or a FAISS index among the arms: every arm's quality against its bill.
+        **({} if frontier is None else {"frontier": frontier}),
     }
+
+
+def shortlist_frontier(entries: Sequence[Mapping[str, Any]]) -> Record | None:
+    """The frontier of a shortlist's arms (`frontier_records.frontier_record`): the incumbent and each
+    candidate of ``entries`` (the report's golden-set entries of one golden file), when one of them shows a
+    frontier (`frontier_records.shows_frontier`) and strata ran; else None."""
+    if not any(shows_frontier(entry) for entry in entries) or not any(entry["strata"] for entry in entries):
+        return None
+    rows = [ArmRow("incumbent", entries[0]["incumbent"], None)]
+    rows += [ArmRow(entry[CANDIDATE_NAME], entry["candidate"], entry["strata"]) for entry in entries]
+    return frontier_record(entries[0], rows)
 
 
 def _ran(entry: Mapping[str, Any], order: int) -> Record:
@@ -124,7 +142,9 @@ def _bill(entry: Mapping[str, Any], role: str = "incumbent") -> Record:
         )
     else:
         dimension, index_bytes = index["dimension"], index["memory_bytes"]
-        size = FLOAT32_BYTES * dimension
+        # A variant's index stores its own shape (`arms.variants`); any other index float32 vectors.
+        vectors = index.get("vectors")
+        size = FLOAT32_BYTES * dimension if vectors is None else vectors["bytes_per_vector"]
     bill: Record = {
         "dimension": dimension,
         "bytes_per_vector": size,

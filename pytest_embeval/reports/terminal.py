@@ -32,6 +32,8 @@ from pytest_embeval.reports.contents import (
     strata_table,
     unweighted_row,
 )
+from pytest_embeval.reports.frontier import frontier_block
+from pytest_embeval.reports.frontier_records import faiss_text
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import index_split_block, pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import shortlist_caption, shortlist_notes, shortlist_table
@@ -79,7 +81,13 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     for block in (index_split_block(golden, strata), rerank_block(golden, strata)):
         if block is not None:
             lines += _block_lines(block)
-    return [*lines, *slice_lines(golden, strata), *capacity_lines(golden), *decision_lines(golden)]
+    return [
+        *lines,
+        *slice_lines(golden, strata),
+        *capacity_lines(golden),
+        *(frontier_lines(golden["frontier"]) if "frontier" in golden else []),
+        *decision_lines(golden),
+    ]
 
 
 def _guard_words(golden: Mapping[str, Any]) -> str:
@@ -102,10 +110,12 @@ def reason_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def shortlist_lines(shortlist: Mapping[str, Any]) -> list[str]:
     """A shortlist's table under its caption, after its candidates' own tables, and the line naming the
-    cheapest candidate that passes."""
+    cheapest candidate that passes; then, with a variant or a FAISS index among the arms, the frontier of
+    them all."""
     shown = shortlist_table(shortlist)
     notes = [note.text for note in shortlist_notes(shortlist) if not note.warning]
-    return [shortlist_caption(shortlist), *table(shown.header, shown.rows), *notes]
+    frontier = frontier_lines(shortlist["frontier"]) if "frontier" in shortlist else []
+    return [shortlist_caption(shortlist), *table(shown.header, shown.rows), *notes, *frontier]
 
 
 def shortlist_warning_lines(shortlist: Mapping[str, Any], report_path: str | None) -> list[str]:
@@ -140,7 +150,8 @@ def decision_failure(record: Mapping[str, Any], settings: Mapping[str, Any]) -> 
 
 
 def _index_line(what: str, index: Mapping[str, Any], depth: int) -> str:
-    """An approximate index (hnsw, or a vector database) against exact search, and its latency."""
+    """An approximate index (hnsw, a FAISS index or a vector database) against exact search, and its
+    latency."""
     timings = index["timings"]
     latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
     times = (
@@ -150,6 +161,11 @@ def _index_line(what: str, index: Mapping[str, Any], depth: int) -> str:
     if "version" in index:
         return f"{what}: {engine_words(index, depth)}, {times} through its client"
     reached = f" (smallest to reach recall {index['recall_target']:g})" if "recall_target" in index else ""
+    if index["kind"] == "faiss":
+        return (
+            f"{what}: {faiss_text(index)}{reached}, ANN recall@{depth} {fmt_number(index['ann_recall'])} "
+            f"({index['sample']} queries), {fmt_bytes(index['memory_bytes'])}, {times}"
+        )
     filtered = ", filtered as the queries are" if index.get("filtered") else ""
     return (
         f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
@@ -341,6 +357,12 @@ def capacity_lines(golden: Mapping[str, Any]) -> list[str]:
         return []
     lines = [line for block in blocks for line in _block_lines(block)]
     return [*lines, "assumptions:", *(f"  {line}" for line in capacity_assumptions(golden))]
+
+
+def frontier_lines(record: Mapping[str, Any]) -> list[str]:
+    """The arms' quality against their bill (`frontier.frontier_block` of a frontier's JSON record), with the
+    cheapest arm without a WORSE stratum: a golden set's own two arms, or a shortlist's."""
+    return _block_lines(frontier_block(record))
 
 
 def device_line(default: str, devices: Mapping[str, Mapping[str, Any] | str | None]) -> str:

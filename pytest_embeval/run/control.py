@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_embeval.arms.retriever import EngineStats, IndexStats
 from pytest_embeval.core.canonical import KeyedTexts, hash_rows, json_line
-from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.golden.schema import FAISS_PARAMETERS, GoldenSet
 from pytest_embeval.search.hnsw import effective_ef
 from pytest_embeval.search.vector_index import OpenedEngine
 
@@ -195,7 +195,13 @@ def declared_index(golden: GoldenSet, depth: int, engine: OpenedEngine | None = 
         declared = spec.engine.as_dict()
         return declared if engine is None else {**declared, "version": engine.index.version}
     index: dict[str, Any] = {"kind": spec.kind}
-    if spec.kind == "hnsw":
+    if spec.kind == "faiss":
+        index.update(factory=spec.factory, seed=golden.seed)
+        if spec.recall_target is not None:
+            index["recall_target"] = spec.recall_target
+        elif spec.faiss_parameter is not None:
+            index[spec.faiss_parameter[0]] = spec.faiss_parameter[1]
+    elif spec.kind == "hnsw":
         index.update(M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed)
         if spec.recall_target is None:
             index["ef"] = effective_ef(spec.ef_search, depth)
@@ -227,9 +233,21 @@ def _index_consumed(declared: Mapping[str, Any], stats: IndexStats) -> dict[str,
     arm's ef reached it (else the recall it reached), instead of its ef."""
     if stats.engine is not None:
         return _engine_consumed(declared, stats.engine)
+    if stats.faiss is not None:
+        faiss = stats.faiss
+        consumed: dict[str, Any] = {"kind": stats.kind, **faiss.parameters}
+        searched = [name for name in consumed if name in FAISS_PARAMETERS]
+        if faiss.recall_target is not None or faiss.defaulted:
+            # Each arm's own value reaches the target (or FAISS's default is what was declared).
+            for name in searched:
+                del consumed[name]
+        if faiss.recall_target is not None:
+            reached = faiss.ann_recall >= faiss.recall_target
+            consumed["recall_target"] = faiss.recall_target if reached else faiss.ann_recall
+        return consumed
     if stats.hnsw is None:
         return {"kind": stats.kind}
-    consumed: dict[str, Any] = {"kind": stats.kind, **stats.hnsw.parameters}
+    consumed = {"kind": stats.kind, **stats.hnsw.parameters}
     target = stats.hnsw.recall_target
     if target is not None:
         del consumed["ef"]

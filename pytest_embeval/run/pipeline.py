@@ -54,6 +54,7 @@ from pytest_embeval.arms.retriever import (
     Searcher,
 )
 from pytest_embeval.arms.usage import UsageCount
+from pytest_embeval.arms.variants import shared_embedder
 from pytest_embeval.core.canonical import KeyedTexts
 from pytest_embeval.core.capacity import ArmCapacity
 from pytest_embeval.core.metrics import evaluate
@@ -365,6 +366,7 @@ def _task(
         filters=() if held.filters is None else held.filters.filters,
         doc_fields=[doc.fields for doc in golden.documents],
         engine=engine,
+        cutoff=golden.max_k(),
     )
 
 
@@ -605,15 +607,21 @@ def engine_opened(inputs: ArmInputs, *, keep: bool = False) -> Iterator[ArmInput
 
 
 def run_arm_on(
-    inputs: ArmInputs, arm: Arm | Retriever | object, role: Role, label: str | None = None
+    inputs: ArmInputs,
+    arm: Arm | Retriever | object,
+    role: Role,
+    label: str | None = None,
+    *,
+    embedder: Embedder | None = None,
 ) -> ArmResult:
     """`run_arm` with the golden set's shared `ArmInputs`: each arm of a run is run once this way, and
-    every comparison pairs the results (`pair_arms`)."""
+    every comparison pairs the results (`pair_arms`). ``embedder`` replaces the inputs' for this arm: the
+    one a run's arms share when some are variants of one model (`variants.shared_embedder`)."""
     return run_arm(
         inputs.golden,
         arm,
         role,
-        embedder=inputs.embedder,
+        embedder=inputs.embedder if embedder is None else embedder,
         held=inputs.held,
         scorer=inputs.scorer,
         graphs=inputs.graphs,
@@ -673,10 +681,13 @@ def run_golden(
     cache: Any = None,
     keep_collections: bool = False,
 ) -> GoldenRun:
-    """Run both arms through `run_arm` on the golden set's `ArmInputs` and pair them (`pair_arms`); a vector
-    database the golden set declares is opened once for both (`engine_opened`), and each arm's collection is
-    dropped when the arm is done, unless ``keep_collections``."""
-    with engine_opened(arm_inputs(golden, embedder=embedder, cache=cache), keep=keep_collections) as inputs:
+    """Run both arms through `run_arm` on the golden set's `ArmInputs` and pair them (`pair_arms`): a model
+    both arms embed (a model and its variant) is embedded once for both (`variants.shared_embedder`); a
+    vector database the golden set declares is opened once for both (`engine_opened`), and each arm's
+    collection is dropped when the arm is done, unless ``keep_collections``."""
+    incumbent, candidate = resolve_arm(incumbent), resolve_arm(candidate)
+    shared = shared_embedder(embedder, (incumbent, candidate))
+    with engine_opened(arm_inputs(golden, embedder=shared, cache=cache), keep=keep_collections) as inputs:
         return pair_arms(
             inputs, run_arm_on(inputs, incumbent, "incumbent"), run_arm_on(inputs, candidate, "candidate")
         )

@@ -22,13 +22,14 @@ its rows are padded with position -1 and a NaN score, after the real results.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from pytest_embeval.golden.filters import Allowed
 
 __all__ = [
+    "LOWEST32",
     "SCRATCH_BYTES",
     "as_matrix",
     "check_block",
@@ -36,10 +37,13 @@ __all__ = [
     "empty_result",
     "equal_scores",
     "exact_search",
+    "merged_keys",
     "padded",
     "query_masks",
+    "raise_first_floors",
     "ranking_keys",
     "tie_ranks",
+    "top",
     "top_k",
     "validate_documents",
     "validate_queries",
@@ -54,7 +58,7 @@ SCRATCH_BYTES = 48 * 2**20
 # mask and the copy a first block's partition makes (float64 products: 12 more).
 _BYTES_PER_PAIR = 10
 _SIGN = np.uint32(0x80000000)
-_LOWEST32 = np.finfo(np.float32).min
+LOWEST32 = np.finfo(np.float32).min
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
@@ -169,7 +173,7 @@ def top_k(
     keys = ranking_keys(matrix, ranks)
     if keep is not None:
         query_masks(keys, keep)
-    best = np.sort(_top(keys, k_eff), axis=1)[:, ::-1]
+    best = np.sort(top(keys, k_eff), axis=1)[:, ::-1]
     return padded(best, *decode_keys(best, np.argsort(ranks)))
 
 
@@ -324,7 +328,7 @@ def _scan(
     per_pair = _BYTES_PER_PAIR if np.dtype(dtype) == np.float32 else _BYTES_PER_PAIR + 12
     query_block = query_block_size or max(1, SCRATCH_BYTES // (per_pair * doc_block))
     best = np.zeros((n_queries, width), dtype=np.uint64)
-    floor = np.full(n_queries, _LOWEST32, dtype=np.float32)
+    floor = np.full(n_queries, LOWEST32, dtype=np.float32)
     # Documents outermost: each document block is converted once (not at all when it has the dtype).
     for d_start in range(0, n_docs, doc_block):
         d_block = d[d_start : d_start + doc_block].astype(dtype, copy=False)
@@ -336,18 +340,18 @@ def _scan(
                 # Masked pairs score -inf: below every floor, so never a key.
                 masks = allowed.masks[allowed.rows[rows], d_start : d_start + doc_block]
                 np.copyto(scores, -np.inf, where=~masks)
-            _raise_first_floors(floor[rows], scores, width)
+            raise_first_floors(floor[rows], scores, width)
             best[rows] = _merged(best[rows], scores, floor[rows], block_ranks)
             _raise_floors(floor[rows], best[rows])
     return best
 
 
-def _raise_first_floors(floor: np.ndarray, scores: np.ndarray, width: int) -> None:
-    """Raise the floor of every query still without one (`_LOWEST32`) to this block's width-th best score,
+def raise_first_floors(floor: np.ndarray, scores: np.ndarray, width: int) -> None:
+    """Raise the floor of every query still without one (`LOWEST32`) to this block's width-th best score,
     where the block holds width allowed (finite) scores for it."""
     if scores.shape[1] < width:
         return
-    unset = np.flatnonzero(floor == _LOWEST32)
+    unset = np.flatnonzero(floor == LOWEST32)
     if unset.size == 0:
         return
     column = scores.shape[1] - width
@@ -359,19 +363,31 @@ def _raise_first_floors(floor: np.ndarray, scores: np.ndarray, width: int) -> No
 def _merged(kept: np.ndarray, scores: np.ndarray, floor: np.ndarray, block_ranks: np.ndarray) -> np.ndarray:
     """The width (``kept.shape[1]``) largest keys of each query among ``kept`` and the block's pairs at or
     above its floor."""
+    return merged_keys(kept, scores, floor, block_ranks, ranking_keys)
+
+
+def merged_keys(
+    kept: np.ndarray,
+    scores: np.ndarray,
+    floor: np.ndarray,
+    block_ranks: np.ndarray,
+    keys_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """The ``kept.shape[1]`` largest keys of each query among ``kept`` and the block's pairs at or above its
+    floor, each pair keyed by ``keys_of(scores, ranks)`` (`ranking_keys`, or integer scores' keys)."""
     n_rows, n_columns = scores.shape
     passing = np.flatnonzero(scores >= floor[:, None])
     if passing.size == 0:
         return kept
     rows, columns = np.divmod(passing, n_columns)
-    keys = ranking_keys(scores.reshape(-1)[passing], block_ranks[columns])
+    keys = keys_of(scores.reshape(-1)[passing], block_ranks[columns])
     counts = np.bincount(rows, minlength=n_rows)
     # np.flatnonzero is row-major: each row's pairs are contiguous, so a pair's place in its row's list is its
     # index less the row's first index.
     starts = np.cumsum(counts) - counts
     placed = np.zeros((n_rows, int(counts.max())), dtype=np.uint64)
     placed[rows, np.arange(passing.size) - starts[rows]] = keys
-    return _top(np.concatenate([kept, placed], axis=1), kept.shape[1])
+    return top(np.concatenate([kept, placed], axis=1), kept.shape[1])
 
 
 def _raise_floors(floor: np.ndarray, kept: np.ndarray) -> None:
@@ -463,7 +479,7 @@ def _rescored(
         exact = np.einsum("id,ikd->ik", q64, d[block], dtype=np.float64).astype(np.float32)
         keys = ranking_keys(exact, ranks[block])
         query_masks(keys, found[start : start + step])
-        keys = np.sort(_top(keys, k), axis=1)[:, ::-1]
+        keys = np.sort(top(keys, k), axis=1)[:, ::-1]
         positions[start : start + step], scores[start : start + step] = padded(
             keys, *decode_keys(keys, position_of_rank)
         )
@@ -527,7 +543,7 @@ def empty_result(n_queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.empty((n_queries, k), dtype=np.int64), np.empty((n_queries, k), dtype=np.float32)
 
 
-def _top(keys: np.ndarray, k: int) -> np.ndarray:
+def top(keys: np.ndarray, k: int) -> np.ndarray:
     """The k largest keys of each row, in no particular order, in an array of their own: a slice of the
     partitioned row block would keep all of it alive (exact search holds one per query block until a
     document block ends: 100 MB at 1,500 queries x 8,192 documents, instead of 1 MB)."""

@@ -1,0 +1,212 @@
+"""Variant arms through pytest: ``--embeval-candidate 'SPEC?precision=binary'`` embeds nothing beyond its
+model (and a rerun nothing at all), its report carries its shape and the frontier, serially and under xdist,
+and a bad variant is a usage error before anything runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_plugin_cache
+from test_plugin_cache import Log, cache_line, run
+
+from pytest_embeval.reports.json_report import without_timings
+
+Golden = Callable[..., Path]
+#: the texts the counting fakes encoded (`test_plugin_cache.log`)
+log = test_plugin_cache.log
+MODEL = "fake_models:counted_good"
+ARMS = (f"--embeval-incumbent={MODEL}", f"--embeval-candidate={MODEL}?precision=binary")
+#: The conftest golden set's texts: 60 documents and 48 queries.
+TEXTS = 60 + 48
+
+
+def reported(pytester: pytest.Pytester, name: str, *args: str) -> Any:
+    path = pytester.path / name
+    run(pytester, *ARMS, f"--embeval-json={path}", *args)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_a_variant_embeds_nothing_beyond_its_model_and_a_rerun_nothing(
+    pytester: pytest.Pytester, golden: Golden, log: Log
+) -> None:
+    golden()
+    first = reported(pytester, "first.json")
+    encoded = log.take()
+    assert len(encoded) == TEXTS  # both arms' vectors: the model's, each text once
+    assert {name for name, _, _ in encoded} == {"counted-good"}
+    result = run(pytester, *ARMS, f"--embeval-json={pytester.path / 'second.json'}")
+    assert log.take() == []
+    result.stdout.fnmatch_lines([cache_line(read=TEXTS, embedded=0)])
+    second = json.loads((pytester.path / "second.json").read_text(encoding="utf-8"))
+    assert without_timings(second) == without_timings(first)
+
+
+def test_the_report_holds_the_variant_s_shape_and_the_frontier(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden(production={"documents": 1_000_000, "memory_price_per_gb_month": 4.0})
+    report = reported(pytester, "report.json")
+    golden_set = report["golden_sets"][0]
+    candidate = golden_set["candidate"]
+    assert candidate["spec"] == f"{MODEL}?precision=binary"
+    assert candidate["variant"] == {
+        "model": MODEL,
+        "model_fingerprint": golden_set["incumbent"]["fingerprint"],
+        "dims": None,
+        "precision": "binary",
+        "rescore": None,
+    }
+    assert candidate["index"]["vectors"] == {
+        "dims": 128,
+        "precision": "binary",
+        "bytes_per_vector": 16,
+        "rescore": None,
+    }
+    assert candidate["capacity"]["measured"]["bytes_per_vector"] == 16
+    frontier = golden_set["frontier"]
+    assert [(arm["name"], arm["vectors"], arm["bill_bytes"]) for arm in frontier["arms"]] == [
+        ("incumbent", "128 x float32", 512_000_000),
+        ("candidate", "128 bits", 16_000_000),
+    ]
+    # The fake model's bits rank every query's document first, as its floats do: Δ 0, for an eighth of the
+    # bill (and of its monthly cost), so the candidate alone is on the frontier.
+    assert [arm["on_frontier"] for arm in frontier["arms"]] == [False, True]
+    assert frontier["cheapest_without_worse"] == "candidate"
+    assert "incumbent" not in golden_set["incumbent"].get("variant", {})
+
+
+def test_the_terminal_shows_the_frontier_and_the_cheapest_arm(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden()
+    result = run(pytester, *ARMS)
+    result.stdout.fnmatch_lines(
+        [
+            "frontier of Δ hit@1 against the incumbent and the bill, memory for the 60 documents searched *",
+            "incumbent fake_models:counted_good * 128 x float32 * exact * 30.7 kB *",
+            "candidate fake_models:counted_good?precision=binary * 128 bits * exact * 960 B *yes",
+            "cheapest arm without a WORSE stratum: candidate fake_models:counted_good?precision=binary "
+            "(960 B, Δ hit@1 +0.000 [+0.000, +0.000])",
+        ]
+    )
+
+
+def test_under_xdist_the_report_is_the_serial_one(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    serial = reported(pytester, "serial.json", "--embeval-no-cache")
+    assert without_timings(
+        reported(pytester, "xdist.json", "--embeval-no-cache", "-n", "2")
+    ) == without_timings(serial)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "line"),
+    [
+        (
+            f"{MODEL}?precision=int4",
+            f"ERROR: --embeval-candidate: model spec '{MODEL}?precision=int4': precision must be one of "
+            "float16, int8, uint8, binary, ubinary, got 'int4'",
+        ),
+        (
+            f"{MODEL}?dims=256",
+            f"ERROR: --embeval-candidate: model spec '{MODEL}?dims=256': dims=256 but the model's vectors "
+            "have 128 dimensions",
+        ),
+        (
+            f"{MODEL}?rescore=4",
+            f"ERROR: --embeval-candidate: model spec '{MODEL}?rescore=4': rescore=4 needs a quantised "
+            "precision (int8, uint8, binary, ubinary): it rescores what the codes retrieved with the float "
+            "query, and float32 vectors are searched at full precision",
+        ),
+    ],
+)
+def test_a_bad_variant_is_a_usage_error_before_anything_runs(
+    pytester: pytest.Pytester, golden: Golden, log: Log, candidate: str, line: str
+) -> None:
+    golden()
+    result = run(pytester, f"--embeval-incumbent={MODEL}", f"--embeval-candidate={candidate}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [text for text in result.errlines if text] == [line]
+    assert log.take() == []
+    assert not (pytester.path / ".embeval_cache").exists()
+
+
+def test_markdown_and_html_show_the_frontier(pytester: pytest.Pytester, golden: Golden) -> None:
+    golden()
+    markdown, page = pytester.path / "report.md", pytester.path / "report.html"
+    run(pytester, *ARMS, f"--embeval-md={markdown}", f"--embeval-html={page}")
+    text = markdown.read_text(encoding="utf-8")
+    assert "frontier of Δ hit@1 against the incumbent and the bill" in text
+    assert f"**cheapest arm without a WORSE stratum: candidate {MODEL}?precision=binary" in text
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="frontier"') == 1
+    assert html.count('<g class="arm" data-frontier="yes">') == 1
+
+
+#: A shortlist of the model's own variants: several candidates of one run (`--embeval-candidate NAME=SPEC`).
+SHORTLIST = (
+    f"--embeval-incumbent={MODEL}",
+    f"--embeval-candidate=d64={MODEL}?dims=64",
+    f"--embeval-candidate=i8={MODEL}?precision=int8",
+    f"--embeval-candidate=bin={MODEL}?precision=binary",
+    f"--embeval-candidate=bin64r={MODEL}?dims=64&precision=binary&rescore=2",
+)
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_shortlist_of_variants_embeds_the_model_once_and_draws_one_frontier_of_every_arm(
+    pytester: pytest.Pytester, golden: Golden, log: Log, workers: tuple[str, ...]
+) -> None:
+    golden()
+    path, markdown, page = (pytester.path / name for name in ("shortlist.json", "report.md", "report.html"))
+    outputs = (f"--embeval-json={path}", f"--embeval-md={markdown}", f"--embeval-html={page}")
+    result = run(pytester, *SHORTLIST, *outputs, *workers)
+    # Five arms of one model: each text encoded once, in whichever process embedded it first.
+    encoded = log.take()
+    assert len(encoded) == TEXTS
+    assert {name for name, _, _ in encoded} == {"counted-good"}
+    report = json.loads(path.read_text(encoding="utf-8"))
+    assert all("frontier" not in golden_set for golden_set in report["golden_sets"])
+    shortlist = report["shortlist"][0]
+    frontier = shortlist["frontier"]
+    # Memory for the 60 documents searched: 128 x 4 B, 64 x 4 B, 128 x 1 B, 128 / 8 B and 64 / 8 B each.
+    assert [(arm["name"], arm["vectors"], arm["bill_bytes"]) for arm in frontier["arms"]] == [
+        ("incumbent", "128 x float32", 30_720),
+        ("d64", "64 x float32", 15_360),
+        ("i8", "128 x int8", 7_680),
+        ("bin", "128 bits", 960),
+        ("bin64r", "64 bits, rescore 2", 480),
+    ]
+    # The fake model ranks every query's document first in every shape: Δ 0 everywhere, so the cheapest arm
+    # alone is on the frontier, and it is the cheapest without a WORSE stratum and the cheapest that passes.
+    assert [arm["on_frontier"] for arm in frontier["arms"]] == [False, False, False, False, True]
+    assert [arm["strata"] is None for arm in frontier["arms"]] == [True, False, False, False, False]
+    assert frontier["cheapest_without_worse"] == "bin64r"
+    assert shortlist["cheapest_passing"] == "bin64r"
+    assert shortlist["line"] == "cheapest passing candidate: bin64r (64 dimensions, 8 B per vector)"
+    result.stdout.fnmatch_lines(
+        [
+            "cheapest passing candidate: bin64r (64 dimensions, 8 B per vector)",
+            "frontier of Δ hit@1 against the incumbent and the bill, memory for the 60 documents searched *",
+            "incumbent fake_models:counted_good * 128 x float32 * exact * 30.7 kB *",
+            f"bin64r {MODEL}?dims=64&precision=binary&rescore=2 * 64 bits, rescore 2 * 480 B *yes",
+            f"cheapest arm without a WORSE stratum: bin64r {MODEL}?dims=64&precision=binary&rescore=2 "
+            "(480 B, Δ hit@1 +0.000 [+0.000, +0.000])",
+        ]
+    )
+    # Markdown and the HTML page show the same frontier once, under the shortlist, the chart inline.
+    text = markdown.read_text(encoding="utf-8")
+    assert text.count("frontier of Δ hit@1 against the incumbent and the bill") == 1
+    assert "**cheapest arm without a WORSE stratum: bin64r" in text
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="frontier"') == 1
+    assert html.count('<g class="arm" data-frontier="yes">') == 1
+    assert html.count('<g class="arm" data-frontier="no">') == 4
+    # A rerun reads every arm's vectors from the cache.
+    rerun = run(pytester, *SHORTLIST, *workers)
+    assert log.take() == []
+    rerun.stdout.fnmatch_lines(["embeval: embedding cache .embeval_cache/: * texts read, 0 embedded"])
