@@ -142,8 +142,9 @@ def test_lancedb_defaults_to_ivf_pq_and_a_flat_index_takes_no_ivf_keys(tmp_path:
             "golden.yaml:7: index.hnsw: index.lancedb is declared: one index only",
         ),
         (
-            "index: {faiss_ivf: {}}\n",
-            "golden.yaml:7: index.faiss_ivf: unknown key (expected one of: hnsw, chroma, lancedb, service)",
+            "index: {qdrant: {}}\n",
+            "golden.yaml:7: index.qdrant: unknown key (expected one of: hnsw, faiss, chroma, lancedb, "
+            "service)",
         ),
     ],
 )
