@@ -155,7 +155,8 @@ def floor(golden_path: Path) -> tuple[float, float, float, float, int]:
     from pytest_embeval.arms.embedding import embed
     from pytest_embeval.arms.model_specs import resolve_model
     from pytest_embeval.golden.loader import load_golden
-    from pytest_embeval.run.pipeline import arm_inputs, embedded_texts, pair_arms, run_arm_on
+    from pytest_embeval.run.golden_run import arm_inputs, pair_arms, run_arm_on
+    from pytest_embeval.run.pipeline import embedded_texts
     from pytest_embeval.run.shortlist import shortlist_families
     from pytest_embeval.run.stratum_evaluation import evaluate_golden
 

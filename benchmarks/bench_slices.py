@@ -42,7 +42,8 @@ from pytest_embeval.arms.embedding import Arm, LazyEncoder, embed  # noqa: E402
 from pytest_embeval.golden.loader import load_golden  # noqa: E402
 from pytest_embeval.golden.schema import GoldenSet  # noqa: E402
 from pytest_embeval.run.corpus_slices import corpus_slices, restrict  # noqa: E402
-from pytest_embeval.run.pipeline import GoldenRun, run_golden  # noqa: E402
+from pytest_embeval.run.golden_run import run_golden  # noqa: E402
+from pytest_embeval.run.pipeline import GoldenRun  # noqa: E402
 from pytest_embeval.run.stratum_evaluation import evaluate_stratum  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "vaswani"

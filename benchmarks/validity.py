@@ -125,7 +125,7 @@ def collection_report(folder: Path, metric: str, cache: Path) -> Path:
     from pytest_embeval.cache.store import EmbeddingCache
     from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
     from pytest_embeval.golden.loader import load_golden
-    from pytest_embeval.run.pipeline import run_golden
+    from pytest_embeval.run.golden_run import run_golden
 
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

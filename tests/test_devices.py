@@ -32,7 +32,7 @@ from pytest_embeval.arms.sentence_transformer import (
 )
 from pytest_embeval.reports.json_report import golden_record
 from pytest_embeval.reports.terminal import device_line
-from pytest_embeval.run.pipeline import run_golden
+from pytest_embeval.run.golden_run import run_golden
 
 Golden = Any
 

@@ -20,7 +20,8 @@ from pytest_embeval.golden.data_files import Document, Query
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.reports.json_report import stratum_record
 from pytest_embeval.reports.terminal import golden_table
-from pytest_embeval.run.pipeline import GoldenRun, ranked_depth, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import GoldenRun, ranked_depth
 from pytest_embeval.run.stratum_evaluation import evaluate_golden, evaluate_stratum
 
 

@@ -28,7 +28,8 @@ from pytest_embeval.golden.filters import (
 )
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import GoldenSet, IndexSpec
-from pytest_embeval.run.pipeline import golden_control, prepare, run_arm, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control, prepare, run_arm
 from pytest_embeval.search.exact import exact_search
 from pytest_embeval.search.hnsw import HnswIndex, ann_recall
 

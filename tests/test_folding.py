@@ -23,7 +23,8 @@ from pytest_embeval.reports.html_page import report_html
 from pytest_embeval.reports.json_report import build_report, golden_record
 from pytest_embeval.reports.markdown import report_markdown
 from pytest_embeval.reports.pipeline_contents import pipeline_notes
-from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control, run_arm
 from pytest_embeval.search.exact import tie_ranks
 
 OWNERS = {"c1": "A", "c2": "A", "c3": "B", "c4": "C", "c5": "B", "c6": "C"}

@@ -15,7 +15,8 @@ from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Hits
 from pytest_embeval.core.metrics import parse_metric
 from pytest_embeval.golden.data_files import Document, Query
-from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control, run_arm
 from pytest_embeval.search.exact import tie_ranks
 
 IDS = ["d1", "d2", "d3", "d4", "d5"]

@@ -22,7 +22,8 @@ from pytest_embeval.golden.data_files import Document, Query
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.reports.contents import settings_table
 from pytest_embeval.reports.json_report import golden_record
-from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control, run_arm
 
 TINY = {
     "d1": "apple banana",

@@ -19,7 +19,8 @@ from pytest_embeval.golden.data_files import Document, Query
 from pytest_embeval.golden.schema import GoldenSet, IndexSpec
 from pytest_embeval.run import pipeline
 from pytest_embeval.run.control import ControlMismatch, check_control, control_differences, short_digest
-from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control, run_arm
 
 DOCUMENTS = 120
 QUERIES = 40

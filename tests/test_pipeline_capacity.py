@@ -19,7 +19,8 @@ from pytest_embeval.core.metrics import parse_metric
 from pytest_embeval.golden.data_files import Document, Query
 from pytest_embeval.golden.schema import CorpusSample, IndexSpec
 from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING, corpus_slices
-from pytest_embeval.run.pipeline import golden_control, run_arm, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control, run_arm
 from pytest_embeval.run.stratum_evaluation import evaluate_stratum
 
 

@@ -15,7 +15,8 @@ from pytest_embeval.reports.arm_records import usage_record
 from pytest_embeval.reports.capacity_contents import usage_line
 from pytest_embeval.reports.json_report import control_diff, golden_record, report_json, without_timings
 from pytest_embeval.reports.terminal import golden_table
-from pytest_embeval.run.pipeline import golden_control, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control
 
 STRATUM = {
     "stratum": "overall",

@@ -27,7 +27,8 @@ from pytest_embeval.reports.json_report import build_report, golden_record, stra
 from pytest_embeval.reports.markdown import report_markdown
 from pytest_embeval.reports.terminal import golden_table, stratum_failure
 from pytest_embeval.reports.trec_runs import rerank_run
-from pytest_embeval.run.pipeline import golden_control, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import golden_control
 from pytest_embeval.run.stratum_evaluation import evaluate_stratum
 
 N_DOCS, N_QUERIES = 40, 30

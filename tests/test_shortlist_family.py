@@ -20,7 +20,8 @@ from suite_helpers import golden_files
 
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.loader import load_golden
-from pytest_embeval.run.pipeline import GoldenRun, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import GoldenRun
 from pytest_embeval.run.shortlist import shortlist_families
 from pytest_embeval.run.stratum_evaluation import evaluate_golden
 

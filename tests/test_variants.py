@@ -16,7 +16,8 @@ from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.variants import Variant, VariantRetriever, split_variant, variant
 from pytest_embeval.core.capacity import Production, project
 from pytest_embeval.golden.schema import IndexSpec
-from pytest_embeval.run.pipeline import ArmFault, run_golden
+from pytest_embeval.run.golden_run import run_golden
+from pytest_embeval.run.pipeline import ArmFault
 from pytest_embeval.search.exact import tie_ranks
 from pytest_embeval.search.quantization import calibration_ranges, dequantized, quantize, signs, truncated
 

@@ -26,7 +26,7 @@ from pytest_embeval.core.stats import compare_paired, stable_seed
 from pytest_embeval.golden.engine_spec import EngineSpec
 from pytest_embeval.golden.filters import EmptyFilterWarning, Filter, plan_filters
 from pytest_embeval.golden.schema import IndexSpec
-from pytest_embeval.run.pipeline import run_golden
+from pytest_embeval.run.golden_run import run_golden
 from pytest_embeval.run.stratum_evaluation import evaluate_golden
 from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.exact import exact_search

@@ -35,16 +35,8 @@ from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.reports.json_report import Record, error_record
 from pytest_embeval.run.control import ControlMismatch
 from pytest_embeval.run.decision import DecisionOutcome, route_target
-from pytest_embeval.run.pipeline import (
-    ArmFault,
-    ArmInputs,
-    ArmResult,
-    GoldenRun,
-    arm_inputs,
-    engine_opened,
-    pair_arms,
-    run_arm_on,
-)
+from pytest_embeval.run.golden_run import ArmInputs, arm_inputs, engine_opened, pair_arms, run_arm_on
+from pytest_embeval.run.pipeline import ArmFault, ArmResult, GoldenRun
 from pytest_embeval.run.stratum_evaluation import StrataFamilies, StratumOutcome
 from pytest_embeval.search.vector_index import EngineError
 

@@ -1,8 +1,8 @@
 """The one pipeline both arms go through, and the per-stratum comparison built on it.
 
-`run_golden` runs each arm (`retriever`: an embedding model searched with the declared index, a BM25 arm, or a
-fusion of arms) over the same records and queries, each query restricted to what its filters allow
-(`filters`); folds chunks to documents when the golden set says so (`folding`); reranks each arm's top
+`golden_run.run_golden` runs each arm (`retriever`: an embedding model searched with the declared index, a
+BM25 arm, or a fusion of arms) over the same records and queries, each query restricted to what its filters
+allow (`filters`); folds chunks to documents when the golden set says so (`folding`); reranks each arm's top
 documents with the declared reranker (`rerank`); and scores every query under every declared metric, with the
 judgments its filters allow (`scoring.score_arm`). `stratum_evaluation.evaluate_golden` then pairs the two
 arms' per-query scores stratum by stratum and applies the verdict rule, to the first stage or, with
@@ -10,13 +10,13 @@ arms' per-query scores stratum by stratum and applies the verdict rule, to the f
 knows about pytest: the items call these functions.
 
 Control: only the arm may differ. Each arm records a `Control`, digests of what it actually consumed (the
-documents and queries it ranked, the index it searched, the depth, the judgments and plan it was scored
-with, and when declared the filters, the chunk folding and the reranked queries); `run_golden` checks both
-against the golden set's own and raises `ControlMismatch` naming every component that differs, rather
-than compare arms that saw different inputs. An arm that embeds nothing (BM25) searches no vector index:
-its index component is the declared one, as it has nothing of its own that could differ. With
-``index.hnsw.recall_target``, held constant is the recall each arm's ef reaches, not the ef: each arm
-searches at the smallest ef that reaches the target on the sampled queries (`RecallTargetError` if none).
+documents and queries it ranked, the index it searched, the depth, the judgments and plan it was scored with,
+and when declared the filters, the chunk folding and the reranked queries); `golden_run.pair_arms` checks both
+against the golden set's own and raises `ControlMismatch` naming every component that differs, rather than
+compare arms that saw different inputs. An arm that embeds nothing (BM25) searches no vector index: its index
+component is the declared one, as it has nothing of its own that could differ. With
+``index.hnsw.recall_target``, held constant is the recall each arm's ef reaches, not the ef: each arm searches
+at the smallest ef that reaches the target on the sampled queries (`RecallTargetError` if none).
 
 With ``corpus_sample``, each arm is opened on the largest slice once and searches every slice (`slices`); the
 verdicts are decided on the largest, and each stratum also gets its first-stage primary comparison per slice
@@ -24,10 +24,9 @@ verdicts are decided on the largest, and each stratum also gets its first-stage 
 measured (`capacity_measurement`) for the projection (`capacity`).
 
 With a vector database as the index (`vector_index`), it is opened for the arms of a golden set
-(`engine_opened`), each arm builds its own collection in it (once, however many candidates an incumbent is
-paired with) and drops it when done, and each arm is also searched exactly on the same vectors, its exact
-twin (`ArmResult.exact`), by which `index_split` splits each comparison's Δ, stratum by stratum.
-"""
+(`golden_run.engine_opened`), each arm builds its own collection in it (once, however many candidates an
+incumbent is paired with) and drops it when done, and each arm is also searched exactly on the same vectors,
+its exact twin (`ArmResult.exact`), by which `index_split` splits each comparison's Δ, stratum by stratum."""
 
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ import contextlib
 import dataclasses
 import itertools
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -54,7 +53,6 @@ from pytest_embeval.arms.retriever import (
     Searcher,
 )
 from pytest_embeval.arms.usage import UsageCount
-from pytest_embeval.arms.variants import shared_embedder
 from pytest_embeval.core.canonical import KeyedTexts
 from pytest_embeval.core.capacity import ArmCapacity
 from pytest_embeval.core.metrics import evaluate
@@ -82,7 +80,6 @@ from pytest_embeval.search.vector_index import OpenedEngine, opened_engine
 __all__ = [
     "ANN_SAMPLE",
     "RANKED_DEPTH",
-    "ArmInputs",
     "ArmResult",
     "Control",
     "ControlMismatch",
@@ -96,18 +93,13 @@ __all__ = [
     "Role",
     "SliceRun",
     "ann_sample",
-    "arm_inputs",
     "check_control",
     "control_differences",
     "embedded_texts",
-    "engine_opened",
     "golden_control",
-    "pair_arms",
     "prepare",
     "ranked_depth",
     "run_arm",
-    "run_arm_on",
-    "run_golden",
     "searched_corpus",
     "short_digest",
 ]
@@ -145,7 +137,7 @@ class ArmResult:
     #: the first-stage scores of ``ranked`` (cosine, BM25, RRF; with folding, each document's best chunk's)
     similarities: tuple[tuple[float, ...], ...]
     per_query: Mapping[str, np.ndarray]
-    #: digests of what this arm consumed, checked against the golden set's by `run_golden`
+    #: digests of what this arm consumed, checked against the golden set's by `golden_run.pair_arms`
     control: Control
     #: the arm's own vector index; None for an arm that embeds nothing itself (BM25, a fusion)
     index: IndexStats | None
@@ -212,7 +204,7 @@ class GoldenRun:
     candidate: ArmResult
     #: what both arms were checked to have consumed
     control: Control
-    #: None only for runs built by hand; `run_golden` always sets it
+    #: None only for runs built by hand; `golden_run.pair_arms` always sets it
     held: HeldConstant | None = None
     #: reranker spec and fingerprint, and the pairs it scored and the cache served
     reranker: Mapping[str, Any] | None = None
@@ -552,142 +544,3 @@ def _reranked(
         for name, array in values.items():
             after_per_query[name][held.rerank_rows] = array
     return Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
-
-
-@dataclasses.dataclass(frozen=True, slots=True, eq=False)
-class ArmInputs:
-    """What every arm of one golden set runs with, made once however many arms run: the corpus slices drawn
-    (``corpus_sample``), the golden set searched (the largest slice's, or the golden set), what is held
-    constant, the reranker's scorer, where HNSW graphs are kept, the function that embeds, and the vector
-    database the golden set declares while it is open for its arms (`engine_opened`)."""
-
-    golden: GoldenSet
-    drawn: tuple[CorpusSlice, ...]
-    searched: GoldenSet
-    held: HeldConstant
-    scorer: RerankScorer | None
-    graphs: GraphStore | None
-    embedder: Embedder
-    #: set only inside `engine_opened`: each arm run with these inputs builds its collection in it
-    engine: OpenedEngine | None = None
-
-
-def arm_inputs(golden: GoldenSet, *, embedder: Embedder = embed, cache: Any = None) -> ArmInputs:
-    """The `ArmInputs` of ``golden``. ``cache`` (an `store.EmbeddingCache`) keeps the reranker's scores and,
-    in its folder, the HNSW graphs (`graphs`)."""
-    drawn = tuple(corpus_slices(golden))
-    searched = searched_corpus(golden, drawn)
-    scorer = None
-    if golden.rerank is not None:
-        scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
-    return ArmInputs(
-        golden=golden,
-        drawn=drawn,
-        searched=searched,
-        held=prepare(searched),
-        scorer=scorer,
-        graphs=None if cache is None else GraphStore(cache.root),
-        embedder=embedder,
-    )
-
-
-@contextlib.contextmanager
-def engine_opened(inputs: ArmInputs, *, keep: bool = False) -> Iterator[ArmInputs]:
-    """``inputs`` with the vector database their golden set declares opened for the arms run and paired
-    inside (`vector_index.opened_engine`: the leftovers of an interrupted run removed first, closed after;
-    ``keep`` leaves each arm's collection, else each is dropped when its arm is done), or as they are
-    without one. The arms run inside build one collection each, under its own name, so an incumbent run once
-    is built once whatever number of candidates it is paired with."""
-    spec = inputs.golden.index.engine
-    if spec is None:
-        yield inputs
-        return
-    with opened_engine(spec, inputs.golden.path, keep=keep) as engine:
-        yield dataclasses.replace(inputs, engine=engine)
-
-
-def run_arm_on(
-    inputs: ArmInputs,
-    arm: Arm | Retriever | object,
-    role: Role,
-    label: str | None = None,
-    *,
-    embedder: Embedder | None = None,
-) -> ArmResult:
-    """`run_arm` with the golden set's shared `ArmInputs`: each arm of a run is run once this way, and
-    every comparison pairs the results (`pair_arms`). ``embedder`` replaces the inputs' for this arm: the
-    one a run's arms share when some are variants of one model (`variants.shared_embedder`)."""
-    return run_arm(
-        inputs.golden,
-        arm,
-        role,
-        embedder=inputs.embedder if embedder is None else embedder,
-        held=inputs.held,
-        scorer=inputs.scorer,
-        graphs=inputs.graphs,
-        label=label,
-        engine=inputs.engine,
-    )
-
-
-def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> GoldenRun:
-    """The comparison of two arms run on the same `ArmInputs`; raise `ControlMismatch` if either consumed
-    other held-constant inputs than the golden set (each corpus slice of it) declares."""
-    golden, drawn, held, scorer = inputs.golden, inputs.drawn, inputs.held, inputs.scorer
-    reranker = None
-    if scorer is not None:
-        reranker = {
-            "spec": scorer.reranker.spec,
-            "fingerprint": scorer.reranker.fingerprint,
-            "scored": scorer.scored,
-            "cached": scorer.cached,
-        }
-    if not drawn:
-        control = golden_control(golden, held, inputs.engine)
-        check_control(control, incumbent.control, candidate.control)
-        return GoldenRun(
-            golden=golden,
-            incumbent=incumbent,
-            candidate=candidate,
-            control=control,
-            held=held,
-            reranker=reranker,
-        )
-    pairs = zip((*incumbent.slices, incumbent), (*candidate.slices, candidate), strict=True)
-    slices = []
-    for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
-        piece = inputs.searched if one is drawn[-1] else restrict(golden, one.rows)
-        piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
-        control = golden_control(piece, piece_held, inputs.engine)
-        check_control(control, incumbent_slice.control, candidate_slice.control)
-        run = GoldenRun(
-            golden=piece,
-            incumbent=incumbent_slice,
-            candidate=candidate_slice,
-            control=control,
-            held=piece_held,
-        )
-        slices.append(SliceRun(fraction=one.fraction, run=run))
-    largest = slices[-1].run
-    return dataclasses.replace(largest, golden=golden, slices=tuple(slices), reranker=reranker)
-
-
-def run_golden(
-    golden: GoldenSet,
-    incumbent: Arm | Retriever | object,
-    candidate: Arm | Retriever | object,
-    *,
-    embedder: Embedder = embed,
-    cache: Any = None,
-    keep_collections: bool = False,
-) -> GoldenRun:
-    """Run both arms through `run_arm` on the golden set's `ArmInputs` and pair them (`pair_arms`): a model
-    both arms embed (a model and its variant) is embedded once for both (`variants.shared_embedder`); a
-    vector database the golden set declares is opened once for both (`engine_opened`), and each arm's
-    collection is dropped when the arm is done, unless ``keep_collections``."""
-    incumbent, candidate = resolve_arm(incumbent), resolve_arm(candidate)
-    shared = shared_embedder(embedder, (incumbent, candidate))
-    with engine_opened(arm_inputs(golden, embedder=shared, cache=cache), keep=keep_collections) as inputs:
-        return pair_arms(
-            inputs, run_arm_on(inputs, incumbent, "incumbent"), run_arm_on(inputs, candidate, "candidate")
-        )

@@ -1,13 +1,12 @@
 """Several candidates against the incumbent on one golden set: the family their comparisons are decided in.
 
-Each arm of a shortlist is run once (`pipeline.run_arm_on`, on the golden set's `pipeline.ArmInputs`) and each
-candidate is paired with the incumbent (`pipeline.pair_arms`): a comparison is a `pipeline.GoldenRun` as
-with one candidate. What the shortlist adds is the family. By default (``family: shortlist``) every
-candidate's tested strata are one family, adjusted by ``multiple_comparisons``, and by ``holm`` where the
-file says ``none``: four candidates on six strata are 24 tests, and at 95 % each the chance of a false
-verdict somewhere when nothing changed would be up to 71 %. ``family: candidate`` decides each candidate's
-strata as their own family, as a run of that candidate alone decides them (its declared method, ``none``
-included).
+Each arm of a shortlist is run once (`golden_run.run_arm_on`, on the golden set's `golden_run.ArmInputs`) and
+each candidate is paired with the incumbent (`golden_run.pair_arms`): a comparison is a `pipeline.GoldenRun`
+as with one candidate. What the shortlist adds is the family. By default (``family: shortlist``) every
+candidate's tested strata are one family, adjusted by ``multiple_comparisons``, and by ``holm`` where the file
+says ``none``: four candidates on six strata are 24 tests, and at 95 % each the chance of a false verdict
+somewhere when nothing changed would be up to 71 %. ``family: candidate`` decides each candidate's strata as
+their own family, as a run of that candidate alone decides them (its declared method, ``none`` included).
 
 A verdict must not depend on which process decided it: every process that decides a candidate's strata
 decides the whole family first (`shortlist_families`), from every candidate's per-query scores, which it
