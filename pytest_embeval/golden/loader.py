@@ -10,7 +10,7 @@ Decisions the schema leaves open, taken here:
 
 * Judgments live in one place: the ``qrels`` file, or ``relevant`` on inline queries. Giving both is an error
   (two sources of truth drift apart). ``qrels`` is required unless some inline query carries ``relevant``.
-* ``metric`` is required: the primary metric is the decision, so it is never implied.
+* ``metric`` is required: the primary metric decides every verdict, so it is never implied.
 * ``bootstrap`` is at least 100 (a percentile interval needs resamples beyond its tails); ``seed`` is >= 0
   (``numpy.random.default_rng`` rejects negative seeds).
 * Ids are strings (a JSON integer id is accepted and written as a string) without whitespace, so TREC run
@@ -55,7 +55,7 @@ import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import yaml
 
@@ -199,6 +199,39 @@ def _looks_like_attr(spec: str) -> bool:
 
 
 _T = TypeVar("_T")
+#: A YAML mapping's entries: key -> (the key's node, the value's node).
+_Entries = Mapping[str, tuple[yaml.Node, yaml.Node]]
+
+
+def _setting(top: _Entries, name: str, parse: Callable[[yaml.Node], _T], default: _T) -> _T:
+    """The top-level key ``name`` parsed, or ``default`` when the file leaves it out."""
+    return default if name not in top else parse(top[name][1])
+
+
+class _VerdictSettings(TypedDict):
+    name: str
+    metric: MetricSpec
+    guards: dict[str, float]
+    report_metrics: tuple[MetricSpec, ...]
+    tie_margin: float
+    confidence: float
+    min_queries: int
+    bootstrap: int
+    seed: int
+    interval: str
+    ties: str
+    multiple_comparisons: str
+    family: str | None
+    relevance_level: int
+
+
+class _RunSettings(TypedDict):
+    index: IndexSpec
+    rerank: RerankSpec | None
+    production: Production | None
+    corpus_sample: CorpusSample | None
+    guidelines: Guidelines | None
+    shelf_life: ShelfLife
 
 
 class _GoldenLoader(DataReader):
@@ -210,94 +243,31 @@ class _GoldenLoader(DataReader):
         top = self.entries(self.compose(), None)
         self.check_keys(top, KNOWN_KEYS, None)
         self.check_structure(top)
-
-        def setting(name: str, parse: Callable[[yaml.Node], _T], default: _T) -> _T:
-            return default if name not in top else parse(top[name][1])
-
-        name = setting("name", lambda node: self.word(node, "name", "a non-empty name"), self.path.stem)
-        strata: tuple[str, ...] = setting("strata", self.strata, ())
-        metric = self.metric(top["metric"][1], "metric")
-        guards: dict[str, float] = setting("guards", self.guards, {})
-        report: tuple[MetricSpec, ...] = setting("report", self.report, ())
-        tie_margin = setting(
-            "tie_margin", lambda node: self.gate_margin(node, "tie_margin", metric), DEFAULT_TIE_MARGIN
-        )
-        confidence = setting("confidence", self.confidence, DEFAULT_CONFIDENCE)
-        min_queries = setting(
-            "min_queries", lambda node: self.integer(node, "min_queries", 1), DEFAULT_MIN_QUERIES
-        )
-        bootstrap = setting(
-            "bootstrap",
-            lambda node: self.integer(node, "bootstrap", MIN_BOOTSTRAP, MAX_BOOTSTRAP),
-            DEFAULT_BOOTSTRAP,
-        )
-        seed = setting("seed", lambda node: self.integer(node, "seed", 0), DEFAULT_SEED)
-        index = setting("index", self.index, IndexSpec("exact"))
-        relevance_level = setting(
-            "relevance_level", lambda node: self.integer(node, "relevance_level", 1), DEFAULT_RELEVANCE_LEVEL
-        )
-        interval = setting(
-            "interval", lambda node: self.choice(node, "interval", INTERVALS), DEFAULT_INTERVAL
-        )
-        ties = setting("ties", lambda node: self.choice(node, "ties", TIES), DEFAULT_TIES)
-        multiple_comparisons = setting(
-            "multiple_comparisons",
-            lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
-            DEFAULT_MULTIPLE_COMPARISONS,
-        )
-        family: str | None = setting("family", lambda node: self.choice(node, "family", FAMILIES), None)
-        fold: FoldSpec | None = setting("fold", self.fold, None)
-        rerank: RerankSpec | None = setting("rerank", self.rerank, None)
+        # The settings first, then the data files they need: a mistake in a setting is named before any
+        # data file is read.
+        verdict = self._verdict_settings(top)
+        strata: tuple[str, ...] = _setting(top, "strata", self.strata, ())
+        run = self._run_settings(top, verdict["seed"])
+        fold: FoldSpec | None = _setting(top, "fold", self.fold, None)
         data = self.data(top, strata, fold)
-        if index.kind == "faiss" and any(query.filters for query in data.queries):
-            # FAISS's selectors differ per index type and some refuse them: a filtered search is not offered.
-            problem = "queries with filters cannot be searched with a FAISS index; use exact or hnsw"
-            raise self.error(top["index"][0], "index.faiss", problem)
-        excludes: dict[str, tuple[str, ...]] = setting(
-            "separate", lambda node: self.separate(node, strata, data.queries), {}
-        )
-        production: Production | None = setting("production", self.production, None)
-        corpus_sample: CorpusSample | None = setting(
-            "corpus_sample", lambda node: self.corpus_sample(node, seed), None
-        )
-        guidelines: Guidelines | None = setting("guidelines", self.guidelines, None)
-        shelf_life = setting("shelf_life", self.shelf_life, DEFAULT_SHELF_LIFE)
-        weights: str | None = setting("weights", lambda node: self.weights(node, data.queries), None)
+        weights: str | None = _setting(top, "weights", lambda node: self.weights(node, data.queries), None)
         golden = GoldenSet(
             path=self.path,
-            name=name,
             documents=tuple(doc for doc in data.documents if doc.has_text),
             queries=tuple(data.queries),
             qrels=data.qrels,
             strata_fields=strata,
-            metric=metric,
-            guards=guards,
-            report_metrics=report,
-            tie_margin=tie_margin,
-            confidence=confidence,
-            min_queries=min_queries,
-            bootstrap=bootstrap,
-            seed=seed,
-            index=index,
-            relevance_level=relevance_level,
-            separate=excludes,
-            interval=interval,
-            ties=ties,
-            multiple_comparisons=multiple_comparisons,
-            family=family,
-            production=production,
-            corpus_sample=corpus_sample,
-            guidelines=guidelines,
-            shelf_life=shelf_life,
             textless=tuple(doc.id for doc in data.documents if not doc.has_text),
             split=data.split,
             qrels_path=data.qrels_path,
             qrels_format=None if data.qrels_read is None else data.qrels_read.format,
             draws=data.draws,
             fold=fold,
-            rerank=rerank,
+            separate=_setting(top, "separate", lambda node: self.separate(node, strata, data.queries), {}),
             weights=weights,
             design=_design(weights, data.queries, data.queries_path, data.draws),
+            **verdict,
+            **run,
         )
         if "decision" not in top:
             return golden
@@ -305,6 +275,65 @@ class _GoldenLoader(DataReader):
         names = [stratum.name for stratum in golden.strata()]
         decision = read_decision(self, *top["decision"], names, strata)
         return dataclasses.replace(golden, decision=decision)
+
+    def _verdict_settings(self, top: _Entries) -> _VerdictSettings:
+        """What decides each stratum's verdict: the metrics and their margins, the interval, the family."""
+        metric = self.metric(top["metric"][1], "metric")
+        return _VerdictSettings(
+            name=_setting(
+                top, "name", lambda node: self.word(node, "name", "a non-empty name"), self.path.stem
+            ),
+            metric=metric,
+            guards=_setting(top, "guards", self.guards, {}),
+            report_metrics=_setting(top, "report", self.report, ()),
+            tie_margin=_setting(
+                top,
+                "tie_margin",
+                lambda node: self.gate_margin(node, "tie_margin", metric),
+                DEFAULT_TIE_MARGIN,
+            ),
+            confidence=_setting(top, "confidence", self.confidence, DEFAULT_CONFIDENCE),
+            min_queries=_setting(
+                top, "min_queries", lambda node: self.integer(node, "min_queries", 1), DEFAULT_MIN_QUERIES
+            ),
+            bootstrap=_setting(
+                top,
+                "bootstrap",
+                lambda node: self.integer(node, "bootstrap", MIN_BOOTSTRAP, MAX_BOOTSTRAP),
+                DEFAULT_BOOTSTRAP,
+            ),
+            seed=_setting(top, "seed", lambda node: self.integer(node, "seed", 0), DEFAULT_SEED),
+            interval=_setting(
+                top, "interval", lambda node: self.choice(node, "interval", INTERVALS), DEFAULT_INTERVAL
+            ),
+            ties=_setting(top, "ties", lambda node: self.choice(node, "ties", TIES), DEFAULT_TIES),
+            multiple_comparisons=_setting(
+                top,
+                "multiple_comparisons",
+                lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
+                DEFAULT_MULTIPLE_COMPARISONS,
+            ),
+            family=_setting(top, "family", lambda node: self.choice(node, "family", FAMILIES), None),
+            relevance_level=_setting(
+                top,
+                "relevance_level",
+                lambda node: self.integer(node, "relevance_level", 1),
+                DEFAULT_RELEVANCE_LEVEL,
+            ),
+        )
+
+    def _run_settings(self, top: _Entries, seed: int) -> _RunSettings:
+        """How the arms are run and what the run is planned for: the index, the reranker, production's size,
+        the corpus slices (drawn with ``seed`` unless they name their own), the judging guidelines and how
+        long judgments keep."""
+        return _RunSettings(
+            index=_setting(top, "index", self.index, IndexSpec("exact")),
+            rerank=_setting(top, "rerank", self.rerank, None),
+            production=_setting(top, "production", self.production, None),
+            corpus_sample=_setting(top, "corpus_sample", lambda node: self.corpus_sample(node, seed), None),
+            guidelines=_setting(top, "guidelines", self.guidelines, None),
+            shelf_life=_setting(top, "shelf_life", self.shelf_life, DEFAULT_SHELF_LIFE),
+        )
 
     def check_structure(self, top: Mapping[str, Entry]) -> None:
         """Version, required keys and the BEIR-or-files choice, before any value is read."""
