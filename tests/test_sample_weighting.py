@@ -11,13 +11,14 @@ import numpy as np
 
 from pytest_embeval.core.weighted_stats import weighted_mean
 from pytest_embeval.golden.data_files import Query
-from pytest_embeval.golden.query_log import DistinctQuery, QueryLog, draw_queries
+from pytest_embeval.golden.query_draw import draw_queries
+from pytest_embeval.golden.query_log import DistinctQuery, QueriesInMemory, QueryLog
 
 DRAWS = 400
 BANDS = (("head", 0.33), ("torso", 0.33))
 
 
-def population() -> tuple[QueryLog, dict[str, float]]:
+def population() -> tuple[QueryLog, list[DistinctQuery], dict[str, float]]:
     """Three strata with different traffic per distinct query: en 40 queries on a Zipf curve (3,000 / rank:
     the whole head band and most of the traffic), fr 120 queries of 6 to 10 searches, de 400 of 1 to 3.
     Each query's paired difference depends on its stratum (en +0.15, fr 0, de -0.25), +0.2 more for en's
@@ -35,16 +36,17 @@ def population() -> tuple[QueryLog, dict[str, float]]:
             text = f"{language} {i}"
             queries.append(DistinctQuery(text, text, (language,), frequency(i)))
             differences[text] = shift + (0.2 if i < 3 else 0.0) + float(rng.normal(0.0, 0.1))
-    queries.sort(key=lambda q: (-q.frequency, q.key, q.values))
     rows = sum(q.frequency for q in queries)
-    return QueryLog(Path("log.jsonl"), "jsonl", ("language",), rows, 0, "0" * 64, tuple(queries)), differences
+    distinct = QueriesInMemory.of(queries)
+    log = QueryLog(Path("log.jsonl"), "jsonl", ("language",), rows, 0, "0" * 64, distinct, ())
+    return log, queries, differences
 
 
 def test_frequency_over_inclusion_estimates_the_traffic_weighted_mean_and_frequency_alone_does_not() -> None:
-    log, differences = population()
-    frequencies = np.array([q.frequency for q in log.distinct], dtype=np.float64)
-    truth = weighted_mean(np.array([differences[q.key] for q in log.distinct]), frequencies)
-    en_share = sum(q.frequency for q in log.distinct if q.values == ("en",)) / log.rows
+    log, distinct, differences = population()
+    frequencies = np.array([q.frequency for q in distinct], dtype=np.float64)
+    truth = weighted_mean(np.array([differences[q.key] for q in distinct]), frequencies)
+    en_share = sum(q.frequency for q in distinct if q.values == ("en",)) / log.rows
     by_inclusion, by_frequency, en_shares = [], [], []
     for seed in range(DRAWS):
         draw = draw_queries(log, ("language",), size=60, floor=15, bands=BANDS, head_boost=3.0, seed=seed)
