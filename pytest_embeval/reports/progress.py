@@ -1,6 +1,7 @@
 """Progress lines: the one a golden set's run prints while its steps take long (`StepLine`: loading a
 model, building the demo candidate, encoding texts, building an HNSW graph, the bootstrap), and the one the
-`embeval` commands print on long work (`StreamProgress`: grading a sheet)."""
+`embeval` commands print on long work (`StreamProgress`: grading a sheet; a `StepLine` on a `StreamTerminal`:
+reading a query log)."""
 
 from __future__ import annotations
 
@@ -240,3 +241,21 @@ class StreamProgress:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
+
+
+class StreamTerminal:
+    """A `Terminal` on a stream (standard error by default): an `embeval` command's `StepLine`, for steps
+    of its own (``embeval sample`` reading a log of millions of rows)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = self.stream.isatty()
+
+    def line(self, text: str) -> None:
+        self.stream.write(f"\r\x1b[K{text}" if self.tty else f"{text}\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
