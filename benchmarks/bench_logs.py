@@ -1,0 +1,268 @@
+"""Query logs at production scale: `embeval sample` with the columnar engine (DuckDB) over generated logs of
+tens of millions of searches, Parquet and JSONL, against the engine's own ``GROUP BY`` of the same columns
+over the same files, in the same run; and a counted table (one row per query and stratum values, with its
+searches) sampled with ``--count``.
+
+    python benchmarks/bench_logs.py [--rows 10000000 50000000] [--formats parquet jsonl] [--repeat 1]
+                                    [--counted 5000000] [--memory-limit 2GB] [--keep]
+
+The logs: --rows searches each, written with DuckDB under $TMPDIR (the free space is checked first, and
+everything is deleted at the end unless --keep). Queries are Zipfian: a fifth of the rows are distinct query
+strings (ranks 0 to rows/5, each searched once), the rest draw a rank with P(rank >= k) ~ k^-0.1 (the heavy
+head of a search log); a query's text is two or three pseudo-words of a vocabulary of 30,000, and one search
+in twelve is respelt (upper case, doubled spaces, a full-width letter), so normalisation has work to do.
+Three stratum fields: language (five values, by the query), intent (three, by the query) and device (three,
+at random per search).
+
+For each log and format, best of --repeat:
+* the floor: the engine's ``SELECT query, language, intent, device, count(*) ... GROUP BY ALL`` over the
+  file, on a connection with the same memory limit and threads;
+* ``embeval sample LOG --by language,intent,device --size 1000 --engine duckdb`` in a child process, its
+  wall time and its peak resident memory (the kernel's VmHWM).
+The 100,000,000-row time is extrapolated from the two sizes (linear through them), and says so.
+
+The counted table: --counted distinct (query, language, intent, device) rows with a ``searches`` column,
+Parquet, sampled with ``--count searches``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pytest_embeval.files.columnar import engine, sql_string
+
+BY = "language,intent,device"
+SYLLABLES = (
+    "ka lo mi re tu sa ne po di ga be fu ho ji ku la mo ni pe ri si ta vo wa ye zu an el in or us ar en il on "
+    "ur ba ce da fe"
+).split()
+
+#: A rank drawn from the heavy head, P(rank >= k) ~ k^-0.1, folded into the vocabulary of distinct queries.
+LOG_SQL = """
+COPY (
+  WITH words AS (
+    SELECT list(list_extract(s, 1 + i % 40) || list_extract(s, 1 + (i // 40) % 40)
+                || CASE WHEN i % 3 = 0 THEN '' ELSE list_extract(s, 1 + (i // 1600) % 40) END ORDER BY i) AS w
+    FROM range(30000) AS t(i), (SELECT ?::VARCHAR[] AS s)
+  ),
+  ranks AS (
+    SELECT CASE WHEN i < {distinct} THEN i
+                ELSE CAST((floor(pow(random(), -10.0)) - 1) % {distinct} AS BIGINT) END AS rank,
+           random() AS spelling, random() AS device
+    FROM range({rows}) AS t(i)
+  ),
+  texts AS (
+    SELECT rank, spelling, device,
+           list_extract(w, 1 + CAST(hash(rank, 1) % 30000 AS BIGINT)) || ' '
+           || list_extract(w, 1 + CAST(hash(rank, 2) % 30000 AS BIGINT))
+           || CASE WHEN rank % 4 = 0 THEN '' ELSE ' ' || list_extract(w, 1 + CAST(hash(rank, 3) % 30000 AS BIGINT))
+              END AS text
+    FROM ranks, words
+  )
+  SELECT CASE WHEN spelling < 0.04 THEN upper(text)
+              WHEN spelling < 0.07 THEN replace(text, ' ', '  ') || ' '
+              WHEN spelling < 0.08 THEN replace(text, 'a', chr(65345))
+              ELSE text END AS query,
+         ['en', 'en', 'en', 'de', 'de', 'fr', 'es', 'ja'][1 + CAST(hash(rank, 7) % 8 AS BIGINT)] AS language,
+         ['keyword', 'question', 'navigational'][1 + CAST(hash(rank, 8) % 3 AS BIGINT)] AS intent,
+         ['web', 'app', 'api'][1 + CAST(floor(device * 3) AS BIGINT)] AS device
+  FROM texts
+) TO {path} (FORMAT {format})
+"""
+
+
+def generate(folder: Path, rows: int, memory_limit: str) -> dict[str, Path]:
+    """The log as Parquet and as JSONL (the same rows)."""
+    paths = {"parquet": folder / f"log-{rows}.parquet", "jsonl": folder / f"log-{rows}.jsonl"}
+    start = time.perf_counter()
+    with engine(memory_limit) as opened:
+        opened.execute(
+            LOG_SQL.format(
+                distinct=rows // 5, rows=rows, path=sql_string(str(paths["parquet"])), format="parquet"
+            ),
+            [SYLLABLES],
+        )
+        opened.execute(
+            f"COPY (SELECT * FROM read_parquet({sql_string(str(paths['parquet']))})) "
+            f"TO {sql_string(str(paths['jsonl']))} (FORMAT json)"
+        )
+        ((distinct, normalised),) = opened.rows(
+            "SELECT count(DISTINCT query), count(DISTINCT lower(query)) "
+            f"FROM read_parquet({sql_string(str(paths['parquet']))})"
+        )
+    sizes = ", ".join(f"{kind} {path.stat().st_size / 2**20:,.0f} MiB" for kind, path in paths.items())
+    print(
+        f"log of {rows:,} searches: {distinct:,} distinct strings ({distinct / rows:.0%}), {normalised:,} in "
+        f"lower case; {sizes}; written in {time.perf_counter() - start:.0f} s"
+    )
+    return paths
+
+
+def floor_seconds(path: Path, kind: str, memory_limit: str) -> float:
+    """The engine's own GROUP BY of the same columns over the same file."""
+    function = "read_parquet" if kind == "parquet" else "read_json"
+    with engine(memory_limit) as opened:
+        start = time.perf_counter()
+        opened.rows(
+            f"SELECT count(*) FROM (SELECT query, language, intent, device, count(*) "
+            f"FROM {function}({sql_string(str(path))}) GROUP BY ALL)"
+        )
+        return time.perf_counter() - start
+
+
+CHILD = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pytest_embeval.cli import embeval
+start = time.perf_counter()
+status = embeval.main(sys.argv[2:])
+elapsed = time.perf_counter() - start
+peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
+print(f"{status} {elapsed} {int(peak) / 1024}", file=sys.stderr)
+"""
+
+
+def sample(log: Path, out: Path, memory_limit: str, *extra: str) -> tuple[float, float, str]:
+    """``embeval sample`` in a child process: its wall time, its peak resident memory (MiB), its stdout."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(ROOT),
+            "sample",
+            str(log),
+            "--by",
+            BY,
+            "--size",
+            "1000",
+            "--engine",
+            "duckdb",
+            "--memory-limit",
+            memory_limit,
+            "--force",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    status, elapsed, peak = done.stderr.strip().splitlines()[-1].split()
+    if status != "0":
+        raise SystemExit(f"embeval sample failed:\n{done.stderr}")
+    return float(elapsed), float(peak), done.stdout
+
+
+def best(repeat: int, run: object) -> object:
+    assert callable(run)
+    results = [run() for _ in range(repeat)]
+    return min(results, key=lambda result: result[0] if isinstance(result, tuple) else result)
+
+
+def bench_logs(
+    folder: Path, rows_list: list[int], formats: list[str], repeat: int, memory_limit: str
+) -> None:
+    times: dict[str, dict[int, float]] = {kind: {} for kind in formats}
+    for rows in rows_list:
+        paths = generate(folder, rows, memory_limit)
+        for kind in formats:
+            floor = best(repeat, lambda kind=kind: floor_seconds(paths[kind], kind, memory_limit))
+            assert isinstance(floor, float)
+            result = best(
+                repeat, lambda kind=kind: sample(paths[kind], folder / "queries.jsonl", memory_limit)
+            )
+            assert isinstance(result, tuple)
+            ours, peak, stdout = result
+            times[kind][rows] = ours
+            print(
+                f"  {kind:7} {rows:>12,} rows: engine GROUP BY {floor:7.1f} s   embeval sample {ours:7.1f} s "
+                f"= {ours / floor:4.2f} x   peak memory {peak:,.0f} MiB"
+            )
+            print(f"          {stdout.splitlines()[0]}")
+        for path in paths.values():
+            path.unlink()
+    if len(rows_list) >= 2:
+        low, high = sorted(rows_list)[:2]
+        for kind in formats:
+            per_row = (times[kind][high] - times[kind][low]) / (high - low)
+            estimate = times[kind][high] + per_row * (100_000_000 - high)
+            print(
+                f"  {kind:7} 100,000,000 rows: about {estimate:.0f} s, EXTRAPOLATED (linear through the "
+                f"{low:,} and {high:,}-row times), not measured"
+            )
+
+
+COUNTED_SQL = """
+COPY (
+  SELECT query, language, intent, device, count(*) AS searches FROM read_parquet({log}) GROUP BY ALL
+  ORDER BY hash(query, language, intent, device) LIMIT {rows}
+) TO {path} (FORMAT parquet)
+"""
+
+
+def bench_counted(folder: Path, rows: int, memory_limit: str) -> None:
+    """A warehouse's GROUP BY output: ``rows`` distinct (query, strata) rows with their searches."""
+    paths = generate(folder, rows * 4, memory_limit)
+    table = folder / f"counted-{rows}.parquet"
+    with engine(memory_limit) as opened:
+        opened.execute(
+            COUNTED_SQL.format(log=sql_string(str(paths["parquet"])), rows=rows, path=sql_string(str(table)))
+        )
+        ((count, searches),) = opened.rows(
+            f"SELECT count(*), sum(searches) FROM read_parquet({sql_string(str(table))})"
+        )
+    for path in paths.values():
+        path.unlink()
+    floor = floor_seconds(table, "parquet", memory_limit)
+    ours, peak, stdout = sample(table, folder / "queries.jsonl", memory_limit, "--count", "searches")
+    print(
+        f"counted table: {count:,} rows (distinct query and stratum values) counting {searches:,} searches, "
+        f"{table.stat().st_size / 2**20:,.0f} MiB Parquet"
+    )
+    print(
+        f"  engine GROUP BY {floor:.1f} s   embeval sample --count searches {ours:.1f} s "
+        f"({'under' if ours < 10 else 'NOT under'} 10 s)   peak memory {peak:,.0f} MiB"
+    )
+    print(f"  {stdout.splitlines()[0]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000, 50_000_000])
+    parser.add_argument("--formats", nargs="+", default=["parquet", "jsonl"], choices=["parquet", "jsonl"])
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--counted", type=int, default=5_000_000, help="rows of the counted table (0: none)")
+    parser.add_argument("--memory-limit", default="2GB")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="embeval-bench-logs-"))
+    free = shutil.disk_usage(folder).free
+    needed = max(args.rows) * 110  # JSONL ~ 90 bytes a row, Parquet ~ 13, and room to spare
+    if free < needed:
+        raise SystemExit(f"{folder}: {free / 2**30:.1f} GiB free, {needed / 2**30:.1f} GiB needed")
+    load = os.getloadavg()[0]
+    print(f"load average before: {load:.2f} ({os.cpu_count()} cores); memory limit {args.memory_limit}")
+    try:
+        bench_logs(folder, args.rows, args.formats, args.repeat, args.memory_limit)
+        if args.counted:
+            bench_counted(folder, args.counted, args.memory_limit)
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
