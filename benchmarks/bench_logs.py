@@ -36,16 +36,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_embeval.files.columnar import engine, sql_string
 
+ROOT = Path(__file__).resolve().parents[1]
 BY = "language,intent,device"
-SYLLABLES = (
-    "ka lo mi re tu sa ne po di ga be fu ho ji ku la mo ni pe ri si ta vo wa ye zu an el in or us ar en il on "
-    "ur ba ce da fe"
-).split()
+#: The pieces of the pseudo-words: 40 syllables, two or three to a word.
+SYLLABLES = [a + b for a in "kmrstnpdgb" for b in "aeio"]
 
 #: A rank drawn from the heavy head, P(rank >= k) ~ k^-0.1, folded into the vocabulary of distinct queries.
 LOG_SQL = """
@@ -65,8 +63,8 @@ COPY (
     SELECT rank, spelling, device,
            list_extract(w, 1 + CAST(hash(rank, 1) % 30000 AS BIGINT)) || ' '
            || list_extract(w, 1 + CAST(hash(rank, 2) % 30000 AS BIGINT))
-           || CASE WHEN rank % 4 = 0 THEN '' ELSE ' ' || list_extract(w, 1 + CAST(hash(rank, 3) % 30000 AS BIGINT))
-              END AS text
+           || CASE WHEN rank % 4 = 0 THEN ''
+                   ELSE ' ' || list_extract(w, 1 + CAST(hash(rank, 3) % 30000 AS BIGINT)) END AS text
     FROM ranks, words
   )
   SELECT CASE WHEN spelling < 0.04 THEN upper(text)
@@ -178,11 +176,10 @@ def bench_logs(
     for rows in rows_list:
         paths = generate(folder, rows, memory_limit)
         for kind in formats:
-            floor = best(repeat, lambda kind=kind: floor_seconds(paths[kind], kind, memory_limit))
+            path = paths[kind]
+            floor = best(repeat, lambda path=path, kind=kind: floor_seconds(path, kind, memory_limit))
             assert isinstance(floor, float)
-            result = best(
-                repeat, lambda kind=kind: sample(paths[kind], folder / "queries.jsonl", memory_limit)
-            )
+            result = best(repeat, lambda path=path: sample(path, folder / "queries.jsonl", memory_limit))
             assert isinstance(result, tuple)
             ours, peak, stdout = result
             times[kind][rows] = ours
