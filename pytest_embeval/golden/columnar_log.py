@@ -23,6 +23,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -257,16 +258,18 @@ def estimated_rows(engine: Engine, source: Source, kind: str) -> int | None:
     return round(source.bytes * lines / len(sample)) if lines else None
 
 
-def _stratum_values(kind: str, raw: Sequence[object]) -> tuple[str, ...]:
-    """One raw combination of stratum values as the Python reader reads it (its types were checked)."""
+def _stratum_values(kind: str, raw: Sequence[object]) -> tuple[str, ...] | None:
+    """One raw combination of stratum values as the Python reader reads it; None for one it refuses (a
+    missing or null value, a boolean, a list...)."""
     values: list[str] = []
     for value in raw:
         if kind == "jsonl":
-            value = json.loads(str(value))
+            value = None if value is None else json.loads(str(value))
         elif isinstance(value, Decimal):
             value = int(value) if value == value.to_integral_value() else float(value)
         text = stratum_text(value)
-        assert text is not None, "the engine checked the stratum fields' types"
+        if text is None:
+            return None
         values.append(text)
     return tuple(values)
 
@@ -347,10 +350,12 @@ def _aggregated(
         what=f"reading {source.given}",
         total=estimated_rows(engine, source, relation.format),
     )
-    grouped_problem = relation.problem([f"c{i}" for i in range(len(keys))] + ["NULL"] * counted, count=False)
+    # The text's problems on the distinct raw rows (a JSON string's text starts with its quote), the
+    # stratum fields' on their few distinct combinations (`_strata`), the counts' on every row (above).
+    text_problem = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
     ((table_rows, problems),) = engine.rows(
-        "SELECT coalesce(sum(table_rows), 0), "
-        f"coalesce(sum(bad_counts), 0) + count_if({grouped_problem}) FROM raw"
+        "SELECT coalesce(sum(table_rows), 0), coalesce(sum(bad_counts), 0) + "
+        f"count_if({text_problem.get(relation.format, 'false')}) FROM raw"
     )
     if problems:
         raise relation.report(text_field, by, count_field)
@@ -358,10 +363,12 @@ def _aggregated(
         raise GoldenError(source.given, None, None, "the log is empty: no rows")
     fields = keys[1:]
     strata = _strata(engine, relation.format, len(fields))
+    if strata is None:
+        raise relation.report(text_field, by, count_field)
     _normalise(engine, relation.format)
     ((total,),) = engine.rows("SELECT coalesce(sum(searches), 0) FROM raw")
     ((empty,),) = engine.rows(
-        "SELECT coalesce(sum(searches), 0) FROM raw JOIN (SELECT c0 FROM changed WHERE key = '') USING (c0)"
+        "SELECT coalesce(sum(searches), 0) FROM raw JOIN changed ON raw.c0::VARCHAR = changed.c0 WHERE key = ''"
     )
     total -= empty
     if not total:
@@ -402,15 +409,17 @@ def _distinct_queries(engine: Engine, jsonl: bool, *, fields: int) -> None:
             "CREATE TEMP TABLE distinct_queries AS WITH joined AS MATERIALIZED ("
             f"SELECT coalesce(respelled.key, {plain}) AS key, strata.stratum, raw.searches, raw.first, "
             "respelled.key IS NOT NULL OR strata.shared AS merging FROM raw "
-            f"LEFT JOIN respelled ON raw.c0 = respelled.c0 {strata_join}) "
+            f"LEFT JOIN respelled ON raw.c0::VARCHAR = respelled.c0 {strata_join}) "
             "SELECT key, stratum, frequency, first FROM ("
             "SELECT key, stratum, CAST(searches AS BIGINT) AS frequency, first FROM joined WHERE NOT merging "
             "UNION ALL SELECT key, stratum, CAST(sum(searches) AS BIGINT), min(first) FROM joined "
             "WHERE merging "
-            "GROUP BY key, stratum) WHERE key <> '' ORDER BY frequency"
+            "GROUP BY key, stratum) WHERE key <> ''"
         )
 
 
+#: Distinct raw spellings normalised in one batch.
+_NORMALISED_AT_ONCE = 100_000
 #: The most rows of one prefix `QueriesInEngine` fetches to rank in Python; a larger bucket is split by a
 #: longer prefix.
 _BUCKET_ROWS = 4096
@@ -537,9 +546,9 @@ class QueriesInEngine:
         return {i: rows[(f, s, length, prefix)][rank] for i, (f, s, rank, length, prefix) in fetch.items()}
 
 
-def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ...]:
+def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ...] | None:
     """The stratum values of the log, sorted, and a table ``strata`` from each raw combination (columns
-    ``c1``...) to its index among them."""
+    ``c1``...) to its index among them; None when a combination holds a value the Python reader refuses."""
     if not fields:
         engine.execute("CREATE TEMP TABLE strata AS SELECT 0 AS stratum, false AS shared")
         return ((),)
@@ -553,36 +562,48 @@ def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ..
         _stratum_values(kind, row)
         for row in engine.rows(f"SELECT {shown} FROM raw_strata ORDER BY raw_stratum")
     ]
-    values = tuple(sorted(set(read)))
+    combinations = [value for value in read if value is not None]
+    if len(combinations) < len(read):
+        return None
+    values = tuple(sorted(set(combinations)))
     index = {value: i for i, value in enumerate(values)}
     # A stratum several raw combinations read as (a JSON 1 and "1") merges their rows.
-    shared = {value for value in read if read.count(value) > 1}
+    shared = {value for value, times in Counter(combinations).items() if times > 1}
     engine.execute(
         f"CREATE TEMP TABLE strata AS SELECT {columns}, mapping.stratum, mapping.shared FROM raw_strata JOIN "
         "(SELECT unnest(?::BIGINT[]) AS raw_stratum, unnest(?::BIGINT[]) AS stratum, "
         "unnest(?::BOOLEAN[]) AS shared) "
         "AS mapping USING (raw_stratum)",
-        [list(range(len(read))), [index[value] for value in read], [value in shared for value in read]],
+        [
+            list(range(len(combinations))),
+            [index[value] for value in combinations],
+            [value in shared for value in combinations],
+        ],
     )
     return values
 
 
 def _normalise(engine: Engine, kind: str) -> None:
     """A table ``changed`` from each distinct raw text not already in normal form to its normal form,
-    `normalise_query` called once for each."""
+    `normalise_query` called once for each, a batch of them at a time (memory holds one batch)."""
     pattern = JSON_NORMAL_ASCII if kind == "jsonl" else NORMAL_ASCII
-    with step("normalising distinct spellings") as advance:
-        calls = 0
-
-        def normalised(raw: str) -> str:
-            nonlocal calls
-            calls += 1
-            if not calls % 10_000:
-                advance(calls)
-            return normalise_query(json.loads(raw) if kind == "jsonl" else raw)
-
-        engine.function("embeval_normalise", normalised)
-        engine.execute(
-            "CREATE TEMP TABLE changed AS SELECT c0, embeval_normalise(c0::VARCHAR) AS key FROM "
-            f"(SELECT DISTINCT c0 FROM raw WHERE NOT regexp_full_match(c0::VARCHAR, {sql_string(pattern)}))"
-        )
+    engine.execute(
+        "CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw "
+        f"WHERE NOT regexp_full_match(c0::VARCHAR, {sql_string(pattern)})"
+    )
+    engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
+    ((total,),) = engine.rows("SELECT count(*) FROM spellings")
+    with step("normalising distinct spellings", total) as advance:
+        for start in range(0, total, _NORMALISED_AT_ONCE):
+            read = [
+                text
+                for (text,) in engine.rows(
+                    "SELECT c0::VARCHAR FROM spellings WHERE rowid >= ? AND rowid < ?",
+                    [start, start + _NORMALISED_AT_ONCE],
+                )
+            ]
+            keys = [normalise_query(json.loads(text) if kind == "jsonl" else text) for text in read]
+            engine.execute(
+                "INSERT INTO changed SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[])", [read, keys]
+            )
+            advance(min(total, start + _NORMALISED_AT_ONCE))
