@@ -396,14 +396,16 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     sample_parser = commands.add_parser(
         "sample",
         help="draw a golden set's queries from a query log: stratified, distinct, with a floor per stratum.",
-        description="Reads a query log (JSONL or TSV with a header; one row per search) in one pass, "
-        "normalises the query strings (Unicode NFKC, case, whitespace) and counts each distinct query, "
-        "splits the traffic into frequency bands, allocates --size across the strata (every combination of "
-        "the --by fields) in proportion to their traffic with --floor queries at least, and within a "
-        "stratum across the bands by traffic, the head's multiplied by --head-boost, then draws distinct "
-        "queries without replacement. Writes the queries file (with stratum fields, band, frequency, the "
-        "inclusion probability it was drawn with and a stable id) and its .draw.json sidecar with the "
-        "allocation table.",
+        description="Reads a query log (JSONL, TSV with a header or Parquet; one row per search, or one "
+        "per query and stratum values with --count; a file or a glob pattern of many), normalises the query "
+        "strings (Unicode NFKC, case, whitespace) and counts each distinct query, splits the traffic into "
+        "frequency bands, allocates --size across the strata (every combination of the --by fields) in "
+        "proportion to their traffic with --floor queries at least, and within a stratum across the bands by "
+        "traffic, the head's multiplied by --head-boost, then draws distinct queries without replacement. "
+        "Large, compressed and Parquet logs are read by the columnar engine (--engine; the [duckdb] extra), "
+        "with the same result. Writes the queries file (with stratum fields, band, frequency, the inclusion "
+        "probability it was drawn with and a stable id) and its .draw.json sidecar with the allocation "
+        "table.",
     )
     sample_parser.add_argument(
         "log",
@@ -449,7 +451,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--text",
         default=DEFAULT_TEXT_FIELD,
         metavar="FIELD",
-        help="the field (JSONL key or TSV column) holding the query's text (default %(default)s).",
+        help="the field (JSONL key, TSV or Parquet column) holding the query's text (default %(default)s).",
     )
     sample_parser.add_argument(
         "--count",
@@ -471,7 +473,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     corpus_parser = commands.add_parser(
         "corpus-sample",
         help="draw a corpus sample in one pass: every judged document, and a uniform draw of the rest.",
-        description="One streaming pass over a corpus of any size (JSONL or TSV, as a golden set's corpus): "
+        description="One streaming pass over a corpus of any size (JSONL or TSV, as a golden set's corpus, "
+        "or Parquet with an _id column; a file or a glob pattern of many): "
         "every document the --keep-judged qrels judge is kept, and the others are a uniform random draw "
         "(reservoir sampling) up to --size documents in all, in corpus order. Refuses a size smaller than "
         "the judged set, and reports judged documents missing from the corpus. Writes the sample and its "

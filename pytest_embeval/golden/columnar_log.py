@@ -368,7 +368,8 @@ def _aggregated(
     _normalise(engine, relation.format)
     ((total,),) = engine.rows("SELECT coalesce(sum(searches), 0) FROM raw")
     ((empty,),) = engine.rows(
-        "SELECT coalesce(sum(searches), 0) FROM raw JOIN changed ON raw.c0::VARCHAR = changed.c0 WHERE key = ''"
+        "SELECT coalesce(sum(searches), 0) FROM raw JOIN changed ON raw.c0::VARCHAR = changed.c0 "
+        "WHERE key = ''"
     )
     total -= empty
     if not total:
