@@ -541,13 +541,38 @@ def test_a_missing_duckdb_is_one_line_naming_the_extra(
     )
 
 
-def test_the_python_reader_refuses_parquet_and_compressed_logs(tmp_path: Path, embeval: Embeval) -> None:
-    parquet = write_parquet(tmp_path / "log.parquet", [{"query": "a", "language": "en"}])
-    assert _error(embeval, tmp_path, "sample", parquet, *SAMPLE, "--engine", "python") == (
+def test_the_python_reader_refuses_parquet_and_compressed_files(tmp_path: Path, embeval: Embeval) -> None:
+    parquet = write_parquet(tmp_path / "log.parquet", [{"_id": "d1", "query": "a", "language": "en"}])
+    packed = tmp_path / "log.jsonl.gz"
+    packed.write_bytes(b"\x1f\x8b")
+    qrels = write_qrels(tmp_path / "qrels.tsv", ["d1"])
+    for name, options in (("sample", SAMPLE), ("corpus-sample", ["--size", "1", "--keep-judged", qrels])):
+        assert _error(embeval, tmp_path, name, parquet, *options, "--engine", "python") == (
+            2,
+            f"embeval {name}: error: {parquet}: is Parquet: the engine reads it (--engine auto or duckdb), "
+            "not --engine python\n",
+        )
+        assert _error(embeval, tmp_path, name, packed, *options, "--engine", "python") == (
+            2,
+            f"embeval {name}: error: {packed}: is gzip-compressed: the engine reads it (--engine auto or "
+            "duckdb), not --engine python\n",
+        )
+
+
+def test_the_engine_reads_tsv_files_that_share_their_header(tmp_path: Path, embeval: Embeval) -> None:
+    (tmp_path / "logs").mkdir()
+    first = tmp_path / "logs" / "a.tsv"
+    first.write_text("query\tlanguage\na\ten\nb\ten\n", encoding="utf-8")
+    second = tmp_path / "logs" / "b.tsv"
+    second.write_text("language\tquery\nen\tc\n", encoding="utf-8")
+    pattern = f"{tmp_path}/logs/*.tsv"
+    status, stderr = _error(embeval, tmp_path, "sample", pattern, *SAMPLE, "--engine", "duckdb")
+    assert (status, stderr) == (
         2,
-        f"embeval sample: error: {parquet}: is Parquet: the engine reads it (--engine auto or duckdb), not "
-        "--engine python\n",
+        f"embeval sample: error: {second}:1: its header row differs from {first}'s: the engine reads files "
+        "that share one (--engine python reads each by its own)\n",
     )
+    assert embeval("sample", pattern, *SAMPLE, "--engine", "python", "--out", tmp_path / "q.jsonl")[0] == 0
 
 
 def test_a_compressed_jsonl_log_is_read_by_the_engine(tmp_path: Path, embeval: Embeval) -> None:

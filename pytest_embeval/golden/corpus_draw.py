@@ -29,7 +29,7 @@ from pytest_embeval.files.compressed import compression_of
 from pytest_embeval.files.digests import file_sha256
 from pytest_embeval.files.sources import Source, source_sha256
 from pytest_embeval.golden.data_files import GoldenError, id_problem, is_tsv_header, record_id
-from pytest_embeval.golden.query_log import decoded_lines, log_format, opened
+from pytest_embeval.golden.query_log import decoded_lines, log_format, opened, refuse_engine_only
 
 __all__ = ["CorpusDraw", "choose_documents", "draw_corpus", "duplicate_problem", "picked_lines"]
 
@@ -106,6 +106,7 @@ def draw_corpus(source: Source | Path, *, size: int, judged: Set[str], seed: int
     found: dict[str, tuple[Path, int]] = {}
     documents = 0
     for path in source.files:
+        refuse_engine_only(path)
         stream = opened(path)
         streams.append((path, stream))
         lines = decoded_lines(path, stream)

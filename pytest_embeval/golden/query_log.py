@@ -52,6 +52,7 @@ __all__ = [
     "missing_field",
     "opened",
     "read_query_log",
+    "refuse_engine_only",
     "stratum_text",
 ]
 
@@ -194,6 +195,16 @@ def opened(path: Path, *, decompressed: bool = False) -> HashedLines:
         raise GoldenError(path, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+def refuse_engine_only(path: Path) -> None:
+    """`GoldenError` for a file only the engine reads: Parquet, or compressed."""
+    compression = compression_of(path)
+    if compression is not None or is_parquet(path):
+        what = f"{COMPRESSIONS[compression]}-compressed" if compression is not None else "Parquet"
+        raise GoldenError(
+            path, None, None, f"is {what}: the engine reads it (--engine auto or duckdb), not --engine python"
+        )
+
+
 def log_format(path: Path, line: tuple[int, str], expected: str) -> str:
     """The format of a text file from its first non-blank line: ``jsonl`` or ``tsv`` (``expected`` names
     what else would do, for the error)."""
@@ -295,12 +306,7 @@ def _file_rows(
 ) -> tuple[HashedLines, Iterator[tuple[int, list[Any]]]]:
     """One file's stream (its digest known once read) and its rows; its format is appended to ``kinds``
     (the first file's is every file's)."""
-    compression = compression_of(path)
-    if compression is not None or is_parquet(path):
-        what = f"{COMPRESSIONS[compression]}-compressed" if compression is not None else "Parquet"
-        raise GoldenError(
-            path, None, None, f"is {what}: the engine reads it (--engine auto or duckdb), not --engine python"
-        )
+    refuse_engine_only(path)
     stream = opened(path)
     lines = decoded_lines(path, stream)
     first = next(lines, None)
