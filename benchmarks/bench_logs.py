@@ -80,9 +80,11 @@ COPY (
 """
 
 
-def generate(folder: Path, rows: int, memory_limit: str) -> dict[str, Path]:
-    """The log as Parquet and as JSONL (the same rows)."""
+def generate(folder: Path, rows: int, memory_limit: str, *, jsonl: bool = True) -> dict[str, Path]:
+    """The log as Parquet and (``jsonl``) as JSONL (the same rows)."""
     paths = {"parquet": folder / f"log-{rows}.parquet", "jsonl": folder / f"log-{rows}.jsonl"}
+    if not jsonl:
+        del paths["jsonl"]
     start = time.perf_counter()
     with engine(memory_limit) as opened:
         opened.execute(
@@ -91,10 +93,11 @@ def generate(folder: Path, rows: int, memory_limit: str) -> dict[str, Path]:
             ),
             [SYLLABLES],
         )
-        opened.execute(
-            f"COPY (SELECT * FROM read_parquet({sql_string(str(paths['parquet']))})) "
-            f"TO {sql_string(str(paths['jsonl']))} (FORMAT json)"
-        )
+        if jsonl:
+            opened.execute(
+                f"COPY (SELECT * FROM read_parquet({sql_string(str(paths['parquet']))})) "
+                f"TO {sql_string(str(paths['jsonl']))} (FORMAT json)"
+            )
         ((distinct, normalised),) = opened.rows(
             "SELECT count(DISTINCT query), count(DISTINCT lower(query)) "
             f"FROM read_parquet({sql_string(str(paths['parquet']))})"
@@ -204,15 +207,16 @@ def bench_logs(
 
 COUNTED_SQL = """
 COPY (
-  SELECT query, language, intent, device, count(*) AS searches FROM read_parquet({log}) GROUP BY ALL
-  ORDER BY hash(query, language, intent, device) LIMIT {rows}
+  SELECT * FROM (
+    SELECT query, language, intent, device, count(*) AS searches FROM read_parquet({log}) GROUP BY ALL
+  ) ORDER BY hash(query, language, intent, device) LIMIT {rows}
 ) TO {path} (FORMAT parquet)
 """
 
 
 def bench_counted(folder: Path, rows: int, memory_limit: str) -> None:
     """A warehouse's GROUP BY output: ``rows`` distinct (query, strata) rows with their searches."""
-    paths = generate(folder, rows * 4, memory_limit)
+    paths = generate(folder, rows * 4, memory_limit, jsonl=False)
     table = folder / f"counted-{rows}.parquet"
     with engine(memory_limit) as opened:
         opened.execute(

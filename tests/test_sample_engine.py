@@ -341,7 +341,7 @@ def test_a_long_read_shows_its_progress_on_stderr(
     assert lines[0] == f"embeval sample: reading {log} 0/2,800"
     done = rf"embeval sample: reading {re.escape(str(log))} 2,800/2,800( \([0-9,]+/s\))?, done in [0-9.]+s"
     assert re.fullmatch(done, lines[1])
-    assert "embeval sample: normalising distinct spellings" in lines
+    assert "embeval sample: normalising distinct spellings 0/3" in lines
 
 
 def test_the_engine_holds_to_its_memory_limit_and_leaves_no_spill_folder(tmp_path: Path) -> None:

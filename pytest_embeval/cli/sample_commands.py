@@ -388,7 +388,8 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
         type=_memory,
         default=DEFAULT_MEMORY_LIMIT,
         metavar="SIZE",
-        help="the engine's memory; it spills the rest to a temporary folder (default %(default)s).",
+        help="the engine's memory; it spills the rest to a temporary folder (default: half of this machine's "
+        "memory, %(default)s).",
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import os
 import shutil
 import tempfile
 import threading
@@ -40,6 +41,7 @@ __all__ = [
     "EngineError",
     "EngineMissing",
     "choose_engine",
+    "default_memory_limit",
     "duckdb_installed",
     "engine",
     "sql_list",
@@ -47,8 +49,19 @@ __all__ = [
 ]
 
 DUCKDB_EXTRA = "pip install 'pytest-embeval[duckdb]'"
-#: The engine's memory limit unless a command is given one: what it holds beyond is spilled to disk.
-DEFAULT_MEMORY_LIMIT = "2GB"
+
+
+def default_memory_limit() -> str:
+    """The engine's memory limit unless a command is given one (what it holds beyond is spilled to disk):
+    half of this machine's memory (DuckDB's own default is 80 %), or 2GB where that cannot be read."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return "2GB"
+    return f"{total // 2 // 2**20}MiB"
+
+
+DEFAULT_MEMORY_LIMIT = default_memory_limit()
 #: ``--engine``'s choices: ``auto`` picks one of the others (`choose_engine`).
 ENGINES = ("auto", "duckdb", "python")
 #: Under ``auto``, text files of this many bytes or more are read by the engine: about 500,000 searches of a

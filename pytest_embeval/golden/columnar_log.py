@@ -336,8 +336,10 @@ def _aggregated(
     named = ", ".join(f"{column} AS c{i}" for i, column in enumerate(keys))
     grouped = ", ".join(f"c{i}" for i in range(len(keys)))
     count = relation.columns[-1]
+    # ``combination``: the stratum values as one number, so that they are joined to their stratum as one.
+    combination = f"hash({', '.join(f'c{i}' for i in range(1, len(keys)))})" if len(keys) > 1 else "0"
     engine.execute(
-        f"CREATE TEMP TABLE raw AS SELECT {grouped}, "
+        f"CREATE TEMP TABLE raw AS SELECT {grouped}, {combination} AS combination, "
         f"{'sum(searches)' if counted else 'count(*)'} AS searches, count(*) AS table_rows, "
         f"min(position) AS first, {'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
         f"SELECT {named}, "
@@ -394,11 +396,7 @@ def _distinct_queries(engine: Engine, jsonl: bool, *, fields: int) -> None:
     whose stratum several raw combinations share, merge with others; the rest, most of them, are distinct
     queries already."""
     plain = "(raw.c0::VARCHAR)[2:-2]" if jsonl else "raw.c0"
-    strata_join = (
-        "JOIN strata USING (" + ", ".join(f"c{i}" for i in range(1, fields + 1)) + ")"
-        if fields
-        else ", strata"
-    )
+    strata_join = "JOIN strata USING (combination)"
     raw_text = """('"' || key || '"')::JSON""" if jsonl else "key"
     with step("merging spellings"):
         engine.execute(
@@ -481,47 +479,53 @@ class QueriesInEngine:
     def _ranked(self, requests: Sequence[tuple[int, int | None, int]]) -> list[tuple[str, int, int]]:
         """(key, stratum, first) of the query at each (frequency, stratum or None for all, rank), in the
         order (by key, then stratum)."""
-        # Each request narrowed to a bucket: (frequency, stratum, rank within it, prefix length, prefix).
-        pending = {i: (f, s, rank, 0, "") for i, (f, s, rank) in enumerate(requests)}
+        # Each request narrowed to a bucket: (frequency, stratum, rank within it, its prefix), the prefix of
+        # the length of the round before (all the same, so the join is on equal values, not a filter).
+        pending = {i: (f, s, rank, "") for i, (f, s, rank) in enumerate(requests)}
         found: dict[int, tuple[str, int, int]] = {}
+        before = 0
         for length in _PREFIXES:
             if not pending:
                 break
-            buckets = self._buckets(pending.values(), length)
-            fetch: dict[int, tuple[int, int | None, int, int, str]] = {}
-            for i, (f, s, rank, _, prefix) in pending.items():
+            buckets = self._buckets(pending.values(), before, length)
+            fetch: dict[int, tuple[int, int | None, int, str]] = {}
+            for i, (f, s, rank, prefix) in pending.items():
                 counts = buckets[(f, s, prefix)]
                 for bucket in sorted(counts):
                     if rank < counts[bucket]:
                         break
                     rank -= counts[bucket]
-                narrowed = (f, s, rank, length, bucket)
+                narrowed = (f, s, rank, bucket)
                 if counts[bucket] <= _BUCKET_ROWS or len(bucket) < length or length == _PREFIXES[-1]:
                     fetch[i] = narrowed
                 else:
                     pending[i] = narrowed
             for i in fetch:
                 del pending[i]
-            found.update(self._fetched(fetch))
+            found.update(self._fetched(fetch, length))
+            before = length
         return [found[i] for i in range(len(requests))]
 
-    def _where(self, narrowed: Iterable[tuple[int, int | None, int, int, str]]) -> tuple[str, list[object]]:
-        """A join of ``distinct_queries`` with the buckets, and its parameters."""
-        groups = sorted({(f, -1 if s is None else s, length, prefix) for f, s, _, length, prefix in narrowed})
-        by_stratum = any(s != -1 for _, s, _, _ in groups)
+    def _join(
+        self, narrowed: Iterable[tuple[int, int | None, int, str]], length: int
+    ) -> tuple[str, list[object]]:
+        """``distinct_queries`` joined with the buckets (their prefixes of ``length`` characters), and the
+        parameters."""
+        groups = sorted({(f, -1 if s is None else s, prefix) for f, s, _, prefix in narrowed})
+        by_stratum = any(s != -1 for _, s, _ in groups)
         on = "d.frequency = g.f" + (" AND d.stratum = g.s" if by_stratum else "")
         return (
             "distinct_queries AS d JOIN (SELECT unnest(?::BIGINT[]) AS f, unnest(?::BIGINT[]) AS s, "
-            "unnest(?::BIGINT[]) AS l, unnest(?::VARCHAR[]) AS p) AS g "
-            f"ON {on} AND substr(d.key, 1, g.l) = g.p",
-            [[g[i] for g in groups] for i in range(4)],
+            "unnest(?::VARCHAR[]) AS p) AS g "
+            f"ON {on} AND substr(d.key, 1, {length}) = g.p",
+            [[g[i] for g in groups] for i in range(3)],
         )
 
     def _buckets(
-        self, narrowed: Iterable[tuple[int, int | None, int, int, str]], length: int
+        self, narrowed: Iterable[tuple[int, int | None, int, str]], before: int, length: int
     ) -> dict[tuple[int, int | None, str], dict[str, int]]:
-        """(frequency, stratum, prefix) -> the count of each longer prefix, of ``length`` characters."""
-        join, parameters = self._where(list(narrowed))
+        """(frequency, stratum, prefix of ``before`` characters) -> the count of each prefix of ``length``."""
+        join, parameters = self._join(list(narrowed), before)
         counts: dict[tuple[int, int | None, str], dict[str, int]] = {}
         for f, s, prefix, bucket, queries in self.engine.rows(
             f"SELECT g.f, g.s, g.p, substr(d.key, 1, {length}), count(*) FROM {join} GROUP BY ALL", parameters
@@ -530,39 +534,33 @@ class QueriesInEngine:
         return counts
 
     def _fetched(
-        self, fetch: Mapping[int, tuple[int, int | None, int, int, str]]
+        self, fetch: Mapping[int, tuple[int, int | None, int, str]], length: int
     ) -> dict[int, tuple[str, int, int]]:
+        """The queries at the requests' ranks within their buckets (prefixes of ``length``), ranked here."""
         if not fetch:
             return {}
-        join, parameters = self._where(fetch.values())
-        rows: dict[tuple[int, int | None, int, str], list[tuple[str, int, int]]] = {}
-        for f, s, length, prefix, key, stratum, first in self.engine.rows(
-            f"SELECT g.f, g.s, g.l, g.p, d.key, d.stratum, d.first FROM {join}", parameters
+        join, parameters = self._join(fetch.values(), length)
+        rows: dict[tuple[int, int | None, str], list[tuple[str, int, int]]] = {}
+        for f, s, prefix, key, stratum, first in self.engine.rows(
+            f"SELECT g.f, g.s, g.p, d.key, d.stratum, d.first FROM {join}", parameters
         ):
-            rows.setdefault((int(f), None if s == -1 else int(s), int(length), prefix), []).append(
+            rows.setdefault((int(f), None if s == -1 else int(s), prefix), []).append(
                 (key, int(stratum), int(first))
             )
         for bucket in rows.values():
             bucket.sort(key=lambda row: (row[0], row[1]))
-        return {i: rows[(f, s, length, prefix)][rank] for i, (f, s, rank, length, prefix) in fetch.items()}
+        return {i: rows[(f, s, prefix)][rank] for i, (f, s, rank, prefix) in fetch.items()}
 
 
 def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ...] | None:
-    """The stratum values of the log, sorted, and a table ``strata`` from each raw combination (columns
-    ``c1``...) to its index among them; None when a combination holds a value the Python reader refuses."""
-    if not fields:
-        engine.execute("CREATE TEMP TABLE strata AS SELECT 0 AS stratum, false AS shared")
-        return ((),)
-    columns = ", ".join(f"c{i}" for i in range(1, fields + 1))
-    engine.execute(
-        f"CREATE TEMP TABLE raw_strata AS SELECT {columns}, row_number() OVER () - 1 AS raw_stratum FROM "
-        f"(SELECT DISTINCT {columns} FROM raw)"
-    )
+    """The stratum values of the log, sorted, and a table ``strata`` from each raw combination's number
+    (``combination``) to its index among them; None when a combination holds a value the Python reader
+    refuses. Two combinations of one number (a collision of the 64-bit hash) stop the command."""
     shown = ", ".join(f"c{i}::VARCHAR" if kind == "jsonl" else f"c{i}" for i in range(1, fields + 1))
-    read = [
-        _stratum_values(kind, row)
-        for row in engine.rows(f"SELECT {shown} FROM raw_strata ORDER BY raw_stratum")
-    ]
+    rows = engine.rows(f"SELECT DISTINCT combination{', ' + shown if fields else ''} FROM raw")
+    if len({row[0] for row in rows}) < len(rows):
+        raise EngineError("two combinations of stratum values have one hash; stratify by other fields")
+    read = [_stratum_values(kind, row[1:]) for row in rows]
     combinations = [value for value in read if value is not None]
     if len(combinations) < len(read):
         return None
@@ -571,12 +569,10 @@ def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ..
     # A stratum several raw combinations read as (a JSON 1 and "1") merges their rows.
     shared = {value for value, times in Counter(combinations).items() if times > 1}
     engine.execute(
-        f"CREATE TEMP TABLE strata AS SELECT {columns}, mapping.stratum, mapping.shared FROM raw_strata JOIN "
-        "(SELECT unnest(?::BIGINT[]) AS raw_stratum, unnest(?::BIGINT[]) AS stratum, "
-        "unnest(?::BOOLEAN[]) AS shared) "
-        "AS mapping USING (raw_stratum)",
+        "CREATE TEMP TABLE strata AS SELECT unnest(?::UBIGINT[]) AS combination, "
+        "unnest(?::BIGINT[]) AS stratum, unnest(?::BOOLEAN[]) AS shared",
         [
-            list(range(len(combinations))),
+            [int(row[0]) for row in rows],
             [index[value] for value in combinations],
             [value in shared for value in combinations],
         ],
@@ -594,17 +590,16 @@ def _normalise(engine: Engine, kind: str) -> None:
     )
     engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
     ((total,),) = engine.rows("SELECT count(*) FROM spellings")
+    batch = "SELECT c0::VARCHAR AS c0 FROM spellings WHERE rowid >= ? AND rowid < ?"
     with step("normalising distinct spellings", total) as advance:
         for start in range(0, total, _NORMALISED_AT_ONCE):
-            read = [
-                text
-                for (text,) in engine.rows(
-                    "SELECT c0::VARCHAR FROM spellings WHERE rowid >= ? AND rowid < ?",
-                    [start, start + _NORMALISED_AT_ONCE],
-                )
-            ]
+            bounds = [start, start + _NORMALISED_AT_ONCE]
+            read = [text for (text,) in engine.rows(batch, bounds)]
             keys = [normalise_query(json.loads(text) if kind == "jsonl" else text) for text in read]
+            # The batch again, in the same order (a table's scan keeps it), beside its normal forms.
             engine.execute(
-                "INSERT INTO changed SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[])", [read, keys]
+                f"INSERT INTO changed SELECT spelt.c0, normal.key FROM ({batch}) AS spelt "
+                "POSITIONAL JOIN (SELECT unnest(?::VARCHAR[]) AS key) AS normal",
+                [*bounds, keys],
             )
             advance(min(total, start + _NORMALISED_AT_ONCE))

@@ -137,15 +137,17 @@ def _cells(
     levels = list(zip(frequencies, sizes, strict=True))
     for (frequency, size), spans in zip(levels, band_spans(levels, bands), strict=True):
         counts = counts_of[frequency]
-        for band, first, end in spans:
-            # Where a bound falls inside the frequency, each stratum's part is a run of its own order.
-            below = {} if first == 0 else log.distinct.split(frequency, first)
+        # Where a bound falls inside the frequency, each stratum's part is a run of its own order: the
+        # reader says how many of each stratum come before the bound (spans are contiguous from 0).
+        below: Mapping[int, int] = {}
+        for band, _, end in spans:
             upto = counts if end == size else log.distinct.split(frequency, end)
             for stratum in sorted(counts):
                 run = _Run(frequency, stratum, below.get(stratum, 0), upto.get(stratum, 0))
                 if run.queries:
                     code = stratum * len(names) + band if banded else stratum
                     cells.setdefault((code, band), []).append(run)
+            below = upto
     return cells
 
 
