@@ -4,7 +4,7 @@ over the same files, in the same run; and a counted table (one row per query and
 searches) sampled with ``--count``.
 
     python benchmarks/bench_logs.py [--rows 10000000 50000000] [--formats parquet jsonl] [--repeat 1]
-                                    [--counted 5000000] [--memory-limit 2GB] [--keep]
+                                    [--counted 5000000] [--memory-limit SIZE] [--keep]
 
 The logs: --rows searches each, written with DuckDB under $TMPDIR (the free space is checked first, and
 everything is deleted at the end unless --keep). Queries are Zipfian: a fifth of the rows are distinct query
@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_embeval.files.columnar import engine, sql_string
+from pytest_embeval.files.columnar import DEFAULT_MEMORY_LIMIT, engine, sql_string
 
 ROOT = Path(__file__).resolve().parents[1]
 BY = "language,intent,device"
@@ -246,7 +246,9 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=["parquet", "jsonl"], choices=["parquet", "jsonl"])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--counted", type=int, default=5_000_000, help="rows of the counted table (0: none)")
-    parser.add_argument("--memory-limit", default="2GB")
+    parser.add_argument(
+        "--memory-limit", default=DEFAULT_MEMORY_LIMIT, help="the engine's (default: half the RAM)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="embeval-bench-logs-"))
