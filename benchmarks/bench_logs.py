@@ -24,6 +24,10 @@ The 100,000,000-row time is extrapolated from the two sizes (linear through them
 
 The counted table: --counted distinct (query, language, intent, device) rows with a ``searches`` column,
 Parquet, sampled with ``--count searches``.
+
+The corpus (--corpus N): ``embeval corpus-sample`` to 200,000 documents, keeping 20,000 judged ones, over N
+generated JSONL documents and the same rows in Parquet, with the engine and with the Python reader, against
+reading the JSONL file once.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_embeval.files.columnar import DEFAULT_MEMORY_LIMIT, engine, sql_string
+from pytest_embeval.files.lines import HashedLines
 
 ROOT = Path(__file__).resolve().parents[1]
 BY = "language,intent,device"
@@ -240,6 +245,84 @@ def bench_counted(folder: Path, rows: int, memory_limit: str) -> None:
     print(f"  {stdout.splitlines()[0]}")
 
 
+CORPUS_SQL = """
+COPY (
+  SELECT 'd' || i AS _id, 'chunk ' || i || ' of a production corpus: ' || md5(i::VARCHAR) AS text,
+         'a' || (i % 7) AS area
+  FROM range({documents}) AS t(i)
+) TO {path} (FORMAT {format})
+"""
+
+
+def child_seconds(*args: str | Path) -> tuple[float, float]:
+    """An ``embeval`` command in a child process: its wall time and peak resident memory (MiB)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT), *map(str, args)], capture_output=True, text=True, check=False
+    )
+    status, elapsed, peak = done.stderr.strip().splitlines()[-1].split()
+    if status != "0":
+        raise SystemExit(f"embeval failed:\n{done.stderr}")
+    return float(elapsed), float(peak)
+
+
+def bench_corpus(folder: Path, documents: int, memory_limit: str) -> None:
+    """``embeval corpus-sample`` to 200,000 documents keeping 20,000 judged ones (and 100 missing), over a
+    JSONL corpus and the same rows in Parquet, with the engine and with the Python reader, against reading
+    the JSONL file once (its lines and sha256)."""
+    paths = {"jsonl": folder / "corpus.jsonl", "parquet": folder / "corpus.parquet"}
+    with engine(memory_limit) as opened:
+        for kind, path in paths.items():
+            opened.execute(
+                CORPUS_SQL.format(
+                    documents=documents, path=sql_string(str(path)), format=kind.replace("jsonl", "json")
+                )
+            )
+    qrels = folder / "qrels.tsv"
+    judged = [f"d{i}" for i in range(0, documents, documents // 20_000)][:20_000] + [
+        f"gone-{i}" for i in range(100)
+    ]
+    qrels.write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i % 500}\t{d}\t1\n" for i, d in enumerate(judged))
+    )
+    start = time.perf_counter()
+    for _ in HashedLines(paths["jsonl"]):
+        pass
+    once = time.perf_counter() - start
+    size = paths["jsonl"].stat().st_size / 2**20
+    print(
+        f"corpus of {documents:,} documents: JSONL {size:,.0f} MiB; "
+        f"reading it once (lines, sha256): {once:.1f} s"
+    )
+    outputs = {}
+    for name, path, reader in (
+        ("jsonl, engine", paths["jsonl"], "duckdb"),
+        ("parquet, engine", paths["parquet"], "duckdb"),
+        ("jsonl, python", paths["jsonl"], "python"),
+    ):
+        out = folder / f"sample-{reader}-{path.suffix[1:]}.jsonl"
+        seconds, peak = child_seconds(
+            "corpus-sample",
+            path,
+            "--size",
+            "200000",
+            "--keep-judged",
+            qrels,
+            "--engine",
+            reader,
+            "--memory-limit",
+            memory_limit,
+            "--out",
+            out,
+        )
+        outputs[name] = out
+        print(
+            f"  corpus-sample, {name:16} {seconds:7.1f} s = {seconds / once:5.1f} x reading once   "
+            f"peak {peak:,.0f} MiB"
+        )
+    same = outputs["jsonl, engine"].read_bytes() == outputs["jsonl, python"].read_bytes()
+    print(f"  the engine's JSONL sample is the Python reader's, byte for byte: {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000, 50_000_000])
@@ -249,6 +332,7 @@ def main() -> None:
     parser.add_argument(
         "--memory-limit", default=DEFAULT_MEMORY_LIMIT, help="the engine's (default: half the RAM)"
     )
+    parser.add_argument("--corpus", type=int, default=0, help="documents of a corpus to sample (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="embeval-bench-logs-"))
@@ -262,6 +346,8 @@ def main() -> None:
         bench_logs(folder, args.rows, args.formats, args.repeat, args.memory_limit)
         if args.counted:
             bench_counted(folder, args.counted, args.memory_limit)
+        if args.corpus:
+            bench_corpus(folder, args.corpus, args.memory_limit)
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
