@@ -336,10 +336,17 @@ def _aggregated(
     named = ", ".join(f"{column} AS c{i}" for i, column in enumerate(keys))
     grouped = ", ".join(f"c{i}" for i in range(len(keys)))
     count = relation.columns[-1]
-    # ``combination``: the stratum values as one number, so that they are joined to their stratum as one.
+    # Computed once per raw row, beside the aggregation: ``combination``, the stratum values as one number
+    # (joined to their stratum as one); ``normal``, whether the text is in normal form already; ``bad``,
+    # whether it is not a string (a JSON string's text starts with its quote). The stratum fields' problems
+    # are found on their few combinations (`_strata`), the counts' on every row.
     combination = f"hash({', '.join(f'c{i}' for i in range(1, len(keys)))})" if len(keys) > 1 else "0"
+    jsonl = relation.format == "jsonl"
+    normal = f"regexp_full_match(c0::VARCHAR, {sql_string(JSON_NORMAL_ASCII if jsonl else NORMAL_ASCII)})"
+    bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
     engine.execute(
-        f"CREATE TEMP TABLE raw AS SELECT {grouped}, {combination} AS combination, "
+        f"CREATE TEMP TABLE raw AS SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
+        f"AS normal, {bad.get(relation.format, 'false')} AS bad, "
         f"{'sum(searches)' if counted else 'count(*)'} AS searches, count(*) AS table_rows, "
         f"min(position) AS first, {'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
         f"SELECT {named}, "
@@ -352,12 +359,8 @@ def _aggregated(
         what=f"reading {source.given}",
         total=estimated_rows(engine, source, relation.format),
     )
-    # The text's problems on the distinct raw rows (a JSON string's text starts with its quote), the
-    # stratum fields' on their few distinct combinations (`_strata`), the counts' on every row (above).
-    text_problem = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
     ((table_rows, problems),) = engine.rows(
-        "SELECT coalesce(sum(table_rows), 0), coalesce(sum(bad_counts), 0) + "
-        f"count_if({text_problem.get(relation.format, 'false')}) FROM raw"
+        "SELECT coalesce(sum(table_rows), 0), coalesce(sum(bad_counts), 0) + count_if(bad) FROM raw"
     )
     if problems:
         raise relation.report(text_field, by, count_field)
@@ -367,33 +370,27 @@ def _aggregated(
     strata = _strata(engine, relation.format, len(fields))
     if strata is None:
         raise relation.report(text_field, by, count_field)
-    _normalise(engine, relation.format)
-    ((total,),) = engine.rows("SELECT coalesce(sum(searches), 0) FROM raw")
-    ((empty,),) = engine.rows(
-        "SELECT coalesce(sum(searches), 0) FROM raw JOIN changed ON raw.c0::VARCHAR = changed.c0 "
-        "WHERE key = ''"
-    )
-    total -= empty
+    _normalise(engine, jsonl)
+    _distinct_queries(engine, jsonl)
+    with step("counting distinct queries by frequency and stratum"):
+        # The searches whose text is empty once normalised are the rows of the empty key.
+        counted_levels = engine.rows(
+            "SELECT frequency, stratum, key = '' AS empty, count(*) FROM distinct_queries GROUP BY ALL"
+        )
+    levels = {(int(f), int(s)): int(queries) for f, s, empty, queries in counted_levels if not empty}
+    empty = sum(int(f) * int(queries) for f, _, is_empty, queries in counted_levels if is_empty)
+    total = sum(frequency * queries for (frequency, _), queries in levels.items())
     if not total:
         what = "no rows" if not empty else f"every one of its {empty} rows has an empty {text_field!r}"
         raise GoldenError(source.given, text_field, None, f"the log has no query: {what}")
-    jsonl = relation.format == "jsonl"
-    _distinct_queries(engine, jsonl, fields=len(fields))
-    with step("counting distinct queries by frequency and stratum"):
-        levels = {
-            (int(frequency), int(stratum)): int(queries)
-            for frequency, stratum, queries in engine.rows(
-                "SELECT frequency, stratum, count(*) FROM distinct_queries GROUP BY ALL"
-            )
-        }
-    return int(total), int(empty), QueriesInEngine(engine, strata, levels, jsonl), int(table_rows)
+    return total, empty, QueriesInEngine(engine, strata, levels, jsonl), int(table_rows)
 
 
-def _distinct_queries(engine: Engine, jsonl: bool, *, fields: int) -> None:
+def _distinct_queries(engine: Engine, jsonl: bool) -> None:
     """A table ``distinct_queries`` (key, stratum, frequency, first: the position of its first row) of the
-    log's distinct queries, clustered by frequency (the ranks asked for are within one frequency: a look
-    reads few of its blocks). The raw rows whose text is respelt, or is the normal form of a respelt one, or
-    whose stratum several raw combinations share, merge with others; the rest, most of them, are distinct
+    log's distinct queries, and of the searches whose text is empty once normalised (key ``''``, one row
+    per stratum). The raw rows whose text is respelt, or is the normal form of a respelt one, or whose
+    stratum several raw combinations share, merge with others; the rest, most of them, are distinct
     queries already."""
     plain = "(raw.c0::VARCHAR)[2:-2]" if jsonl else "raw.c0"
     strata_join = "JOIN strata USING (combination)"
@@ -413,7 +410,7 @@ def _distinct_queries(engine: Engine, jsonl: bool, *, fields: int) -> None:
             "SELECT key, stratum, CAST(searches AS BIGINT) AS frequency, first FROM joined WHERE NOT merging "
             "UNION ALL SELECT key, stratum, CAST(sum(searches) AS BIGINT), min(first) FROM joined "
             "WHERE merging "
-            "GROUP BY key, stratum) WHERE key <> ''"
+            "GROUP BY key, stratum)"
         )
 
 
@@ -449,7 +446,7 @@ class QueriesInEngine:
         ((key, stratum, _),) = self._ranked([(frequency, None, count)])
         return dict(
             self.engine.rows(
-                "SELECT stratum, count(*) FROM distinct_queries WHERE frequency = ? "
+                "SELECT stratum, count(*) FROM distinct_queries WHERE frequency = ? AND key <> '' "
                 "AND (key < ? OR (key = ? AND stratum < ?)) GROUP BY stratum",
                 [frequency, key, key, stratum],
             )
@@ -517,7 +514,7 @@ class QueriesInEngine:
         return (
             "distinct_queries AS d JOIN (SELECT unnest(?::BIGINT[]) AS f, unnest(?::BIGINT[]) AS s, "
             "unnest(?::VARCHAR[]) AS p) AS g "
-            f"ON {on} AND substr(d.key, 1, {length}) = g.p",
+            f"ON {on} AND substr(d.key, 1, {length}) = g.p AND d.key <> ''",
             [[g[i] for g in groups] for i in range(3)],
         )
 
@@ -580,14 +577,10 @@ def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ..
     return values
 
 
-def _normalise(engine: Engine, kind: str) -> None:
+def _normalise(engine: Engine, jsonl: bool) -> None:
     """A table ``changed`` from each distinct raw text not already in normal form to its normal form,
     `normalise_query` called once for each, a batch of them at a time (memory holds one batch)."""
-    pattern = JSON_NORMAL_ASCII if kind == "jsonl" else NORMAL_ASCII
-    engine.execute(
-        "CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw "
-        f"WHERE NOT regexp_full_match(c0::VARCHAR, {sql_string(pattern)})"
-    )
+    engine.execute("CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw WHERE NOT normal")
     engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
     ((total,),) = engine.rows("SELECT count(*) FROM spellings")
     batch = "SELECT c0::VARCHAR AS c0 FROM spellings WHERE rowid >= ? AND rowid < ?"
@@ -595,7 +588,7 @@ def _normalise(engine: Engine, kind: str) -> None:
         for start in range(0, total, _NORMALISED_AT_ONCE):
             bounds = [start, start + _NORMALISED_AT_ONCE]
             read = [text for (text,) in engine.rows(batch, bounds)]
-            keys = [normalise_query(json.loads(text) if kind == "jsonl" else text) for text in read]
+            keys = [normalise_query(json.loads(text) if jsonl else text) for text in read]
             # The batch again, in the same order (a table's scan keeps it), beside its normal forms.
             engine.execute(
                 f"INSERT INTO changed SELECT spelt.c0, normal.key FROM ({batch}) AS spelt "
