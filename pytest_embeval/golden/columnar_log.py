@@ -406,12 +406,17 @@ def _distinct_queries(engine: Engine, jsonl: bool) -> None:
             f"SELECT coalesce(respelled.key, {plain}) AS key, strata.stratum, raw.searches, raw.first, "
             "respelled.key IS NOT NULL OR strata.shared AS merging FROM raw "
             f"LEFT JOIN respelled ON raw.c0::VARCHAR = respelled.c0 {strata_join}) "
-            "SELECT key, stratum, frequency, first FROM ("
+            f"SELECT key, stratum, frequency, first, substr(key, 1, {_PREFIXES[0]}) AS prefix FROM ("
             "SELECT key, stratum, CAST(searches AS BIGINT) AS frequency, first FROM joined WHERE NOT merging "
             "UNION ALL SELECT key, stratum, CAST(sum(searches) AS BIGINT), min(first) FROM joined "
             "WHERE merging "
             "GROUP BY key, stratum)"
         )
+
+
+def _prefix(length: int) -> str:
+    """The SQL of a distinct query's first ``length`` characters (those of the first length are stored)."""
+    return "d.prefix" if length == _PREFIXES[0] else f"substr(d.key, 1, {length})"
 
 
 #: Distinct raw spellings normalised in one batch.
@@ -511,10 +516,12 @@ class QueriesInEngine:
         groups = sorted({(f, -1 if s is None else s, prefix) for f, s, _, prefix in narrowed})
         by_stratum = any(s != -1 for _, s, _ in groups)
         on = "d.frequency = g.f" + (" AND d.stratum = g.s" if by_stratum else "")
+        if length:
+            on += f" AND {_prefix(length)} = g.p"
         return (
             "distinct_queries AS d JOIN (SELECT unnest(?::BIGINT[]) AS f, unnest(?::BIGINT[]) AS s, "
             "unnest(?::VARCHAR[]) AS p) AS g "
-            f"ON {on} AND substr(d.key, 1, {length}) = g.p AND d.key <> ''",
+            f"ON {on} AND d.key <> ''",
             [[g[i] for g in groups] for i in range(3)],
         )
 
@@ -525,7 +532,7 @@ class QueriesInEngine:
         join, parameters = self._join(list(narrowed), before)
         counts: dict[tuple[int, int | None, str], dict[str, int]] = {}
         for f, s, prefix, bucket, queries in self.engine.rows(
-            f"SELECT g.f, g.s, g.p, substr(d.key, 1, {length}), count(*) FROM {join} GROUP BY ALL", parameters
+            f"SELECT g.f, g.s, g.p, {_prefix(length)}, count(*) FROM {join} GROUP BY ALL", parameters
         ):
             counts.setdefault((int(f), None if s == -1 else int(s), prefix), {})[bucket] = int(queries)
         return counts
