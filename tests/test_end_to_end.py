@@ -33,8 +33,15 @@ def embeval(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str
 
 def test_demo_models_give_real_verdicts_on_the_shipped_golden_set(tmp_path: Path) -> None:
     result, report = embeval(tmp_path)
-    assert [g["path"] for g in report["golden_sets"]] == ["golden/support-hnsw.yaml", "golden/support.yaml"]
-    golden = report["golden_sets"][1]
+    # The demo's shortlist: each golden set compares both distillations with the incumbent.
+    assert [(g["path"], g["candidate_name"]) for g in report["golden_sets"]] == [
+        ("golden/support-hnsw.yaml", "static-256"),
+        ("golden/support-hnsw.yaml", "static-128"),
+        ("golden/support.yaml", "static-256"),
+        ("golden/support.yaml", "static-128"),
+    ]
+    assert [s["path"] for s in report["shortlist"]] == ["golden/support-hnsw.yaml", "golden/support.yaml"]
+    golden = report["golden_sets"][2]
     strata = {s["stratum"]: s for s in golden["strata"]}
     assert set(strata) == {
         "overall",
@@ -100,9 +107,12 @@ def test_outputs_are_byte_identical_with_and_without_xdist(tmp_path: Path) -> No
     assert serial[0] == distributed[0]
     assert sorted(serial[1]) == [
         "pool/golden__support-hnsw.pool.csv",
-        "runs/golden__support-hnsw.candidate.run",
+        "pool/golden__support.pool.csv",
         "runs/golden__support-hnsw.incumbent.run",
-        "runs/golden__support.candidate.run",
+        "runs/golden__support-hnsw.static-128.run",
+        "runs/golden__support-hnsw.static-256.run",
         "runs/golden__support.incumbent.run",
+        "runs/golden__support.static-128.run",
+        "runs/golden__support.static-256.run",
     ]
     assert serial[1] == distributed[1]

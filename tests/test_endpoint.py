@@ -181,7 +181,7 @@ def test_the_python_constructor_builds_the_same_arm_as_the_spec() -> None:
         ("openai:m?batch_size=0", "size must be an integer >= 1, got 0"),
         (
             "openai:m?price_per_million_tokens=-0.1",
-            "price_per_million_tokens must be a number >= 0, got -0.1",
+            "price_per_million_tokens must be a number from 0 to 1,000,000,000, got -0.1",
         ),
         ("openai:m?encoding_format=json", "encoding_format must be 'float' or 'base64', got 'json'"),
         ("openai:m?api_key_env=sk-live-123456", "api_key_env must be the name of an environment variable"),

@@ -558,8 +558,8 @@ FAULTS = [
         "beir-split-without-splits",
         "split: on a BEIR folder that has only qrels.tsv",
         COLLECTION,
-        "support.yaml:12: split: {tmp}/support has no qrels/ folder of splits (qrels/<split>.tsv); remove "
-        "'split'",
+        "support.yaml:12: split: {tmp}/support has no qrels/ folder of splits (qrels/<split>.tsv), only "
+        "qrels.tsv; remove 'split'",
         settings={**BEIR, "split": "test"},
         setup=beir_folder((), root_qrels=True),
     ),
@@ -868,7 +868,7 @@ FAULTS = [
         "yaml-bootstrap-zero",
         "bootstrap of 0 resamples",
         COLLECTION,
-        "support.yaml:12: bootstrap: must be an integer >= 100, got 0",
+        "support.yaml:12: bootstrap: must be an integer from 100 to 1,000,000, got 0",
         settings={"bootstrap": 0},
     ),
     Fault(
@@ -907,7 +907,7 @@ FAULTS = [
         "yaml-bootstrap-huge",
         "bootstrap of 100,000,000 resamples (94 s and 4.8 GB before the bound)",
         COLLECTION,
-        "support.yaml:12: bootstrap: must be an integer <= 1,000,000, got 100000000",
+        "support.yaml:12: bootstrap: must be an integer from 100 to 1,000,000, got 100000000",
         settings={"bootstrap": 100_000_000},
     ),
     Fault(

@@ -802,13 +802,13 @@ ERROR_CASES = [
     pytest.param(
         BASE + "bootstrap: 10\n",
         None,
-        f"{G}:7: bootstrap: must be an integer >= 100, got 10",
+        f"{G}:7: bootstrap: must be an integer from 100 to 1,000,000, got 10",
         id="bootstrap-small",
     ),
     pytest.param(
         BASE + "bootstrap: true\n",
         None,
-        f"{G}:7: bootstrap: must be an integer >= 100, got true",
+        f"{G}:7: bootstrap: must be an integer from 100 to 1,000,000, got true",
         id="bootstrap-bool",
     ),
     pytest.param(

@@ -81,22 +81,23 @@ ERROR_CASES = [
     ),
     pytest.param(
         BASE + "production: {documents: 0}\n",
-        f"{G}:7: production.documents: must be an integer >= 1, got 0",
+        f"{G}:7: production.documents: must be an integer from 1 to 1,000,000,000,000,000, got 0",
         id="production-documents-zero",
     ),
     pytest.param(
         BASE + "production: {documents: 1e7}\n",
-        f"{G}:7: production.documents: must be an integer >= 1, got 1e7",
+        f"{G}:7: production.documents: must be an integer from 1 to 1,000,000,000,000,000, got 1e7 (a "
+        "number YAML reads as text or a fraction: write it as digits, 10000000)",
         id="production-documents-float",
     ),
     pytest.param(
         BASE + "production:\n  documents: 10\n  queries_per_month: -1\n",
-        f"{G}:9: production.queries_per_month: must be an integer >= 0, got -1",
+        f"{G}:9: production.queries_per_month: must be an integer from 0 to 1,000,000,000,000,000, got -1",
         id="production-queries-negative",
     ),
     pytest.param(
         BASE + "production: {documents: 10, memory_price_per_gb_month: cheap}\n",
-        f"{G}:7: production.memory_price_per_gb_month: must be a number >= 0, got cheap",
+        f"{G}:7: production.memory_price_per_gb_month: must be a number from 0 to 1,000,000,000, got cheap",
         id="production-price-text",
     ),
     pytest.param(

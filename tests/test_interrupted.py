@@ -79,7 +79,14 @@ def pytest_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # A suite started with SIGINT ignored (``nohup ... &``, some CI runners) passes the ignore on to its
+        # children, and a Python started so never installs its KeyboardInterrupt: the run must get Ctrl-C.
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop_when(run: subprocess.Popen[str], condition: Callable[[], bool], stop: signal.Signals) -> str:
@@ -182,3 +189,21 @@ def test_an_interrupted_endpoint_run_pays_again_only_for_what_it_lost(
         assert second.returncode == pytest.ExitCode.OK, output
         documents = [text for text in server.texts() if not text.startswith("query: ")]
         assert sorted(documents) == sorted(set(texts) - stored)
+
+
+def test_the_runs_get_ctrl_c_even_when_the_suite_was_started_ignoring_it(tmp_path: Path) -> None:
+    """``nohup pytest &`` starts the suite with SIGINT ignored, which its children inherit: the runs these
+    tests interrupt must still take SIGINT as a Ctrl-C (a KeyboardInterrupt), or they would never stop."""
+    (tmp_path / "conftest.py").write_text(
+        "import pathlib, signal\n"
+        "pathlib.Path('sigint.txt').write_text(repr(signal.getsignal(signal.SIGINT)), encoding='utf-8')\n",
+        encoding="utf-8",
+    )
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        run = pytest_process(tmp_path, tmp_path / "unused.log", "--co", "-q")
+        output, _ = run.communicate(timeout=120)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    assert run.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, output
+    assert (tmp_path / "sigint.txt").read_text(encoding="utf-8") == repr(signal.default_int_handler)

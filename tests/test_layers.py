@@ -45,6 +45,9 @@ def test_the_package_keeps_every_contract() -> None:
         ("core/verdict.py", "from pytest_embeval.golden import schema", "Folders are layers"),
         ("arms/bm25.py", "from pytest_embeval.run import pipeline", "Folders are layers"),
         ("reports/terminal.py", "from pytest_embeval.plugin import options", "The reports import nothing"),
+        ("judge_page/server.py", "from pytest_embeval.cli import support", "Folders are layers"),
+        ("judge_page/pairs.py", "from pytest_embeval.reports import terminal", "Folders are layers"),
+        ("judge_page/server.py", "import pytest", "Nothing below the plugin imports pytest"),
         ("core/resampling.py", "from pytest_embeval.core import stats", "No import circle between modules"),
     ],
 )

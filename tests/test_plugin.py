@@ -87,6 +87,14 @@ def test_stratum_under_the_floor_never_passes(pytester: pytest.Pytester, golden:
     )
     result.stdout.fnmatch_lines(["*::overall BETTER*", "*::language=en TIE*", "*::language=es TIE*"])
     result.assert_outcomes(passed=1)
+    # Why each stratum tied, under the table, where people look first (not only in the reports' files).
+    result.stdout.fnmatch_lines(
+        [
+            "language=es*TIE",
+            "language=en: TIE — below floor: n=24 < min_queries=30*",
+            "language=es: TIE — below floor: n=24 < min_queries=30*",
+        ]
+    )
 
 
 def test_items_have_stable_readable_ids(pytester: pytest.Pytester, golden: Golden) -> None:

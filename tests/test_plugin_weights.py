@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_good_against_bad_english
+
 Golden = Callable[..., Path]
 
 # English queries: 1 search each; Spanish: 100 each. Overall Kish n = (24 + 2400)² / (24 + 240000) = 24.46.
@@ -26,15 +28,7 @@ def _weighted(golden: Golden, path: Path, *, declared: bool = True, **settings: 
     return written
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--embeval",
-        "-p",
-        "no:cacheprovider",
-        "--embeval-incumbent=fake_models:good",
-        "--embeval-candidate=fake_models:bad_english",
-        *args,
-    )
+_run = run_good_against_bad_english
 
 
 def test_the_verdict_rests_on_the_weighted_mean_and_the_unweighted_is_shown_beside(
@@ -58,7 +52,7 @@ def test_the_verdict_rests_on_the_weighted_mean_and_the_unweighted_is_shown_besi
     )
     result.stdout.fnmatch_lines(
         [
-            "*traffic-weighted by frequency; incumbent*",
+            "*traffic-weighted by frequency, design: none; incumbent*",
             f"overall*48 (Kish {KISH_OVERALL:.1f})*-0.007*TIE",
             "  unweighted*-0.375*(WORSE)",
             "language=en*24 (Kish 24.0)*-0.750*WORSE",
@@ -70,6 +64,8 @@ def test_the_verdict_rests_on_the_weighted_mean_and_the_unweighted_is_shown_besi
     report = json.loads(report_path.read_text(encoding="utf-8"))
     (golden_set,) = report["golden_sets"]
     assert golden_set["weights"] == "frequency" and golden_set["traffic_weight"] == "frequency"
+    assert golden_set["design"] == {"kind": "none"}  # weights alone: the with-replacement interval
+    assert all("design" not in s for s in golden_set["strata"])
     assert {q["frequency"] for q in golden_set["queries"]} == {1, 100}
     assert all("inclusion" not in q for q in golden_set["queries"])
     overall = golden_set["strata"][0]
@@ -104,7 +100,7 @@ def test_drawn_queries_weigh_frequency_over_inclusion(pytester: pytest.Pytester,
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*traffic-weighted by frequency / inclusion; incumbent*",
+            "*traffic-weighted by frequency / inclusion, design: none; incumbent*",
             "overall*48 (Kish 48.0)*-0.375*WORSE",
             "traffic-weighted by frequency / inclusion: means, Δ, CI, MDE and verdicts weigh each query "
             "by its frequency over its inclusion probability*",

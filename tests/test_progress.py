@@ -4,12 +4,17 @@ nothing with ``-q -q``, ``--embeval-no-progress`` or on xdist workers; and the `
 
 from __future__ import annotations
 
+import codecs
+import fcntl
 import io
+import itertools
 import os
 import pty
 import re
+import struct
 import subprocess
 import sys
+import termios
 import textwrap
 import time
 from collections.abc import Callable
@@ -81,8 +86,9 @@ def test_a_counted_step_begins_with_its_first_count_and_one_never_counted_is_nev
 
 
 class FakeTerminal:
-    def __init__(self, tty: bool) -> None:
+    def __init__(self, tty: bool, width: int | None = None) -> None:
         self.tty = tty
+        self.width = width
         self.lines: list[str] = []
         self.closed = 0
 
@@ -204,6 +210,103 @@ def test_the_watching_thread_shows_a_step_that_counts_nothing() -> None:
     assert terminal.lines[0] == "embeval support: incumbent loading model m (1s)"
 
 
+# --- a line fitted to the terminal: what moves is never cut -------------------------------------------------
+
+#: The steps of the demo's first run, as the issue found them cut at 120 columns.
+DEMO_STEPS = [
+    "candidate building the demo model static-minilm-pca256 once",
+    "1/2 model2vec distillation of all-MiniLM-L6-v2",
+    "encoding the vocabulary",
+]
+COUNTED = " 3,328/29,525 (3,283/s, ETA 8s)"
+
+
+def test_elided_keeps_a_texts_start_and_end() -> None:
+    assert progress.elided("support-search-hnsw", 19) == "support-search-hnsw"
+    assert progress.elided("support-search-hnsw", 12) == "suppor…-hnsw"  # 6 + the ellipsis + 5
+    assert progress.elided("abcdef", 2) == "a…"
+    assert [progress.elided("abcdef", width) for width in (1, 0)] == ["…", ""]
+
+
+@pytest.mark.parametrize(
+    ("width", "expected"),
+    [
+        # 79 of 80 columns: the outer steps give way to one ellipsis, the name keeps 12 characters
+        (79, "embeval suppor…-hnsw: …: encoding the vocabulary" + COUNTED),
+        # 119 of 120: the two outer steps share the 32 characters left (16 each), the name is whole
+        (
+            119,
+            "embeval support-search-hnsw: candidat…56 once: 1/2 mode…M-L6-v2: encoding the vocabulary"
+            + COUNTED,
+        ),
+        # 39 of 40: only the count, its rate and time left, and the ends of the fixed part
+        (39, "embe…ary" + COUNTED),
+    ],
+)
+def test_the_demos_first_run_fits_the_terminal_with_its_count_whole(width: int, expected: str) -> None:
+    fitted = progress.fitted_line("embeval ", "support-search-hnsw", DEMO_STEPS, COUNTED, width)
+    assert fitted == expected and len(fitted) == width
+
+
+@pytest.mark.parametrize("columns", [40, 80, 120])
+@pytest.mark.parametrize("name", ["support", "a-golden-set-with-a-name-much-longer-than-any-terminal-" * 3])
+def test_every_line_of_a_step_line_fits_and_ends_with_what_moves(columns: int, name: str) -> None:
+    terminal, clock = FakeTerminal(tty=True, width=columns - 1), Clock()
+    line = progress.StepLine(name, terminal, clock=clock, tick=None)
+    line.begin("building the demo model static-minilm-pca256 from all-MiniLM-L6-v2 once", label="candidate")
+    line.begin("1/2 model2vec distillation of all-MiniLM-L6-v2 with a PCA to 256 dimensions")
+    clock.now = 1.5
+    line.tick()
+    line.begin("encoding the vocabulary of the tokenizer", total=29_525)
+    line.advance(0)
+    for done in (3_328, 20_480):
+        clock.now += 5.0
+        line.advance(done)
+    clock.now += 3.0
+    line.advance(29_525)
+    line.end()
+    assert all(len(text) <= columns - 1 for text in terminal.lines), terminal.lines
+    moving = [
+        r"\(2s\)",  # the distillation's time so far, before the vocabulary counts
+        r"3,328/29,525 \(666/s, ETA 39s\)",
+        r"20,480/29,525 \(2,048/s, ETA 4s\)",
+        r"29,525/29,525 \(2,271/s\)",
+        r"29,525/29,525 \(2,271/s\), done in 13\.0s",  # at 40 columns, all there is room for
+    ]
+    assert len(terminal.lines) == len(moving), terminal.lines
+    for text, ending in zip(terminal.lines, moving, strict=True):
+        assert re.search(ending + "$", text), terminal.lines
+    if columns == 120 and name == "support":  # room for every step, the outer ones shortened in the middle
+        assert terminal.lines[1].startswith("embeval support: candida…")
+        assert ": encoding the vocabulary of the tokenizer 3,328/29,525" in terminal.lines[1]
+
+
+def test_a_ci_log_line_is_never_cut() -> None:
+    terminal, clock = FakeTerminal(tty=False), Clock()
+    line = progress.StepLine("support-search-hnsw", terminal, clock=clock, tick=None)
+    for what in DEMO_STEPS[:2]:
+        line.begin(what)
+    line.begin(DEMO_STEPS[2], total=29_525)
+    line.advance(0)
+    clock.now = 2.0
+    line.advance(3_328)
+    assert terminal.lines == [
+        "embeval support-search-hnsw: " + ": ".join(DEMO_STEPS) + " 3,328/29,525 (1,664/s, ETA 16s)"
+    ]
+
+
+def test_a_stream_terminal_rewrites_one_line_and_blanks_what_a_shorter_one_leaves() -> None:
+    stream = FakeStream(tty=True)
+    terminal = progress.StreamTerminal(stream)
+    terminal.line("embeval x: loading 1/20")
+    terminal.line("embeval x: y")
+    terminal.close()
+    assert stream.getvalue() == "\rembeval x: loading 1/20\rembeval x: y           \n"
+    log = FakeStream(tty=False)
+    progress.StreamTerminal(log).line("embeval x: y")
+    assert log.getvalue() == "embeval x: y\n" and progress.StreamTerminal(log).width is None
+
+
 # --- on pytest's terminal: a pseudo-terminal, a CI log, quiet runs, xdist -------------------------------
 
 SLOW_MODEL = textwrap.dedent(
@@ -263,19 +366,20 @@ def _environment() -> dict[str, str]:
     return {**env, "COLUMNS": "120", "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
-def _under_a_pseudo_terminal(folder: Path, *args: str) -> str:
-    """What pytest writes when its output is a (pseudo-)terminal, as that terminal receives it."""
+def _pseudo_terminal_chunks(
+    folder: Path, command: list[str], env: dict[str, str], columns: int | None = None
+) -> list[tuple[float, str]]:
+    """What ``command`` writes when its output is a pseudo-terminal (``columns`` wide, if given), in the
+    chunks the terminal received, each with the time it came (``time.time()``)."""
     leader, follower = pty.openpty()
+    if columns is not None:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     child = subprocess.Popen(
-        _pytest_command("--color=no", *args),
-        cwd=folder,
-        env=_environment(),
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=follower,
+        command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
     )
     os.close(follower)
-    received = bytearray()
+    decoder = codecs.getincrementaldecoder("utf-8")()  # a character may be split between two chunks
+    chunks: list[tuple[float, str]] = []
     while True:
         try:
             chunk = os.read(leader, 65536)
@@ -283,10 +387,16 @@ def _under_a_pseudo_terminal(folder: Path, *args: str) -> str:
             break
         if not chunk:
             break
-        received += chunk
+        chunks.append((time.time(), decoder.decode(chunk)))
     os.close(leader)
-    assert child.wait(timeout=120) == 0, received.decode()
-    return received.decode().replace("\r\n", "\n")
+    assert child.wait(timeout=120) == 0, "".join(text for _, text in chunks)
+    return chunks
+
+
+def _under_a_pseudo_terminal(folder: Path, *args: str) -> str:
+    """What pytest writes when its output is a (pseudo-)terminal, as that terminal receives it."""
+    chunks = _pseudo_terminal_chunks(folder, _pytest_command("--color=no", *args), _environment())
+    return "".join(text for _, text in chunks).replace("\r\n", "\n")
 
 
 def test_on_a_terminal_one_line_is_rewritten_in_place(slow_project: Path) -> None:
@@ -315,18 +425,103 @@ def test_in_a_ci_log_each_state_is_a_line_of_its_own(slow_project: Path) -> None
 
 @pytest.mark.parametrize("quiet", [["-q", "-q"], ["--embeval-no-progress"], ["-n", "2"]])
 def test_nothing_is_printed_with_q_q_without_progress_or_by_xdist_workers(
-    slow_project: Path, quiet: list[str]
+    slow_project: Path, pytester: pytest.Pytester, quiet: list[str]
 ) -> None:
+    # In process: its output is no terminal, so without these options each step would print a line of its own.
+    result = pytester.runpytest(*_pytest_command(*quiet)[3:])
+    assert result.ret == 0, result.stdout.str()
+    assert "loading model" not in result.stdout.str() + result.stderr.str()
+
+
+# --- resolving a model spec, before pytest's header: the demo's candidate distils for minutes ---------------
+
+SLOW_SPEC = textwrap.dedent(
+    """
+    import time
+    from pathlib import Path
+
+    import fake_models
+    from pytest_embeval.core.progress import step
+
+
+    def candidate():
+        # A spec that builds its model while it resolves, as the demo's does: a long-named step, counted.
+        Path("started").write_text(repr(time.time()))
+        with step("building the cheap candidate from the incumbent's very long model name once"):
+            with step("encoding the vocabulary of its tokenizer", total=20) as advance:
+                for done in range(1, 21):
+                    time.sleep(0.1)
+                    advance(done)
+        return fake_models.good
+    """
+)
+SPEC_LINE = "embeval --embeval-candidate: "
+RESOLVING = (
+    "--embeval-incumbent=fake_models:good",
+    "--embeval-candidate=slow_spec:candidate",
+    "--embeval-no-cache",
+)
+
+
+def _resolving_command(*args: str) -> list[str]:
+    """A pytest run that names the slow spec on its command line."""
+    return [sys.executable, "-m", "pytest", "--embeval", "-p", "no:cacheprovider", *RESOLVING, *args]
+
+
+def test_resolving_a_slow_spec_shows_its_count_within_seconds_on_an_80_column_terminal(
+    golden: Callable[..., Path], pytester: pytest.Pytester
+) -> None:
+    golden()
+    pytester.makepyfile(slow_spec=SLOW_SPEC)
+    # An 80-column terminal as the system sets it, not pytest's COLUMNS.
+    env = {name: value for name, value in _environment().items() if name not in ("COLUMNS", "LINES")}
+    chunks = _pseudo_terminal_chunks(pytester.path, _resolving_command("--color=no"), env, columns=80)
+    started = float((pytester.path / "started").read_text())
+    received = "".join(text for _, text in chunks)
+    assert received.index(SPEC_LINE) < received.index("test session starts"), received
+    # Each state of the line as the terminal shows it, and when it came.
+    states = [
+        (when, state.rstrip())
+        for when, text in chunks
+        for state in text.replace("\r\n", "\n").split("\r")
+        if state.startswith(SPEC_LINE)
+    ]
+    first_shown = states[0][0] - started
+    assert first_shown < 5.0, f"the first progress line came {first_shown:.1f} s after the step began"
+    assert max(later - earlier for (earlier, _), (later, _) in itertools.pairwise(states)) < 5.0
+    assert all(len(state) <= 79 for _, state in states), states
+    counted = [state for _, state in states if re.search(r" \d+/20( \(|$)", state)]
+    assert len(counted) >= 2 and any("ETA" in state for state in counted), states
+    assert re.search(r"tokenizer 20/20 \(\d+/s\), done in \d\.\ds$", counted[-1]), counted
+
+
+def test_resolving_a_slow_spec_in_a_ci_log_prints_whole_lines(
+    golden: Callable[..., Path], pytester: pytest.Pytester
+) -> None:
+    golden()
+    pytester.makepyfile(slow_spec=SLOW_SPEC)
     done = subprocess.run(
-        _pytest_command(*quiet),
-        cwd=slow_project,
+        _resolving_command(),
+        cwd=pytester.path,
         env=_environment(),
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stdout
-    assert "loading model" not in done.stdout + done.stderr
+    header = done.stdout.index("test session starts")
+    lines = [line for line in done.stdout[:header].splitlines() if line.startswith(SPEC_LINE)]
+    building = (
+        f"{SPEC_LINE}resolving slow_spec:candidate: building the cheap candidate from the incumbent's "
+        "very long model name once"
+    )
+    counting = re.escape(f"{building}: encoding the vocabulary of its tokenizer ")
+    assert re.fullmatch(counting + r"\d+/20 \(\d+/s, ETA \ds\)", lines[0]), lines
+    assert re.fullmatch(counting + r"20/20 \(\d+/s\), done in \d\.\ds", lines[-3]), lines
+    assert re.fullmatch(re.escape(building) + r", done in \d\.\ds", lines[-2]), lines
+    assert re.fullmatch(
+        re.escape(f"{SPEC_LINE}resolving slow_spec:candidate") + r", done in \d\.\ds", lines[-1]
+    )
 
 
 # --- the embeval commands' progress ---------------------------------------------------------------------

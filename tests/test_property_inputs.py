@@ -4,7 +4,9 @@ an input file changed, never half a report.
 
 Two levels: `load_golden` directly, over many mutations; and the plugin through pytest, over a few, where an
 invalid golden set must be a collection error (exit 2) printing that same line, and the JSON report, when
-written, must be whole.
+written, must be whole. The model of what the plugin refuses is the plugin's own: a set that loads but
+judges nothing relevant (an emptied qrels file) is refused too (`unjudged_problem`). In CI the examples are
+derandomised (the ``ci`` profile of conftest.py), so a run never draws what the last one did not.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.golden.qrels_files import unjudged_problem
+from pytest_embeval.plugin.items import UNJUDGED_HINT
 
 FILES = {
     "golden.yaml": (
@@ -149,11 +153,19 @@ def contents(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()}
 
 
-def expected_outcome(folder: Path) -> GoldenError | None:
+#: A mutation that once drew a set which loads but which the plugin refuses: the qrels emptied.
+EMPTIED_QRELS = ("qrels.tsv", lambda data: data[:0], "truncate at 0.000 in qrels.tsv")
+
+
+def expected_outcome(folder: Path, *, plugin: bool = False) -> GoldenError | None:
     """What loading the golden set gives: None when it loads, else its one-line error naming one of its
-    files. Any other exception fails the property."""
+    files; with ``plugin``, what the plugin gives, which also refuses a set judging nothing relevant. Any
+    other exception fails the property."""
     try:
-        load_golden(folder / "golden.yaml")
+        golden = load_golden(folder / "golden.yaml")
+        unjudged = unjudged_problem(golden) if plugin else None
+        if unjudged is not None:
+            raise GoldenError(unjudged.path, unjudged.key, None, unjudged.problem + UNJUDGED_HINT)
     except GoldenError as error:
         message = str(error)
         assert "\n" not in message and "\r" not in message, message
@@ -165,6 +177,7 @@ def expected_outcome(folder: Path) -> GoldenError | None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutation=mutations())
+@example(mutation=EMPTIED_QRELS)
 def test_a_mutated_golden_set_loads_or_fails_in_one_line_naming_its_file(
     tmp_path_factory: pytest.TempPathFactory, mutation: tuple[str, Mutation, str]
 ) -> None:
@@ -183,6 +196,7 @@ def test_a_mutated_golden_set_loads_or_fails_in_one_line_naming_its_file(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(mutation=mutations())
+@example(mutation=EMPTIED_QRELS)
 def test_through_pytest_an_invalid_golden_set_is_one_collection_error_and_no_half_report(
     pytester: pytest.Pytester, golden: object, mutation: tuple[str, Mutation, str]
 ) -> None:
@@ -191,7 +205,7 @@ def test_through_pytest_an_invalid_golden_set_is_one_collection_error_and_no_hal
     write_set(folder)
     (folder / name).write_bytes(mutate((folder / name).read_bytes()))
     before = contents(folder)
-    error = expected_outcome(folder)
+    error = expected_outcome(folder, plugin=True)
     report = folder / "out" / "report.json"
     result = pytester.runpytest(
         "--embeval",
@@ -218,3 +232,22 @@ def test_through_pytest_an_invalid_golden_set_is_one_collection_error_and_no_hal
     assert contents(folder) == before
     if report.parent.exists():  # no temporary file of an atomic write left behind
         assert [path.name for path in report.parent.iterdir()] == ["report.json"]
+
+
+def test_under_the_ci_profile_a_property_draws_the_same_examples_on_every_run() -> None:
+    """CI runs the properties derandomised and without a database (conftest.py's ``ci`` profile): two runs
+    of one property draw the very same examples, so a fresh clone meets no example an earlier run found."""
+    profile = settings.get_profile("ci")
+    assert profile.derandomize and profile.database is None
+    drawn: list[int] = []
+
+    @settings(profile, max_examples=25)
+    @given(st.integers())
+    def draw(value: int) -> None:
+        drawn.append(value)
+
+    draw()
+    first = list(drawn)
+    drawn.clear()
+    draw()
+    assert drawn == first and len(set(first)) > 1

@@ -253,3 +253,33 @@ def test_the_json_report_is_indented_down_to_its_records_and_writes_each_on_one_
     assert json.loads(report_json({1: {True: None}, "é": [0.5]})) == {"1": {"true": None}, "é": [0.5]}
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         report_json({"golden_sets": [{"queries": [{"score": float("nan")}]}]})
+
+
+def test_each_tie_and_worse_says_why_under_the_table_and_the_title_names_the_guards() -> None:
+    record = golden_set({"kind": "exact"}, {"kind": "exact"})
+    record["guards"] = {"recall@20": 0.05, "mrr@10": 0.1}
+    tie = {
+        **STRATUM,
+        "stratum": "language=es",
+        "verdict": "TIE",
+        "reason": "below floor: n=13 < min_queries=20",
+    }
+    worse = {**STRATUM, "stratum": "language=en", "verdict": "WORSE", "reason": "guard recall@20 WORSE by …"}
+    better = {**STRATUM, "reason": "better: Δ +0.050 ≥ 0.020 and CI [+0.010, +0.090] excludes 0 (n=40)"}
+    lines = golden_table(record, [better, tie, worse])
+    assert lines[0].startswith(
+        "support (support.yaml): recall@5, margin 0.02, guards recall@20 margin 0.05, mrr@10 margin 0.1, "
+        "95% CI"
+    )
+    table_end = next(i for i, line in enumerate(lines) if line.startswith("language=en ") and "WORSE" in line)
+    assert lines[table_end + 1 : table_end + 3] == [
+        "language=es: TIE — below floor: n=13 < min_queries=20",
+        "language=en: WORSE — guard recall@20 WORSE by …",
+    ]
+    assert not any(
+        line.startswith("overall: BETTER") for line in lines
+    )  # a BETTER passes: nothing to explain
+    del record["guards"]
+    assert golden_table(record, [better])[0].startswith(
+        "support (support.yaml): recall@5, margin 0.02, 95% CI"
+    )

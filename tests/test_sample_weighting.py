@@ -1,5 +1,5 @@
 """The traffic weight of a drawn sample (`Query.traffic_weight`: frequency / inclusion) against the
-frequency alone, by simulation with the real sampler (`query_log.draw_queries`): over many seeded draws
+frequency alone, by simulation with the real sampler (`query_draw.draw_queries`): over many seeded draws
 from a known population the frequency / inclusion estimate (Hájek's ratio of Horvitz-Thompson sums) centres
 on the population's traffic-weighted mean, the frequency-only one does not."""
 

@@ -271,7 +271,7 @@ def test_trust_seeds_needs_seeds_and_a_missing_seed_file_is_one_line(
     status, _, err = embeval(*pool, "--seeds", missing, "--judged-on", "2026-13-01")
     assert status == 2 and err.endswith("--judged-on: expected a date YYYY-MM-DD, got '2026-13-01'\n")
     status, _, err = embeval("merge", golden, tmp_path / "graded.csv", "--judged-on", "2999-01-01")
-    assert status == 2 and err.endswith("argument --judged-on: 2999-01-01 is in the future\n")
+    assert status == 2 and "argument --judged-on: 2999-01-01 is in the future (today is 20" in err
     assert not (tmp_path / "s.csv").exists()
 
 
@@ -432,7 +432,7 @@ def test_weighted_kappa_of_the_drift_matches_scikit_learn() -> None:
     ("args", "problem"),
     [
         (["--fraction", "0"], "argument --fraction: expected a number in (0, 1], got '0'"),
-        (["--fraction", "1.5"], "argument --fraction: expected a number in [0, 1], got '1.5'"),
+        (["--fraction", "1.5"], "argument --fraction: expected a number in (0, 1], got '1.5'"),
         (["--oldest", "--random"], "argument --random: not allowed with argument --oldest"),
     ],
 )

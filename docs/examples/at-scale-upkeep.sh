@@ -4,7 +4,7 @@
 # was pruned; then a check of every pack. A cache of its own, filled by the first run: a copy of the
 # repository's would show whatever else has been run there (other golden sets, other models).
 demo_project
-shown_any_status "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
+shown_any_status "pytest --embeval golden/support.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm | grep '^embeval: embedding cache'"
 # (the candidate's folder: the static model's fingerprint has no max_seq_length)
 candidate=$(dirname "$(grep -l '"max_seq_length":null' .embeval_cache/embeddings/*/fingerprint.json)")
 touch -d '40 days ago' "$candidate"/*/*.pack
@@ -13,7 +13,7 @@ show embeval cache stats
 echo '--8<-- [end:stats]'
 echo '--8<-- [start:prune]'
 show embeval cache prune --older-than 30d
-shown_any_status "pytest --embeval golden/support.yaml | grep '^embeval: embedding cache'"
+shown_any_status "pytest --embeval golden/support.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm | grep '^embeval: embedding cache'"
 echo '--8<-- [end:prune]'
 echo '--8<-- [start:verify]'
 show embeval cache verify

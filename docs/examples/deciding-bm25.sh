@@ -6,4 +6,4 @@ decision:
   owner: search-platform
   route: {strata: [language=en], max_traffic: 0.6, to: bm25}
 YAML
-shown_any_status "pytest --embeval golden/support.yaml -p no:cacheprovider -q | sed -n '/=== embeval ===/,\$p' | sed -n '/^routed system/,/^decision/p'"
+shown_any_status "pytest --embeval golden/support.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm -p no:cacheprovider -q | sed -n '/=== embeval ===/,\$p' | sed -n '/^routed system/,/^decision/p'"

@@ -11,4 +11,4 @@ decision:
   otherwise: change-target
 # --8<-- [end:decision]
 YAML
-show pytest --embeval golden/support.yaml -p no:cacheprovider
+show pytest --embeval golden/support.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm -p no:cacheprovider

@@ -11,5 +11,5 @@ embeval pool golden/support.yaml --from-report incumbent.json --depth 20 --out s
 python "$REPO/docs/stand_in_judge.py" "$REPO/golden/support.yaml" --fill sheets/incumbent.csv --as ana \
     --out sheets/incumbent-graded.csv >/dev/null
 embeval merge golden/support.yaml sheets/incumbent-graded.csv >/dev/null
-pytest --embeval golden/ --embeval-json report.json -p no:cacheprovider >/dev/null || true
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json -p no:cacheprovider >/dev/null || true
 show embeval coverage golden/support.yaml --from-report report.json

@@ -15,7 +15,7 @@ age = json.load(open(sys.argv[1]))["golden_sets"][0]["judgments"]["age"]
 print({k: v for k, v in age.items() if k not in ("today", "median_age_days")})' "$1"
 }
 
-pytest --embeval golden/ --embeval-json shipped.json -p no:cacheprovider >/dev/null || true
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json shipped.json -p no:cacheprovider >/dev/null || true
 echo "--8<-- [start:undated]"
 shown 'age shipped.json'
 echo "--8<-- [end:undated]"
@@ -61,7 +61,7 @@ show embeval merge golden/support.yaml sheets/pool-graded.csv --judged-on 2025-0
 shown 'grep -m 2 "\"seed\"" golden/support/qrels.provenance.jsonl'
 echo "--8<-- [end:merge]"
 
-pytest --embeval golden/ --embeval-json report.json -p no:cacheprovider >/dev/null || true
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json -p no:cacheprovider >/dev/null || true
 echo "--8<-- [start:clicks]"
 cd clicks
 embeval pool golden/support.yaml --from-report ../shipped.json --seeds clicks.tsv --trust-seeds --out pool.csv >/dev/null
@@ -75,7 +75,7 @@ show embeval coverage golden/support.yaml --from-report report.json
 echo "--8<-- [end:coverage]"
 
 echo "--8<-- [start:shelf-life]"
-shown_any_status 'pytest --embeval golden/ -p no:cacheprovider | grep "past its shelf_life"'
+shown_any_status 'pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm -p no:cacheprovider | grep "past its shelf_life"'
 shown 'age report.json'
 echo "--8<-- [end:shelf-life]"
 

@@ -25,7 +25,7 @@ PY
 people() { python "$REPO/docs/stand_in_judge.py" "$REPO/golden/support.yaml" --fill "$1" --as "$2" --out "$3"; }
 
 # 1. run once to get both arms' rankings
-pytest --embeval golden/ --embeval-json report.json --embeval-pool sheets/first -p no:cacheprovider >/dev/null || true
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json --embeval-pool sheets/first -p no:cacheprovider >/dev/null || true
 
 echo "--8<-- [start:pool]"
 show embeval pool golden/support.yaml --from-report report.json --from-run hints.run --depth 20 --split 6 --out sheets/pool.csv
@@ -90,7 +90,7 @@ show embeval merge golden/support.yaml sheets/graded/pool.1-of-6.csv sheets/grad
 echo "--8<-- [end:merge]"
 
 # 6. run again, check coverage; 7. plan
-pytest --embeval golden/ --embeval-json report.json -p no:cacheprovider >/dev/null || true
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json -p no:cacheprovider >/dev/null || true
 echo "--8<-- [start:coverage]"
 show embeval coverage golden/support.yaml --from-report report.json
 echo "--8<-- [end:coverage]"

@@ -36,7 +36,7 @@ start_judge 8765 --noise 0.15 --refuse 0.01 --throttle 2
 cat judge-8765.log
 echo "--8<-- [end:server]"
 
-pytest --embeval golden/ --embeval-json report.json --embeval-pool sheets/first -p no:cacheprovider >/dev/null || true
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json --embeval-pool sheets/first -p no:cacheprovider >/dev/null || true
 echo "--8<-- [start:pool]"
 show embeval pool golden/support.yaml --from-report report.json --depth 20 --out sheets/pool.csv
 show embeval pool golden/support.yaml --from-report report.json --depth 5 --sample 100 --out sheets/calibration.csv
@@ -90,7 +90,7 @@ shown "grep -m 1 '\"kind\": \"person\"' golden/support/qrels.provenance.jsonl"
 echo "--8<-- [end:provenance]"
 
 echo "--8<-- [start:run]"
-printf '$ pytest --embeval golden/ --embeval-json report.json\n'
-pytest --embeval golden/ --embeval-json report.json -p no:cacheprovider | sed -n '/^support-search (golden/,/^$/p' || true
+printf '$ pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json\n'
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json -p no:cacheprovider | sed -n '/^support-search (golden/,/^$/p' || true
 shown "python -c \"import json; print(json.load(open('report.json'))['golden_sets'][0]['judgments'])\""
 echo "--8<-- [end:run]"

@@ -12,6 +12,6 @@ report: [recall@20]
 tie_margin: 0.05
 rerank: {model: "pytest_embeval.arms.demo:minilm_reranker", depth: 20}
 EOF
-pytest --embeval support-rerank.yaml -p no:cacheprovider >/dev/null || true
-shown_any_status "pytest --embeval support-rerank.yaml --embeval-md=support-rerank.md | sed -n '/= embeval =/,\$p'"
+pytest --embeval support-rerank.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm -p no:cacheprovider >/dev/null || true
+shown_any_status "pytest --embeval support-rerank.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-md=support-rerank.md | sed -n '/= embeval =/,\$p'"
 shown_any_status "sed -n '/^reranked by/,/^reranker:/p' support-rerank.md"

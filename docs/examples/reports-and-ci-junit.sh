@@ -1,7 +1,7 @@
 # The shipped golden set's JUnit XML file, read with junitparser as a CI server reads it.
 demo_project --cached
 printf 'decision: {owner: search-platform}\n' >> golden/support.yaml
-pytest --embeval golden/support.yaml -p no:cacheprovider -q --junitxml junit.xml -o junit_logging=system-out > /dev/null || true
+pytest --embeval golden/support.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm -p no:cacheprovider -q --junitxml junit.xml -o junit_logging=system-out > /dev/null || true
 cat > junit.py <<'PY'
 # --8<-- [start:junit]
 from junitparser import JUnitXml, Properties

@@ -2,8 +2,8 @@
 demo_project --cached
 rm golden/support-hnsw.yaml
 echo "multiple_comparisons: holm" >> golden/support.yaml
-printf '$ pytest --embeval golden/ --embeval-json report.json\n'
-pytest --embeval golden/ --embeval-json report.json -p no:cacheprovider | sed -n '/^support-search (golden/,/^multiple comparisons:/p' || true
+printf '$ pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json\n'
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json -p no:cacheprovider | sed -n '/^support-search (golden/,/^multiple comparisons:/p' || true
 echo
 echo "each stratum's bootstrap p-value (p_value) and the level Holm gives it (family):"
 python - <<'PY'

@@ -28,8 +28,8 @@ sed -i 's|queries: support/queries.jsonl|queries: support/queries-with-frequency
 echo "weights: frequency" >> golden/support.yaml
 printf '$ grep -E "^(queries|weights):" golden/support.yaml\n'
 grep -E "^(queries|weights):" golden/support.yaml
-printf '$ pytest --embeval golden/ --embeval-json report.json\n'
-pytest --embeval golden/ --embeval-json report.json -p no:cacheprovider | sed -n '/^support-search (golden/,/^the traffic weights/p' || true
+printf '$ pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json\n'
+pytest --embeval golden/ --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json -p no:cacheprovider | sed -n '/^support-search (golden/,/^the traffic weights/p' || true
 echo
 echo "the JSON report's strata: the weighted numbers, Kish's n and the unweighted ones beside (weights, kish_n, unweighted):"
 python - <<'PY'

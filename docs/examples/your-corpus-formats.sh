@@ -27,8 +27,8 @@ YAML
 show cat adi.yaml
 show head -n 3 adi/judged.txt
 status=0
-pytest --embeval adi.yaml > out.txt || status=$?
-echo '$ pytest --embeval adi.yaml'
+pytest --embeval adi.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm > out.txt || status=$?
+echo '$ pytest --embeval adi.yaml' --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm
 echo '...'
 sed -n '/^=* embeval =*$/,/^=* short test summary/p' out.txt | sed '$d'
 tail -n 1 out.txt

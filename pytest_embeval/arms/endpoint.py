@@ -48,6 +48,7 @@ from pytest_embeval.arms.embedding import (
 )
 from pytest_embeval.arms.openai_client import Connection, EndpointError, OpenAIClient, require_client
 from pytest_embeval.arms.usage import TokenUsage, apportion
+from pytest_embeval.core.capacity import MAX_PRICE
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -265,8 +266,9 @@ def openai_arm(
     )
     check(
         price_per_million_tokens is None
-        or (_is_number(price_per_million_tokens) and price_per_million_tokens >= 0),
-        f"price_per_million_tokens must be a number >= 0, got {price_per_million_tokens!r}",
+        or (_is_number(price_per_million_tokens) and 0 <= price_per_million_tokens <= MAX_PRICE),
+        f"price_per_million_tokens must be a number from 0 to {MAX_PRICE:,}, "
+        f"got {price_per_million_tokens!r}",
     )
     check(
         encoding_format is None or encoding_format in _ENCODING_FORMATS,

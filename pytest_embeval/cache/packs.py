@@ -91,9 +91,10 @@ class Pack:
 
 
 class DamagedPack(Exception):
-    """A pack that cannot be used at all; ``entries`` is how many it held (1 if its header is unreadable)."""
+    """A pack that cannot be used at all; ``entries`` is how many it held, None when its header cannot be
+    read (an emptied or overwritten file: how many it held is unknown)."""
 
-    def __init__(self, entries: int) -> None:
+    def __init__(self, entries: int | None) -> None:
         super().__init__(entries)
         self.entries = entries
 
@@ -157,10 +158,10 @@ def read_index(path: Path, shelf: Shelf | None) -> Pack | None:
         size = status.st_size
         head = handle.read(_FIELDS.size + _SHA)
         if len(head) < _FIELDS.size + _SHA or not head.startswith((_MAGIC, _MAGIC_V1)):
-            raise DamagedPack(1)
+            raise DamagedPack(None)
         magic, model, code, n, dim = _FIELDS.unpack_from(head)
         # Before the header is verified, n is only plausible if a writer could have written it.
-        entries = n if 1 <= n <= PACK_ROWS else 1
+        entries = n if 1 <= n <= PACK_ROWS else None
         row_index = _SHA + _CRC + (_TOKENS if magic == _MAGIC else 0)
         if len(head) + n * row_index > size:
             raise DamagedPack(entries)  # truncated inside its index (or n is damaged)
@@ -187,20 +188,19 @@ def read_index(path: Path, shelf: Shelf | None) -> Pack | None:
 
 
 def pack_entries(path: Path) -> int:
-    """The rows a pack's header declares, unverified (0 if it cannot be read)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(_FIELDS.size)
-    except OSError:
-        return 0
+    """The rows a pack's header declares, unverified (0 if it holds no header); `OSError` if the file cannot
+    be read."""
+    with path.open("rb") as handle:
+        head = handle.read(_FIELDS.size)
     if len(head) < _FIELDS.size or not head.startswith((_MAGIC, _MAGIC_V1)):
         return 0
     return int(_FIELDS.unpack(head)[3])
 
 
-def check_pack(path: Path) -> tuple[int, int]:
+def check_pack(path: Path) -> tuple[int | None, int | None]:
     """``(entries, lost)`` of a pack, every row read and checked: all entries are lost when its header or
-    index is damaged, the rows missing or failing their crc32 otherwise (bytes appended are no damage)."""
+    index is damaged (None, None when its header cannot be read), the rows missing or failing their crc32
+    otherwise (bytes appended are no damage). `OSError` for a pack that cannot be read at all."""
     try:
         pack = read_index(path, None)
     except DamagedPack as damage:

@@ -107,19 +107,22 @@ class Keyed(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class CacheStats:
-    """What a cache did: texts served from it, texts embedded, corrupt entries discarded, and the first
-    error that kept new vectors from being stored (the run goes on without storing them)."""
+    """What a cache did: texts served from it, texts embedded, corrupt entries discarded, packs discarded
+    whose header could not be read (how many entries they held is unknown), and the first error that kept
+    new vectors from being stored (the run goes on without storing them)."""
 
     read: int = 0
     embedded: int = 0
     corrupt: int = 0
     write_error: str | None = None
+    unreadable: int = 0
 
     def __sub__(self, before: CacheStats) -> CacheStats:
         return CacheStats(
             read=self.read - before.read,
             embedded=self.embedded - before.embedded,
             corrupt=self.corrupt - before.corrupt,
+            unreadable=self.unreadable - before.unreadable,
             write_error=self.write_error if self.write_error != before.write_error else None,
         )
 
@@ -454,7 +457,13 @@ class EmbeddingCache:
     # ---------------------------------------------------------------------------------------------- internals
 
     def _count(
-        self, *, read: int = 0, embedded: int = 0, corrupt: int = 0, write_error: str | None = None
+        self,
+        *,
+        read: int = 0,
+        embedded: int = 0,
+        corrupt: int = 0,
+        unreadable: int = 0,
+        write_error: str | None = None,
     ) -> None:
         stats = self._stats
         self._stats = CacheStats(
@@ -462,6 +471,7 @@ class EmbeddingCache:
             embedded=stats.embedded + embedded,
             corrupt=stats.corrupt + corrupt,
             write_error=stats.write_error or write_error,
+            unreadable=stats.unreadable + unreadable,
         )
 
     def _shelf(self, arm: Keyed, kind: Kind) -> Shelf:
@@ -549,10 +559,11 @@ class EmbeddingCache:
                     return  # nothing lost, bytes appended: the rewrite took the damaged file's place
         self._discard(shelf, pack.path, len(pack.keys) - int(rows.size))
 
-    def _discard(self, shelf: Shelf, path: Path, entries: int) -> None:
-        """Delete a damaged pack and count its lost entries, unless another process deleted it first (and
-        counted them); a good pack that took its name since (another process's merge of its repair, with
-        the same name when it holds the same vectors) is left alone (`remove_damaged`)."""
+    def _discard(self, shelf: Shelf, path: Path, entries: int | None) -> None:
+        """Delete a damaged pack and count its lost entries (None: the pack, as one whose header could not
+        be read), unless another process deleted it first (and counted them); a good pack that took its
+        name since (another process's merge of its repair, with the same name when it holds the same
+        vectors) is left alone (`remove_damaged`)."""
         try:
             first = remove_damaged(path)
         except OSError:  # a read-only cache keeps it: not to be read (nor counted) again by this process
@@ -562,7 +573,7 @@ class EmbeddingCache:
             # Whoever deleted it, the same content may come back under this name, valid: index it then.
             shelf.seen.discard(path.name)
         if first:
-            self._count(corrupt=entries)
+            self._count(corrupt=entries or 0, unreadable=entries is None)
 
 
 #: Lookup results this large are an anonymous memory map of their own (see `_result_matrix`).

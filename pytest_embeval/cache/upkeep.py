@@ -7,6 +7,11 @@ deleted only while it is still the damaged file (`packs.remove_damaged`). A pack
 modification time, which lookups set (see `store`), so "least recently used" needs no index of its own that
 processes would have to update together. Temporary files are removed only when orphaned: named by a process
 that no longer runs on this machine, or older than `ORPHAN_AGE_NS` (a write takes well under a second).
+
+An entry named like a pack that is not a regular file (a folder, a FIFO), or a pack this user cannot read,
+stops nothing: `inventory` lists it among its `CacheInventory.strays`, `verify` reports it with what is wrong,
+`prune` leaves what is not a pack and carries on past a pack it cannot remove (`Pruned.failed`); the
+commands say so and exit non-zero at the end.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ import dataclasses
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from pytest_embeval.arms.embedding import KINDS, Kind
 from pytest_embeval.cache.packs import check_pack, pack_entries, remove_damaged, unlink_pack
+from pytest_embeval.files.output_paths import special_kind
 
 __all__ = [
     "ORPHAN_AGE_NS",
@@ -29,6 +36,7 @@ __all__ = [
     "Damage",
     "ModelShelf",
     "Pruned",
+    "Stray",
     "inventory",
     "orphans",
     "prune",
@@ -56,12 +64,22 @@ class ModelShelf:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Stray:
+    """An entry named like a pack that is not one to read: not a regular file, or one that cannot be read."""
+
+    path: Path
+    problem: str  # "a folder, not a pack file", "cannot be read: Permission denied"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class CacheInventory:
     shelves: tuple[ModelShelf, ...]  # by model name, digest, kind
     graphs: tuple[Path, ...]  # HNSW graphs (graphs/)
     graphs_size: int
     orphans: tuple[Path, ...]
     orphans_size: int
+    #: entries named like packs that are not packs, and packs that cannot be read (counted in no shelf)
+    strays: tuple[Stray, ...] = ()
 
     @property
     def size(self) -> int:
@@ -72,8 +90,10 @@ class CacheInventory:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Damage:
     path: Path
-    entries: int
-    lost: int  # entries that cannot be read: all of them when the header or index is damaged
+    entries: int | None  # None when its header cannot be read: how many it held is unknown
+    lost: int | None  # entries that cannot be read: all of them when the header or index is damaged
+    #: what keeps it from being checked at all (a `Stray`'s problem); None for a pack read and found damaged
+    problem: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,19 +105,32 @@ class Pruned:
     graphs: tuple[Path, ...]
     orphans: tuple[Path, ...]
     freed: int  # bytes
+    #: what it should have removed and could not, with why (a read-only folder)
+    failed: tuple[Stray, ...] = ()
+    #: entries named like packs that are not packs, or cannot be read, left alone (`CacheInventory.strays`)
+    strays: tuple[Stray, ...] = ()
 
 
 def inventory(root: Path, *, now_ns: int | None = None) -> CacheInventory:
     """What the cache folder ``root`` holds; only pack headers are read."""
     shelves = []
+    strays: list[Stray] = []
     for folder in _model_folders(root):
         name = _model_name(folder)
         for kind in KINDS:
-            packs = _packs(folder / kind)
-            if not packs:
-                continue
-            status = [_status(path) for path in packs]
-            present = [(path, st) for path, st in zip(packs, status, strict=True) if st is not None]
+            present: list[tuple[Path, os.stat_result, int]] = []
+            for path in _packs(folder / kind):
+                status = _status(path)
+                if status is None:
+                    continue
+                problem = _not_a_pack(status)
+                if problem is None:
+                    try:
+                        present.append((path, status, pack_entries(path)))
+                        continue
+                    except OSError as error:
+                        problem = f"cannot be read: {error.strerror or error}"
+                strays.append(Stray(path, problem))
             if not present:
                 continue
             shelves.append(
@@ -105,10 +138,10 @@ def inventory(root: Path, *, now_ns: int | None = None) -> CacheInventory:
                     digest=folder.name,
                     name=name,
                     kind=kind,
-                    packs=tuple(path for path, _ in present),
-                    entries=sum(pack_entries(path) for path, _ in present),
-                    size=sum(st.st_size for _, st in present),
-                    last_use_ns=max(st.st_mtime_ns for _, st in present),
+                    packs=tuple(path for path, _, _ in present),
+                    entries=sum(entries for _, _, entries in present),
+                    size=sum(st.st_size for _, st, _ in present),
+                    last_use_ns=max(st.st_mtime_ns for _, st, _ in present),
                 )
             )
     shelves.sort(key=lambda shelf: (shelf.name, shelf.digest, KINDS.index(shelf.kind)))
@@ -121,25 +154,42 @@ def inventory(root: Path, *, now_ns: int | None = None) -> CacheInventory:
         graphs_size=sum(_size(path) for path in graphs),
         orphans=tuple(found),
         orphans_size=sum(_size(path) for path in found),
+        strays=tuple(strays),
     )
 
 
 def verify(root: Path) -> Iterator[Damage]:
-    """The damaged packs under ``root``: every pack's header, index and rows are read and checked."""
+    """The damaged packs under ``root``: every pack's header, index and rows are read and checked; an
+    entry that is not a pack, or cannot be read, is reported with its problem, and the others are checked."""
     for folder in _model_folders(root):
         for kind in KINDS:
             for path in _packs(folder / kind):
+                status = _status(path)
+                problem = None if status is None else _not_a_pack(status)
+                if problem is not None:
+                    yield Damage(path, None, None, problem)
+                    continue
                 try:
                     entries, lost = check_pack(path)
                 except FileNotFoundError:  # deleted by a run meanwhile (merged, repaired)
                     continue
-                if lost:
+                except OSError as error:
+                    yield Damage(path, None, None, f"cannot be read: {error.strerror or error}")
+                    continue
+                if lost is None or lost:
                     yield Damage(path, entries, lost)
 
 
 def repair(damage: Iterable[Damage]) -> list[Damage]:
-    """Delete the damaged packs (a run embeds their texts again); those this call deleted."""
-    return [one for one in damage if remove_damaged(one.path)]
+    """Delete the damaged packs (a run embeds their texts again); those this call deleted. What could not be
+    checked (`Damage.problem`: not a pack, unreadable) is left alone, and so is a pack it cannot delete."""
+    removed = []
+    for one in damage:
+        if one.problem is None:
+            with contextlib.suppress(OSError):
+                if remove_damaged(one.path):
+                    removed.append(one)
+    return removed
 
 
 def prune(
@@ -178,7 +228,14 @@ def prune(
                 break
             chosen[path] = (size, _entries(path, graphs))
             remaining -= size
-    removed = [path for path in chosen if dry_run or unlink_pack(path)]
+    removed: list[Path] = []
+    failed: list[Stray] = []
+    for path in chosen:
+        try:
+            if dry_run or unlink_pack(path):
+                removed.append(path)
+        except OSError as error:  # a read-only folder: the others are still removed
+            failed.append(Stray(path, f"cannot be removed: {error.strerror or error}"))
     orphan_sizes = {path: _size(path) for path in held.orphans}
     gone = [path for path in held.orphans if dry_run or _unlink_quietly(path)]
     if not dry_run:
@@ -190,11 +247,18 @@ def prune(
         graphs=tuple(path for path in removed if path in graphs),
         orphans=tuple(gone),
         freed=sum(chosen[path][0] for path in removed) + sum(orphan_sizes[path] for path in gone),
+        failed=tuple(failed),
+        strays=held.strays,
     )
 
 
 def _entries(path: Path, graphs: set[Path]) -> int:
-    return 0 if path in graphs else pack_entries(path)
+    if path in graphs:
+        return 0
+    try:
+        return pack_entries(path)
+    except OSError:  # gone meanwhile, or unreadable since: its entries are not known
+        return 0
 
 
 def orphans(root: Path, *, now_ns: int | None = None) -> list[Path]:
@@ -234,6 +298,14 @@ def _model_name(folder: Path) -> str:
         if isinstance(fingerprint.get(field), str) and fingerprint[field]:
             return str(fingerprint[field])
     return "?"
+
+
+def _not_a_pack(status: os.stat_result) -> str | None:
+    """What an entry named like a pack is when it is not a regular file (symlinks followed), else None."""
+    if stat.S_ISREG(status.st_mode):
+        return None
+    kind = "a folder" if stat.S_ISDIR(status.st_mode) else special_kind(status.st_mode)
+    return f"{kind}, not a pack file"
 
 
 def _packs(folder: Path) -> list[Path]:

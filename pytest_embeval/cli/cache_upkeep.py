@@ -3,9 +3,11 @@ what is no longer wanted, safely while runs use it (the work: `cache.upkeep`).
 
 Modelled on ``ccache -s`` / ``--max-size`` and Hugging Face's ``scan-cache`` / ``delete-cache``: one row per
 model and kind with its size and last use, sizes in decimal units (``2GB`` is 2,000,000,000 bytes, ``2GiB``
-2**31), and what a prune frees stated in bytes. Exit status: 0 done, 1 ``verify`` found damage (and did not
-``--repair`` it), 2 bad input (a cache folder that does not exist, an unknown model, a size or duration
-that does not parse).
+2**31), and what a prune frees stated in bytes. An entry named like a pack that is not one (a folder), or a
+pack that cannot be read, is listed with its problem and the others are checked or pruned all the same.
+Exit status: 0 done, 1 ``verify`` found damage (and did not ``--repair`` it), ``verify`` or ``prune`` met
+such an entry, or ``prune`` could not remove a pack; 2 bad input (a cache folder that does not exist, an
+unknown model, a size or duration that does not parse).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any
 
 from pytest_embeval.cache.upkeep import (
     CacheInventory,
+    Damage,
     ModelShelf,
+    Stray,
     inventory,
     prune,
     repair,
@@ -135,7 +139,13 @@ def stats_lines(held: CacheInventory, root: Path, now_ns: int) -> list[str]:
         f"total: {entries:,} entries in {_plural(packs, 'pack')} of {_plural(models, 'model')}, "
         f"{_bytes(held.size)} ({held.size:,} bytes)"
     )
+    lines += _stray_lines(held.strays, root, "not counted")
     return lines
+
+
+def _stray_lines(strays: Sequence[Stray], root: Path, done: str) -> list[str]:
+    """One line per entry named like a pack that is not one or cannot be read, saying what was done."""
+    return [f"{stray.path.relative_to(root)}: {stray.problem} ({done})" for stray in strays]
 
 
 # ---------------------------------------------------------------------------------------------------- verify
@@ -147,12 +157,14 @@ def _verify(args: argparse.Namespace) -> int:
     damaged = list(verify(root))
     packs = sum(len(shelf.packs) for shelf in held.shelves)
     entries = sum(shelf.entries for shelf in held.shelves)
+    unchecked = sum(one.problem is not None for one in damaged)
+    others = f"; {unchecked:,} not packs or unreadable" if unchecked else ""
     print(
-        f"checked {_plural(packs, 'pack')} ({entries:,} entries) in {_shown(root)}: {len(damaged):,} damaged"
+        f"checked {_plural(packs, 'pack')} ({entries:,} entries) in {_shown(root)}: "
+        f"{len(damaged) - unchecked:,} damaged{others}"
     )
     for one in damaged:
-        what = "header or index damaged" if one.lost == one.entries else f"{one.lost:,} rows damaged"
-        print(f"{one.path.relative_to(root)}: {what} (of {_plural(one.entries, 'entry', 'entries')})")
+        print(f"{one.path.relative_to(root)}: {_damage(one)}")
     if not damaged:
         return EXIT_OK
     if not args.repair:
@@ -162,12 +174,27 @@ def _verify(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     removed = repair(damaged)
-    lost = sum(one.entries for one in removed)
-    print(
-        f"removed {_plural(len(removed), 'damaged pack')} ({lost:,} entries): the next run embeds those "
-        "texts again"
+    lost = sum(one.entries or 0 for one in removed)
+    headless = sum(one.entries is None for one in removed)
+    held_lost = f"{lost:,} entries" + (
+        f", and {headless:,} whose header could not be read" if headless else ""
     )
-    return EXIT_OK
+    removed_packs = _plural(len(removed), "damaged pack")
+    print(f"removed {removed_packs} ({held_lost}): the next run embeds those texts again")
+    left = [one for one in damaged if one not in removed]
+    for one in left:
+        print(f"{one.path.relative_to(root)}: left as it is ({one.problem or 'it could not be removed'})")
+    return EXIT_FAILED if left else EXIT_OK
+
+
+def _damage(one: Damage) -> str:
+    if one.problem is not None:
+        return one.problem
+    if one.entries is None:
+        return "header damaged (how many entries it held is unknown)"
+    assert one.lost is not None  # known whenever the entries are
+    what = "header or index damaged" if one.lost == one.entries else f"{one.lost:,} rows damaged"
+    return f"{what} (of {_plural(one.entries, 'entry', 'entries')})"
 
 
 # ----------------------------------------------------------------------------------------------------- prune
@@ -192,7 +219,12 @@ def _prune(args: argparse.Namespace) -> int:
         f"{_plural(len(pruned.orphans), 'orphaned temporary file')} from {_shown(root)}: "
         f"{pruned.freed:,} bytes ({_bytes(pruned.freed)}) {freed}, {_bytes(left)} left"
     )
-    return EXIT_OK
+    for line in [
+        *_stray_lines(pruned.failed, root, "left"),
+        *_stray_lines(pruned.strays, root, "left alone"),
+    ]:
+        print(line)
+    return EXIT_FAILED if pruned.failed or pruned.strays else EXIT_OK
 
 
 def _model_digest(spec: str, shelves: Sequence[ModelShelf], root: Path) -> str:

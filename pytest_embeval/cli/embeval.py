@@ -17,9 +17,27 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from pytest_embeval.cli import cache_commands, judge_commands, sample_commands, seeds_and_refresh
-from pytest_embeval.cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, sheet_grades_of
+from pytest_embeval.cli import (
+    cache_commands,
+    judge_commands,
+    judge_page_command,
+    sample_commands,
+    seeds_and_refresh,
+)
+from pytest_embeval.cli.support import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    MAY_HOLD_GRADES,
+    CliError,
+    check_out,
+    check_outputs,
+    golden_reads,
+    model_folders,
+    sheet_grades_of,
+)
 from pytest_embeval.cli.support import add_scale as _add_scale
 from pytest_embeval.cli.support import bounded_float as _bounded_float
 from pytest_embeval.cli.support import golden_set as _golden
@@ -27,11 +45,13 @@ from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
 from pytest_embeval.cli.support import sheets as _sheets
+from pytest_embeval.files.atomic import error_line
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.agreement import agreement, agreement_lines
 from pytest_embeval.judging.calibration_records import calibration_sources, model_lines, read_calibration
 from pytest_embeval.judging.coverage import DEFAULT_COVERAGE_GAP, coverage, coverage_lines, coverage_warnings
+from pytest_embeval.judging.grade_scale import no_guidelines_note
 from pytest_embeval.judging.merging import merge_sheets, qrels_file
 from pytest_embeval.judging.planning import DEFAULT_SD, observed_sd, plan, plan_lines
 from pytest_embeval.judging.pooling import (
@@ -47,9 +67,9 @@ from pytest_embeval.judging.pooling import (
 from pytest_embeval.judging.provenance import golden_sources
 from pytest_embeval.judging.rankings import (
     ReportError,
-    find_golden_record,
+    find_golden_records,
     load_report,
-    rankings_from_record,
+    rankings_from_records,
     read_trec_run,
 )
 from pytest_embeval.judging.seeds import one_arm_seeds
@@ -57,19 +77,21 @@ from pytest_embeval.judging.seeds import one_arm_seeds
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _report_record(path: str, golden: GoldenSet) -> Mapping[str, object]:
+def _report_records(path: str, golden: GoldenSet) -> list[Mapping[str, Any]]:
+    """The report's entries of ``golden``: one, or a shortlist's one per candidate."""
     try:
-        return find_golden_record(load_report(path), golden, path)
+        return find_golden_records(load_report(path), golden, path)
     except ReportError as error:
         raise CliError(str(error)) from None
 
 
 def _report_rankings(paths: Sequence[str], golden: GoldenSet) -> dict[str, dict[str, list[str]]]:
-    """Every arm of every report; arms are named by role, prefixed with the report when there are several."""
+    """Every arm of every report; arms are named by role (a shortlist's candidates by name), prefixed with
+    the report when there are several."""
     rankings: dict[str, dict[str, list[str]]] = {}
     for path in paths:
         try:
-            arms = rankings_from_record(_report_record(path, golden), path)
+            arms = rankings_from_records(_report_records(path, golden), path)
         except ReportError as error:
             raise CliError(str(error)) from None
         for role, by_query in arms.items():
@@ -84,11 +106,11 @@ def _consensus_failures(paths: Sequence[str], golden: GoldenSet) -> set[str]:
         raise CliError("--consensus-failures needs --from-report REPORT.json: the report lists them")
     failures: set[str] = set()
     for path in paths:
-        record = _report_record(path, golden)
-        strata = record.get("strata")
-        if not isinstance(strata, list) or any("consensus_failures" not in s for s in strata):
-            raise CliError(f"{path}: no consensus_failures in the report (written by an older embeval?)")
-        failures.update(qid for stratum in strata for qid in stratum["consensus_failures"])
+        for record in _report_records(path, golden):
+            strata = record.get("strata")
+            if not isinstance(strata, list) or any("consensus_failures" not in s for s in strata):
+                raise CliError(f"{path}: no consensus_failures in the report (written by an older embeval?)")
+            failures.update(qid for stratum in strata for qid in stratum["consensus_failures"])
     return failures
 
 
@@ -129,13 +151,27 @@ def _model_rankings(specs: Sequence[str], golden: GoldenSet, depth: int) -> dict
 def _pool(args: argparse.Namespace) -> int:
     if not args.from_report and not args.model:
         raise CliError("give the arms to pool: --from-report REPORT.json (no model needed) or --model SPEC")
-    out = Path(args.out)
-    if out.is_dir():
-        raise CliError(f"--out {out} is a folder; name the sheet file, e.g. {out / 'sheet.csv'}")
-    if not out.parent.is_dir():
-        raise CliError(f"--out {out}: folder {out.parent} does not exist")
-    if out.exists() and not args.force:
-        raise CliError(f"--out {out} exists (it may hold grades); choose another name or pass --force")
+    files, folders = golden_reads(args.golden)
+    reads = {
+        **files,
+        **{Path(path): "a report pooled (--from-report)" for path in args.from_report},
+        **{Path(path): "a run pooled (--from-run)" for path in args.from_run},
+        **{Path(path): "a sheet left out (--exclude)" for path in args.exclude},
+        **({} if args.seeds is None else {Path(args.seeds): "the seeds (--seeds)"}),
+    }
+    folders = {**folders, **model_folders(args.model)}
+    # Split, the sheets are named after --out (SHEET.1-of-N.csv), which is not written itself.
+    first = Path(args.out).with_name(f"{Path(args.out).stem}.1-of-{args.split}{Path(args.out).suffix}")
+    split = {"its split sheets": first} if args.split is not None else None
+    out = check_out(
+        args.out,
+        example="sheet.csv",
+        reads=reads,
+        folders=folders,
+        force=args.force or split is not None,
+        holds=MAY_HOLD_GRADES,
+        beside=split,
+    )
     golden = _golden(args.golden)
     exclude = sheet_pairs(_sheets(args.exclude))
     rejudge = _consensus_failures(args.from_report, golden) if args.consensus_failures else None
@@ -177,9 +213,13 @@ def _pool(args: argparse.Namespace) -> int:
             out.with_name(f"{out.stem}.{i}-of-{len(parts)}{out.suffix}"): part
             for i, part in enumerate(parts, 1)
         }
-        taken = [path for path in sheets if path.exists()]
-        if taken and not args.force:
-            raise CliError(f"{taken[0]} exists (it may hold grades); choose another name or pass --force")
+        check_outputs(
+            {f"--out {args.out}: sheet {path}": path for path in sheets},
+            reads=reads,
+            folders=folders,
+            force=args.force,
+            holds=MAY_HOLD_GRADES,
+        )
     # The sheets first: they are the product, and must not depend on stdout staying open.
     if pool.rows:
         for path, sheet in sheets.items():
@@ -193,6 +233,9 @@ def _pool(args: argparse.Namespace) -> int:
             queries = sum(1 for query in sheet.queries if query.rows)
             print(f"sheet written to {path} ({len(sheet.rows)} pairs, {queries} queries)")
         print("grade every row in the 'grade' column and write your name in 'judge'")
+        note = no_guidelines_note(golden)
+        if note is not None:
+            print(note)
         if rejudge is not None:
             print(
                 "judged pairs are on the sheet again, blind: where a new grade differs from the qrels, "
@@ -269,7 +312,7 @@ def _agreement(args: argparse.Namespace) -> int:
             f"FAIL: {name} is undefined, so agreement above {args.min_kappa} cannot be shown", file=sys.stderr
         )
         return EXIT_FAILED
-    if value < args.min_kappa:
+    if not value >= args.min_kappa:  # a kappa that is not a number is below any bar
         print(f"FAIL: {name} {value:.3f} is below --min-kappa {args.min_kappa}", file=sys.stderr)
         return EXIT_FAILED
     print(f"OK: {name} {value:.3f} >= --min-kappa {args.min_kappa}")
@@ -305,13 +348,15 @@ def _plan(args: argparse.Namespace) -> int:
     golden = _golden(args.golden)
     observed: dict[str, float] = {}
     if args.from_report:
-        record = _report_record(args.from_report, golden)
+        # A shortlist's report: the first candidate's comparison (the sd of a difference is the pair's own).
+        record = _report_records(args.from_report, golden)[0]
         if record.get("metric") != str(golden.metric):
             raise CliError(
                 f"{args.from_report}: the report measured {record.get('metric')!r}, the golden set's metric "
                 f"is {str(golden.metric)!r}; its standard deviations do not apply"
             )
-        observed = observed_sd(record)
+        # Under a design, the MDE comes from the variance of the draw with one query's sd (`planning`).
+        observed = observed_sd(record, per_query=golden.design is not None and golden.weights is not None)
     rows = plan(golden, sd=args.sd, observed=observed)
     _print(plan_lines(golden, rows))
     return EXIT_OK
@@ -532,6 +577,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan_parser.set_defaults(run=_plan)
     judge_commands.add_parsers(commands)
+    judge_page_command.add_parser(commands)
     seeds_and_refresh.add_parsers(commands)
     cache_commands.add_commands(commands)
     sample_commands.add_commands(commands)
@@ -547,12 +593,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     try:
         status: int = args.run(args)
-    except CliError as error:
+    except (CliError, GoldenError) as error:  # a golden set's file read anywhere: one line naming it
         for line in str(error).splitlines():
             print(f"embeval {args.command}: error: {line}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:  # writing the sheet or the qrels file
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"embeval {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        print(f"embeval {args.command}: error: {error_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     return status

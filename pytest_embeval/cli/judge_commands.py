@@ -14,6 +14,8 @@ from pytest_embeval.cli.support import (
     CliError,
     add_scale,
     bounded_float,
+    check_out,
+    golden_reads,
     golden_set,
     nonnegative_int,
     print_lines,
@@ -37,13 +39,16 @@ __all__ = ["add_parsers"]
 
 
 def _judge(args: argparse.Namespace) -> int:
-    out, sheet_path = Path(args.out), Path(args.sheet)
-    if out.is_dir():
-        raise CliError(f"--out {out} is a folder; name the graded sheet, e.g. {out / 'graded.csv'}")
-    if not out.parent.is_dir():
-        raise CliError(f"--out {out}: folder {out.parent} does not exist")
-    if out.exists() and sheet_path.exists() and out.resolve() == sheet_path.resolve():
-        raise CliError(f"--out {out} is the sheet itself; write the model's grades to a file of their own")
+    files, folders = golden_reads(args.golden)
+    # An existing --out is an earlier run's graded sheet, which the judge resumes.
+    out = check_out(
+        args.out,
+        example="graded.csv",
+        reads={**files, Path(args.sheet): "the sheet to grade"},
+        folders=folders,
+        force=None,
+        beside={"its audit file": audit_path(Path(args.out))},
+    )
     golden = golden_set(args.golden)
     if golden.guidelines is None:
         raise CliError(
@@ -119,8 +124,14 @@ def _graded_judges(sheet: Sheet) -> list[str]:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    if args.record is not None and not Path(args.record).parent.is_dir():
-        raise CliError(f"--record {args.record}: folder {Path(args.record).parent} does not exist")
+    if args.record is not None:
+        check_out(
+            args.record,
+            example="calibration.json",
+            reads={Path(args.people): "the people's sheet", Path(args.model): "the model's sheet"},
+            force=None,
+            option="--record",
+        )
     people_sheet, model_sheet = sheets([args.people, args.model])
     people_judges, model_judges = _graded_judges(people_sheet), _graded_judges(model_sheet)
     models = [judge for judge in people_judges if is_model_judge(judge)]

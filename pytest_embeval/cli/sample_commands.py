@@ -18,11 +18,11 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_embeval.cli.support import EXIT_OK, EXIT_USAGE, CliError
+from pytest_embeval.cli.support import EXIT_OK, EXIT_USAGE, CliError, check_out
 from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
@@ -94,17 +94,13 @@ def _memory(text: str) -> str:
     return text.strip()
 
 
-def _outputs(out: Path, force: bool) -> Path:
-    """The draw sidecar of ``out``, after checking both can be written (before any work)."""
-    sidecar = draw_path(out)
-    if out.is_dir():
-        raise CliError(f"--out {out} is a folder; name the file to write, e.g. {out / 'sample.jsonl'}")
-    if not out.parent.is_dir():
-        raise CliError(f"--out {out}: folder {out.parent} does not exist")
-    for path in (out, sidecar):
-        if path.exists() and not force:
-            raise CliError(f"--out {out}: {path} exists; choose another name or pass --force")
-    return sidecar
+def _outputs(args: argparse.Namespace, reads: Mapping[Path, str], example: str) -> tuple[Path, Path]:
+    """``--out`` and its draw sidecar, once both can be written (before any work)."""
+    sidecar = draw_path(Path(args.out))
+    out = check_out(
+        args.out, example=example, reads=reads, force=args.force, beside={"its draw record": sidecar}
+    )
+    return out, sidecar
 
 
 def _source(
@@ -127,7 +123,7 @@ def _resolved(given: str) -> Source:
 @contextlib.contextmanager
 def _progress(command: str) -> Iterator[None]:
     """A progress line on stderr for the steps the command takes (shown once one lasts a second)."""
-    with StepLine(command, StreamTerminal()) as line, reporting(line):
+    with StepLine(command, StreamTerminal(sys.stderr)) as line, reporting(line):
         yield
 
 
@@ -209,9 +205,9 @@ def _sample(args: argparse.Namespace) -> int:
     reserved = next((name for name in args.by if name in RESERVED_FIELDS), None)
     if reserved is not None:
         raise CliError(f"--by {reserved!r}: a key of the queries file written, not a stratum field")
-    out = Path(args.out)
-    sidecar = _outputs(out, args.force)
     source = _resolved(args.log)
+    reads = {path: "the query log" for path in source.files}
+    out, sidecar = _outputs(args, reads, "sample.jsonl")
     with _reader("sample", args.engine, source, args.memory_limit) as opened:
         if opened is None:
             log = read_query_log(source, args.text, args.by, args.count)
@@ -305,11 +301,11 @@ def _is_tsv(source: Source) -> bool:
 
 
 def _corpus_sample(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    sidecar = _outputs(out, args.force)
     source = _resolved(args.corpus)
     corpus = Path(args.corpus)
     qrels = Path(args.keep_judged)
+    reads = {**{path: "the corpus" for path in source.files}, qrels: "the judgments"}
+    out, sidecar = _outputs(args, reads, "sample.jsonl")
     try:
         judged = judged_document_ids_in(qrels)
     except GoldenError as error:

@@ -16,15 +16,19 @@ from typing import Any
 
 from pytest_embeval.cli.support import (
     EXIT_OK,
+    MAY_HOLD_GRADES,
     CliError,
     add_scale,
     bounded_float,
+    check_out,
+    golden_reads,
     golden_set,
     nonnegative_int,
     print_lines,
 )
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.agreement import agreement, agreement_lines
+from pytest_embeval.judging.grade_scale import no_guidelines_note
 from pytest_embeval.judging.merging import Judgment, MergeResult, append_qrels, qrels_file, replace_qrels
 from pytest_embeval.judging.pooling import write_sheet
 from pytest_embeval.judging.provenance import (
@@ -63,12 +67,9 @@ _UNRECORDED = Source(judge="", kind="unrecorded")
 
 def _day_argument(text: str) -> str:
     try:
-        day = parse_day(text)
+        return parse_day(text, past=True).isoformat()
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    if day > datetime.now(timezone.utc).date():
-        raise argparse.ArgumentTypeError(f"{text} is in the future")
-    return day.isoformat()
 
 
 def add_judged_on(parser: argparse.ArgumentParser, what: str) -> None:
@@ -82,8 +83,14 @@ def add_judged_on(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def file_day(path: Path) -> str:
-    """The day a file was last saved (UTC): when the grades on a sheet were made, unless told otherwise."""
-    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).date().isoformat()
+    """The day a file was last saved (UTC): when the grades on a sheet were made, unless told otherwise;
+    refused when it is in the future (a clock set wrong, a copy that kept a bad time), as --judged-on is."""
+    day = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).date().isoformat()
+    try:
+        parse_day(day, past=True)
+    except ValueError as error:
+        raise CliError(f"{path}: last modified on {error}; give the day with --judged-on") from None
+    return day
 
 
 def judged_on(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:
@@ -286,13 +293,10 @@ def write_merge(
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    if out.is_dir():
-        raise CliError(f"--out {out} is a folder; name the sheet file, e.g. {out / 'refresh.csv'}")
-    if not out.parent.is_dir():
-        raise CliError(f"--out {out}: folder {out.parent} does not exist")
-    if out.exists() and not args.force:
-        raise CliError(f"--out {out} exists (it may hold grades); choose another name or pass --force")
+    files, folders = golden_reads(args.golden)
+    out = check_out(
+        args.out, example="refresh.csv", reads=files, folders=folders, force=args.force, holds=MAY_HOLD_GRADES
+    )
     golden = golden_set(args.golden)
     try:
         drawn = draw_refresh(
@@ -304,14 +308,10 @@ def _refresh(args: argparse.Namespace) -> int:
     print_lines(refresh_lines(golden, drawn))
     print(f"sheet written to {out} ({len(drawn.pool.rows)} pairs, blind: the old grades are not on it)")
     print(f"grade every row, then: embeval merge {args.golden} {out} --refresh")
+    note = no_guidelines_note(golden)
+    if note is not None:
+        print(note)
     return EXIT_OK
-
-
-def _fraction(text: str) -> float:
-    value = bounded_float(0.0, 1.0, include_high=True)(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
 
 
 def add_parsers(commands: Any) -> None:
@@ -328,7 +328,7 @@ def add_parsers(commands: Any) -> None:
     parser.add_argument("golden", metavar="GOLDEN.yaml", help="the golden-set file.")
     parser.add_argument(
         "--fraction",
-        type=_fraction,
+        type=bounded_float(0.0, 1.0, include_low=False, include_high=True),
         default=0.1,
         metavar="F",
         help="the share of the judged pairs to draw, in (0, 1] (default %(default)s; at least one pair).",

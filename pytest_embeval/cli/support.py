@@ -4,9 +4,12 @@ golden set and sheets, printing lines."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
+from pytest_embeval.files.output_paths import clash, file_output_problem, output_problem, special_file
 from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.inputs import golden_inputs
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.merging import DEFAULT_MAX_GRADE, sheet_grades
@@ -17,10 +20,15 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "MAY_HOLD_GRADES",
     "CliError",
     "add_scale",
     "bounded_float",
+    "check_out",
+    "check_outputs",
+    "golden_reads",
     "golden_set",
+    "model_folders",
     "nonnegative_int",
     "positive_int",
     "print_lines",
@@ -31,6 +39,9 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+
+#: Said when a sheet to be written exists: overwriting it could lose a judge's work.
+MAY_HOLD_GRADES = " (it may hold grades)"
 
 
 class CliError(Exception):
@@ -54,21 +65,101 @@ positive_int = _int_at_least(1, "a positive integer")
 nonnegative_int = _int_at_least(0, "an integer >= 0")
 
 
-def bounded_float(low: float, high: float, *, include_high: bool) -> Callable[[str], float]:
-    closing = "]" if include_high else ")"
+def bounded_float(
+    low: float, high: float, *, include_high: bool, include_low: bool = True
+) -> Callable[[str], float]:
+    """An argument type for a number in the interval, which its message writes as it is: ``[0, 1)``,
+    ``(0, 1]``; not a number (``nan``) is never in it."""
+    opening, closing = "[" if include_low else "(", "]" if include_high else ")"
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = float("nan")
-        if not (low <= value <= high if include_high else low <= value < high):
+        above = low <= value if include_low else low < value
+        below = value <= high if include_high else value < high
+        if not (above and below):
             raise argparse.ArgumentTypeError(
-                f"expected a number in [{low:g}, {high:g}{closing}, got {text!r}"
+                f"expected a number in {opening}{low:g}, {high:g}{closing}, got {text!r}"
             )
         return value
 
     return parse
+
+
+def golden_reads(path: str) -> tuple[dict[Path, str], dict[Path, str]]:
+    """The files and folders a command reading the golden file at ``path`` reads (`golden.inputs`)."""
+    inputs = golden_inputs(path)
+    return inputs.files, inputs.folders
+
+
+def model_folders(specs: Sequence[str]) -> dict[Path, str]:
+    """The folders of the local models among model ``specs`` (a folder, before any ``?parameters``)."""
+    folders = {}
+    for spec in specs:
+        folder = Path(spec.split("?", 1)[0])
+        if folder.is_dir():
+            folders[folder] = f"the model folder of {spec!r}"
+    return folders
+
+
+def check_out(
+    value: str,
+    *,
+    example: str,
+    reads: Mapping[Path, str],
+    force: bool | None,
+    holds: str = "",
+    beside: Mapping[str, Path] | None = None,
+    folders: Mapping[Path, str] | None = None,
+    option: str = "--out",
+) -> Path:
+    """The path of an output option (``--out``, as given: ``value``), once it and the files written ``beside``
+    it (what each is -> its path: a draw record, an audit file) can be written; else `CliError`, before any
+    work. Refused: a folder (``example`` names a file it could hold), a missing folder, a special file that
+    is not written through (`files.output_paths`), one with files beside it (they would be created next to
+    a device), and an input: one of the files the command ``reads`` (path -> what it is) or inside one of
+    its ``folders``, whatever ``force`` says. An existing output is overwritten only with ``--force``
+    (``force`` None: the option has none, and is overwritten), its message saying what it ``holds``."""
+    path = Path(value)
+    problem = file_output_problem(value, example) or output_problem(path, example, make_folders=False)
+    if problem is not None:
+        raise CliError(f"{option} {value}: {problem}")
+    others = beside or {}
+    special = special_file(path)
+    if special is not None and others:
+        what, where = next(iter(others.items()))
+        problem = f"is {special}; {what} would be written beside it ({where}): name a regular file"
+        raise CliError(f"{option} {value}: {problem}")
+    check_outputs(
+        {f"{option} {value}": path, **{f"{option} {value}: {what} {p}": p for what, p in others.items()}},
+        reads=reads,
+        folders=folders,
+        force=force,
+        holds=holds,
+    )
+    return path
+
+
+def check_outputs(
+    outputs: Mapping[str, Path],
+    *,
+    reads: Mapping[Path, str],
+    folders: Mapping[Path, str] | None = None,
+    force: bool | None,
+    holds: str = "",
+) -> None:
+    """`CliError` for the first output (how it was given -> its path) that is an input of the command
+    (`output_paths.clash`: ``--force`` or not), or that exists without ``--force`` (``force`` False); a
+    special file written through holds nothing to lose and needs no ``--force``."""
+    problem = clash(outputs, reads, folders, reader="this command")
+    if problem is not None:
+        raise CliError(problem)
+    if force is False:
+        for given, path in outputs.items():
+            if path.exists() and special_file(path) is None:
+                raise CliError(f"{given} exists{holds}; choose another name or pass --force")
 
 
 def golden_set(path: str) -> GoldenSet:

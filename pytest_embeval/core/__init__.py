@@ -2,6 +2,9 @@
 
 Per-query metrics as trec_eval defines them (`metrics`), tied scores (`ties`), paired statistics, the two
 bootstrap intervals and the bootstrap's resampling engine (`stats`, `bootstrap_intervals`, `resampling`),
+the traffic-weighted mean's statistics (`weighted_stats`) and, for a sample drawn by a stratified design,
+its design and variance (`sample_design`, `design_variance`), drawing a sample from production
+(`sampling`),
 the verdict rule (`verdict`), capacity projections (`capacity`), the interval simulations that check an
 interval's coverage (`interval_simulation`), canonical JSON lines and text keys (`canonical`), plain-text
 tables (`text_table`), and the protocol through which long steps tell their progress to whoever prints it

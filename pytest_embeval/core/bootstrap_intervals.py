@@ -15,10 +15,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pytest_embeval.core import weighted_stats
+from pytest_embeval.core.design_variance import design_resamples, linearise
 from pytest_embeval.core.resampling import bootstrap_sums
+from pytest_embeval.core.sample_design import CellLayout
 
 __all__ = [
     "PercentileInterval",
+    "StratifiedInterval",
     "StudentizedInterval",
     "bootstrap_interval",
     "first_level_at_least",
@@ -67,9 +70,15 @@ def bootstrap_interval(
     rng: np.random.Generator,
     workers: int | None,
     weights: FloatArray | None = None,
+    layout: CellLayout | None = None,
 ) -> PercentileInterval | StudentizedInterval:
     """The resamples of ``interval`` (a name of `stats.INTERVALS`) for the differences ``d``, weighted by
-    ``weights`` where given."""
+    ``weights`` where given, and with them drawn by the design laid out in ``layout`` where given (the
+    rescaling bootstrap within its cells, :mod:`pytest_embeval.core.design_variance`)."""
+    if weights is not None and layout is not None:
+        if interval == "percentile":
+            return PercentileInterval(np.sort(design_resamples(d, weights, layout, n_resamples, rng).means))
+        return StratifiedInterval(d, weights, layout, n_resamples, rng)
     if interval == "percentile":
         if weights is not None:
             means = weighted_stats.resampled_means(d, weights, n_resamples, rng, workers)
@@ -166,6 +175,39 @@ class StudentizedInterval:
         """``1 - C``, C the first quantile level of ``|t*|`` at or above ``|Δ| / se``: the interval at
         ``1 - alpha`` excludes 0 exactly when ``|Δ| / se`` exceeds its w, that is when ``1 - alpha < C``."""
         return 1.0 - first_level_at_least(self.t, abs(self.delta) / self.se)
+
+
+class StratifiedInterval(StudentizedInterval):
+    """The symmetric studentized interval of a weighted mean drawn by a stratified design: ``Δ_w -+ w se``,
+    se the design's linearised standard error, ``w`` the ``confidence`` quantile of ``|t*|`` over the
+    rescaling bootstrap's replicates (`design_variance.design_resamples`), each studentized by its own, and
+    never below Student's t quantile on Satterthwaite's degrees of freedom: a replicate holds the variance
+    of a cell of one or two queries fixed, so where such cells carry the variance, ``|t*|`` alone would
+    under-cover (``benchmarks/design_intervals.py`` measured 75 to 88 % at 20 queries in 12 cells). The
+    p-value inverts it: the larger of the bootstrap's and Student's."""
+
+    def __init__(
+        self, d: FloatArray, w: FloatArray, layout: CellLayout, n_resamples: int, rng: np.random.Generator
+    ) -> None:
+        linearised = linearise(d, w, layout)
+        self.delta, self.se = linearised.delta, linearised.se
+        self.degrees_of_freedom = linearised.degrees_of_freedom
+        resamples = design_resamples(d, w, layout, n_resamples, rng)
+        self.t = np.sort(np.abs(resamples.t))
+        self.means = resamples.means
+
+    def interval(self, confidence: float) -> tuple[float, float]:
+        from scipy.special import stdtrit  # only under a design: its import costs a run without one
+
+        student = float(stdtrit(self.degrees_of_freedom, (1.0 + confidence) / 2.0))
+        half = max(sorted_quantile(self.t, confidence), student) * self.se
+        return self.delta - half, self.delta + half
+
+    def p_value(self) -> float:
+        from scipy.special import stdtr
+
+        student = 2.0 * float(stdtr(self.degrees_of_freedom, -abs(self.delta) / self.se))
+        return max(super().p_value(), student)
 
 
 def first_level_at_least(ordered: FloatArray, x: float) -> float:

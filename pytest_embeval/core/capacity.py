@@ -23,6 +23,8 @@ from pytest_embeval.core.stats import sorted_quantile
 
 __all__ = [
     "GB",
+    "MAX_COUNT",
+    "MAX_PRICE",
     "ArmCapacity",
     "Estimate",
     "HnswLayout",
@@ -40,6 +42,11 @@ GB = 10**9
 #: hnswlib stores every vector as float32, whatever the model computed.
 HNSW_COMPONENT_BYTES = 4
 _TOKENS_PER_PRICE = 1_000_000
+#: The most documents or queries a month a projection takes (10^15: beyond any production index), and the
+#: highest price per unit (10^9): every projected byte, token and cost then stays a finite number, which a
+#: report can write; a count given as a 400-digit integer is refused, not an overflow.
+MAX_COUNT = 10**15
+MAX_PRICE = 10**9
 _SECONDS_PER_HOUR = 3600.0
 
 
@@ -54,9 +61,9 @@ class Production:
     memory_price_per_gb_month: float | None = None
 
     def __post_init__(self) -> None:
-        _check_count("documents", self.documents, minimum=1)
+        _check_count("documents", self.documents, minimum=1, maximum=MAX_COUNT)
         if self.queries_per_month is not None:
-            _check_count("queries_per_month", self.queries_per_month, minimum=0)
+            _check_count("queries_per_month", self.queries_per_month, minimum=0, maximum=MAX_COUNT)
         if self.memory_price_per_gb_month is not None:
             _check_price("memory_price_per_gb_month", self.memory_price_per_gb_month)
 
@@ -339,9 +346,11 @@ def _memory_cost(index_bytes: float, price: float | None) -> Estimate:
     )
 
 
-def _check_count(name: str, value: object, *, minimum: int) -> None:
+def _check_count(name: str, value: object, *, minimum: int, maximum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an integer from {minimum} to {maximum:,}, got {value!r}")
 
 
 def _check_price(name: str, value: object) -> None:
@@ -349,9 +358,9 @@ def _check_price(name: str, value: object) -> None:
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= MAX_PRICE
     ):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        raise ValueError(f"{name} must be a number from 0 to {MAX_PRICE:,}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,14 @@ are weighted, and both intervals resample queries with their weights and recompu
 studentized one divides by each resample's linearised standard error, and the reported sd is the sd of the
 linearised values, which the minimum detectable effect uses as the unweighted one uses the sd
 (:mod:`pytest_embeval.core.weighted_stats`). The sign test counts queries, not traffic.
+
+With a ``design`` as well (`sample_design.SampleDesign`: the queries were drawn by cells, uniformly without
+replacement in each, as ``embeval sample`` draws), the variance is the design's (the stratified
+linearisation variance with each cell's finite-population correction, a cell drawn whole adding none), the
+studentized interval resamples within the cells by Rao, Wu & Yue's rescaling bootstrap and is never
+narrower than Student's t on Satterthwaite's degrees of freedom, the percentile interval takes the same
+replicates' percentiles, and sd is the design's standard error times sqrt(n), so the MDE is the design's
+(:mod:`pytest_embeval.core.design_variance`, ``bootstrap_intervals.StratifiedInterval``).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import json
 import math
 import numbers
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -51,11 +60,14 @@ from pytest_embeval.core.bootstrap_intervals import (
     sample_sd,
     sorted_quantile,
 )
+from pytest_embeval.core.design_variance import design_cells, linearise
+from pytest_embeval.core.sample_design import DesignCells, SampleDesign, cell_layout
 
 __all__ = [
     "DEFAULT_INTERVAL",
     "EXACT_SIGN_TEST",
     "INTERVALS",
+    "MDE_POWER",
     "DegenerateComparisonWarning",
     "PairedComparison",
     "binomial_sign_p",
@@ -66,6 +78,7 @@ __all__ = [
     "sign_test",
     "sorted_quantile",
     "stable_seed",
+    "z_sum",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -73,6 +86,8 @@ FloatArray = NDArray[np.float64]
 #: The intervals ``compare_paired`` computes, by the name a golden file gives them.
 INTERVALS: tuple[str, ...] = ("studentized", "percentile")
 DEFAULT_INTERVAL = "studentized"
+#: The power at which a comparison's minimum detectable effect is reported.
+MDE_POWER = 0.8
 #: Untied pairs up to which the sign test is computed exactly in integers (under 10 ms); above, by
 #: ``scipy.stats.binomtest``, whose import (about a second) is then small beside the run that needs it.
 EXACT_SIGN_TEST = 5_000
@@ -111,6 +126,9 @@ class PairedComparison:
     note: str | None  # why the comparison is degenerate, else None
     #: with weights: Kish's effective number of queries, (Σw)² / Σw², of the n pairs; None unweighted
     kish_n: float | None = None
+    #: with a design: the cells the pairs fall in, whose variance the interval, sd and MDE use; None
+    #: without one (unweighted, or weights alone: the with-replacement interval)
+    design: DesignCells | None = None
 
     @property
     def effective_n(self) -> int:
@@ -196,6 +214,36 @@ def _check_weights(weights: ArrayLike | None, size: int) -> FloatArray | None:
     return w
 
 
+def _check_design(design: SampleDesign | None, size: int, weighted: bool) -> SampleDesign | None:
+    """The design of ``size`` queries: a cell per query, a population of at least 1 for every cell, and as
+    many queries drawn from each as it holds here at least, and at most its population."""
+    if design is None:
+        return None
+    if not isinstance(design, SampleDesign):
+        raise TypeError(f"design must be a SampleDesign, got {type(design).__name__}")
+    if not weighted:
+        raise ValueError(
+            "a design needs weights: each query's traffic over its inclusion probability (frequency / "
+            "inclusion), whose weighted mean the design's variance is of"
+        )
+    if len(design.cells) != size:
+        raise ValueError(f"design.cells must name one cell per pair ({size}), got {len(design.cells)}")
+    counted = Counter(design.cells)
+    drawn = design.drawn()
+    for cell, here in counted.items():
+        if cell not in design.population:
+            raise ValueError(f"design.population has no entry for cell {cell!r}")
+        population, sampled = design.population[cell], drawn.get(cell)
+        if not _is_integer(population) or population < 1:
+            raise ValueError(f"design.population[{cell!r}] must be an integer >= 1, got {population!r}")
+        if sampled is None or not _is_integer(sampled) or not here <= sampled <= population:
+            raise ValueError(
+                f"design.sampled[{cell!r}] must be an integer between the {here} pairs of the cell and its "
+                f"population ({population}), got {sampled!r}"
+            )
+    return design
+
+
 def _check_differences(differences: ArrayLike) -> FloatArray:
     d = _as_scores(differences, "differences")
     missing = np.flatnonzero(np.isnan(d))
@@ -226,9 +274,11 @@ def paired_bootstrap_ci(
     workers: int | None = None,
     interval: str = DEFAULT_INTERVAL,
     weights: ArrayLike | None = None,
+    design: SampleDesign | None = None,
 ) -> tuple[float, float]:
     """Bootstrap interval for the mean of paired differences (``interval``: see the module docstring), or
-    with ``weights`` (one per difference, finite, above 0) for their weighted mean.
+    with ``weights`` (one per difference, finite, above 0) for their weighted mean, and with a ``design``
+    as well (see `compare_paired`) for the weighted mean of a sample that design drew.
 
     Pairs are resampled as units: resampling the differences ``candidate - incumbent`` by one shared
     index is the paired bootstrap. The same generator state gives the same interval whatever ``workers``
@@ -247,8 +297,10 @@ def paired_bootstrap_ci(
     n_resamples = _check_n_resamples(n_resamples)
     rng, workers = _check_rng(rng), _check_workers(workers)
     w = _check_weights(weights, d.size)
+    checked = _check_design(design, d.size, w is not None)
+    layout = None if checked is None else cell_layout(checked, np.ones(d.size, dtype=bool))
     return (
-        bootstrap_interval(_check_interval(interval), d, n_resamples, rng, workers, w)
+        bootstrap_interval(_check_interval(interval), d, n_resamples, rng, workers, w, layout)
         .at(confidence)
         .interval(confidence)
     )
@@ -275,7 +327,7 @@ def minimum_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: 
     sd = _check_nonnegative(sd, "sd")
     if not _is_integer(n) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
-    return _z_sum(_check_probability(alpha, "alpha"), _check_probability(power, "power")) * sd / math.sqrt(n)
+    return z_sum(_check_probability(alpha, "alpha"), _check_probability(power, "power")) * sd / math.sqrt(n)
 
 
 def paired_n(delta: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> int:
@@ -287,7 +339,7 @@ def paired_n(delta: float, sd: float, alpha: float = 0.05, power: float = 0.8) -
     if not _is_real(delta) or not math.isfinite(delta) or delta == 0:
         raise ValueError(f"delta must be a finite nonzero number, got {delta!r}")
     sd = _check_nonnegative(sd, "sd")
-    z = _z_sum(_check_probability(alpha, "alpha"), _check_probability(power, "power"))
+    z = z_sum(_check_probability(alpha, "alpha"), _check_probability(power, "power"))
     return max(2, math.ceil((z * sd / abs(float(delta))) ** 2))
 
 
@@ -301,13 +353,18 @@ def compare_paired(
     workers: int | None = None,
     interval: str = DEFAULT_INTERVAL,
     weights: ArrayLike | None = None,
+    design: SampleDesign | None = None,
 ) -> PairedComparison:
     """Compare two arms' per-query scores (same queries, same order) with the named ``interval``.
 
     With ``weights`` (one per query, finite, above 0: its traffic frequency) the means, Δ, the interval,
     the sd and the MDE are the weighted ones (module docstring) and ``kish_n`` is set; the sign test still
-    counts queries. A query whose score is NaN in either arm is dropped from *both* arms (and its weight
-    with it) and counted in ``excluded``.
+    counts queries. With a ``design`` as well (each query's cell, each cell's distinct queries in the
+    population: a stratified draw without replacement, `sample_design.SampleDesign`; the weights are then
+    the traffic over the inclusion probability), the interval, sd and MDE use the design's variance and
+    ``design`` is set (module docstring). A query whose score is NaN in either arm is dropped from *both*
+    arms (and its weight with it) and counted in ``excluded``; under a design it still counts as drawn in
+    its cell.
     Degenerate input gives a result with ``note`` set and a ``DegenerateComparisonWarning``:
 
     - fewer than two pairs: ``"n=1: too few paired queries for an interval"``; the interval, ``sd`` and
@@ -317,12 +374,14 @@ def compare_paired(
     Every difference equal to one nonzero value gives the point interval at that value (p-value 0), and
     no warning. Raises ``ValueError`` (naming the value) for arms of different lengths, non-1-D input, inf
     scores, a ``confidence`` outside (0, 1), ``n_resamples`` < 1 or an unknown ``interval``;
-    ``TypeError`` if ``rng`` is not a Generator.
+    ``TypeError`` if ``rng`` is not a Generator; for a design: ``ValueError`` for one without weights, of
+    another length, or whose cells' sizes do not hold their pairs, ``TypeError`` if not a SampleDesign.
     """
     a = _as_scores(incumbent, "incumbent")
     b = _as_scores(candidate, "candidate")
     if a.size != b.size:
         raise ValueError(f"incumbent and candidate must have the same length, got {a.size} and {b.size}")
+    checked = _check_weights(weights, a.size)
     return _compare(
         a,
         b,
@@ -331,7 +390,8 @@ def compare_paired(
         rng=_check_rng(rng),
         workers=_check_workers(workers),
         interval=_check_interval(interval),
-        weights=_check_weights(weights, a.size),
+        weights=checked,
+        design=_check_design(design, a.size, checked is not None),
     )
 
 
@@ -357,7 +417,8 @@ def stable_seed(*parts: str | int) -> int:
 # Algorithms (inputs already validated).
 
 
-def _z_sum(alpha: float, power: float) -> float:
+def z_sum(alpha: float, power: float) -> float:
+    """``z_{1-alpha/2} + z_{power}``: the minimum detectable effect in standard errors."""
     # The standard library's normal quantile agrees with scipy.special.ndtri to 1e-15, without importing
     # scipy (0.3-0.8 s) in every run.
     normal = NormalDist()
@@ -393,11 +454,15 @@ def _compare(
     workers: int | None,
     interval: str,
     weights: FloatArray | None = None,
+    design: SampleDesign | None = None,
 ) -> PairedComparison:
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
     w = None if weights is None else weights[keep]
     n, excluded = int(a.size), int(keep.size - a.size)
+    # The queries dropped still count as drawn in their cells: the comparison is a domain of the sample.
+    layout = None if design is None or n < 2 else cell_layout(design, keep)
+    cells: DesignCells | None = None
     d = b - a
     wins, losses = int(np.count_nonzero(d > 0)), int(np.count_nonzero(d < 0))
     kish = None if w is None or n == 0 else weighted_stats.kish_n(w)
@@ -416,13 +481,21 @@ def _compare(
         # rounding error, so the value itself is the interval and the estimate.)
         delta = float(d[0])
         ci, sd, p_value = (delta, delta), 0.0, 0.0
+    elif layout is not None and w is not None and (linearised := linearise(d, w, layout)).variance == 0.0:
+        # Every cell the pairs fall in was drawn whole: Δ is the population's own, with no sampling error.
+        ci, sd, p_value = (delta, delta), 0.0, (1.0 if delta == 0.0 else 0.0)
     else:
-        resampled = bootstrap_interval(interval, d, n_resamples, rng, workers, w).at(confidence)
+        resampled = bootstrap_interval(interval, d, n_resamples, rng, workers, w, layout).at(confidence)
         ci, p_value = resampled.interval(confidence), resampled.p_value()
         sd = sample_sd(d) if w is None else weighted_stats.linearised_sd(d, w)
         if resampled.name != interval:
             note = _UNBOUNDED
             warnings.warn(note, DegenerateComparisonWarning, stacklevel=3)
+    if layout is not None and w is not None:
+        # The design's standard error times sqrt(n), so that the MDE's sd / sqrt(n) is that standard error.
+        linearised = linearise(d, w, layout)
+        cells = design_cells(layout, linearised)
+        sd = math.sqrt(linearised.variance * n)
     return PairedComparison(
         n=n,
         excluded=excluded,
@@ -438,9 +511,10 @@ def _compare(
         wins=wins,
         losses=losses,
         sign_p=binomial_sign_p(wins, losses),
-        mde=_z_sum(1.0 - confidence, 0.8) * sd / math.sqrt(n),
+        mde=z_sum(1.0 - confidence, MDE_POWER) * sd / math.sqrt(n),
         note=note,
         kish_n=kish,
+        design=cells,
     )
 
 

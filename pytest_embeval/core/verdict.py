@@ -22,6 +22,10 @@ TIE       everything else, with exactly one reason, checked in this order (the f
 Boundaries: Δ exactly m (or -m) counts as BETTER (WORSE) when the CI excludes 0, so the margin itself is
 a meaningful difference; the equivalence band is open, so a CI ending exactly at ±m is not equivalent.
 
+A number that is not a number never passes: a comparison whose Δ or interval is NaN is a TIE only when it
+says why (its ``note``: too few pairs for an interval), and otherwise raises `NotANumber`, as does a NaN
+size held against the floor; a NaN in every comparison below fails closed (a NaN sign-test p disagrees).
+
 A guard metric fails its stratum (final verdict WORSE, the reason naming the guard) when it is WORSE by
 the same rule with its own margin, whatever the primary metric says; a guard that is a TIE or BETTER
 changes nothing. When the final verdict is BETTER or WORSE, ``sign_disagrees`` says whether the sign test
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-from pytest_embeval.core.stats import PairedComparison, paired_n
+from pytest_embeval.core.stats import MDE_POWER, PairedComparison, paired_n, z_sum
 
 __all__ = [
     "MULTIPLE_COMPARISONS",
@@ -45,6 +49,7 @@ __all__ = [
     "Decision",
     "GuardOutcome",
     "MetricDecision",
+    "NotANumber",
     "TieReason",
     "Verdict",
     "classify_metric",
@@ -59,6 +64,10 @@ __all__ = [
 MULTIPLE_COMPARISONS: tuple[str, ...] = ("none", "holm", "bonferroni")
 #: Fewer queries than this whose scores differ, and a reason says that the interval rests on few queries.
 ROUGH_BELOW = 10
+
+
+class NotANumber(ValueError):
+    """A comparison whose numbers are not numbers without a stated reason: an error, never a verdict."""
 
 
 class Verdict(str, Enum):
@@ -222,6 +231,16 @@ def decide(
     )
 
 
+def _queries_needed(c: PairedComparison, margin: float) -> int | None:
+    """Queries for an MDE of ``margin``: `stats.paired_n` from the sd, or under a design more queries drawn
+    from the comparison's cells, whose finite populations `sample_design.DesignCells.queries_needed`
+    counts (None when the present draw reaches it)."""
+    alpha = 1.0 - c.confidence
+    if c.design is None:
+        return paired_n(margin, c.sd, alpha=alpha)
+    return c.design.queries_needed(margin, z_sum(alpha, MDE_POWER))
+
+
 def _decimals(*values: float) -> int:
     """Fewest decimals, from 3 to 6, that keep the compared values apart, so that a sentence never reads
     "0.030 < 0.030" when Δ is 0.02999."""
@@ -246,6 +265,8 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
     note = f"; {c.note}" if c.note else ""
     if 0 < c.effective_n < ROUGH_BELOW:
         note += f"; only {c.effective_n} of {n} queries differ: the interval rests on few queries"
+    if math.isnan(c.floor_n):
+        raise NotANumber(f"the number of queries held against min_queries is not a number (n={n})")
     if c.floor_n < floor:
         counted = f"n={n}" if c.kish_n is None else f"traffic-weighted n={n} counts as {c.kish_n:.1f} (Kish)"
         return MetricDecision(
@@ -257,9 +278,9 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
     # Weighted: the Kish effective number beside n wherever n is named.
     sized = f"n={n}" if c.kish_n is None else f"n={n}, Kish {c.kish_n:.1f}"
     if not (math.isfinite(delta) and math.isfinite(low) and math.isfinite(high)):
-        return MetricDecision(
-            Verdict.TIE, TieReason.UNRESOLVED, c.note or f"no finite interval ({ci}, Δ {delta})", None
-        )
+        if c.note is None:
+            raise NotANumber(f"no finite interval ({ci}, Δ {delta}, {sized}) and no reason why")
+        return MetricDecision(Verdict.TIE, TieReason.UNRESOLVED, c.note, None)
     if low > 0 and delta >= m:
         detail = f"Δ {signed(delta)} ≥ {plain(m)} and {ci} excludes 0 ({sized}{note})"
         return MetricDecision(Verdict.BETTER, None, detail, None)
@@ -272,8 +293,8 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
 
     needed = None
     if m > 0 and math.isfinite(c.sd) and c.sd > 0:
-        needed = paired_n(m, c.sd, alpha=1.0 - c.confidence)
-        if needed <= n:
+        needed = _queries_needed(c, m)
+        if needed is not None and needed <= n:
             # n already detects a margin-sized difference with 80 % power: more queries are not the remedy.
             needed = None
     resolution = f"MDE {c.mde:.3f} at {sized}"

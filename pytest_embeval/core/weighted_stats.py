@@ -26,7 +26,11 @@ Official Statistics* 8(2)) says how
 many equally weighted queries carry as much information when the weights are unrelated to the
 differences: one head query with most of the traffic makes it small, and the interval wide.
 
-Nothing here validates input: ``stats`` does.
+Every sum of weights is taken over the weights divided by the largest (`scaled`), so that no sum of finite
+weights overflows, however large they are: a query log's frequencies of 1e308 sum to a finite multiple of
+1e308, never to infinity, and a share of the traffic (`traffic_share`) is a ratio of two such sums, never
+NaN. Nothing here validates input: ``stats`` does (finite weights above 0), and the golden loader refuses a
+frequency over an inclusion that is not a finite number.
 """
 
 from __future__ import annotations
@@ -38,7 +42,15 @@ from numpy.typing import NDArray
 
 from pytest_embeval.core.resampling import bootstrap_column_sums
 
-__all__ = ["kish_n", "linearised_sd", "resampled_means", "resampled_t", "weighted_mean"]
+__all__ = [
+    "kish_n",
+    "linearised_sd",
+    "resampled_means",
+    "resampled_t",
+    "scaled",
+    "traffic_share",
+    "weighted_mean",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -47,10 +59,25 @@ FloatArray = NDArray[np.float64]
 _FLAT = 1e-12
 
 
+def scaled(weights: FloatArray) -> FloatArray:
+    """The weights divided by the largest: each in (0, 1], so that a sum of n of them is at most n."""
+    w: FloatArray = weights / weights.max()
+    return w
+
+
+def traffic_share(weights: FloatArray, chosen: NDArray[np.bool_]) -> float:
+    """``Σ chosen w / Σ w``: the share of the traffic the ``chosen`` weights carry, in [0, 1]; 0 for no
+    weights."""
+    if weights.size == 0:
+        return 0.0
+    w = scaled(weights)
+    return float(w[chosen].sum() / w.sum())
+
+
 def kish_n(weights: FloatArray) -> float:
     """Kish's effective number of queries, ``(Σ w)² / Σ w²``: n for equal weights, near 1 when one query
     carries nearly all the weight."""
-    w = weights / weights.max()  # scale-free, and clear of overflow
+    w = scaled(weights)
     return float(w.sum() ** 2 / np.dot(w, w))
 
 
@@ -58,7 +85,7 @@ def weighted_mean(values: FloatArray, weights: FloatArray) -> float:
     """``Σ w v / Σ w``. Both sums are numpy's (pairwise, in one order on every machine), so that equal values
     have themselves as their mean; a BLAS dot product sums in an order that follows the machine's CPU, and
     gave ``0.9999999999999999`` for the mean of 48 ones on one machine and 1.0 on another."""
-    w = weights / weights.max()
+    w = scaled(weights)
     return float(np.sum(w * values) / w.sum())
 
 
@@ -67,7 +94,7 @@ def linearised_sd(d: FloatArray, weights: FloatArray) -> float:
     ``sqrt(n / (n - 1) · Σ w² e²) · sqrt(n) / Σ w``, so that ``linearised_sd / sqrt(n)`` is the standard
     error of ``Δ_w``. Needs two or more values."""
     n = d.size
-    w = weights / weights.max()
+    w = scaled(weights)
     e = d - weighted_mean(d, weights)
     scale = float(np.abs(e).max())
     if scale == 0:
@@ -117,4 +144,4 @@ def _centred(d: FloatArray, weights: FloatArray) -> tuple[float, float, FloatArr
     delta = weighted_mean(d, weights)
     e = d - delta
     scale = float(np.abs(e).max()) or 1.0
-    return delta, scale, weights / weights.max(), e / scale
+    return delta, scale, scaled(weights), e / scale

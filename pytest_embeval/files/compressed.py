@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from pytest_embeval.files.output_paths import read_problem
+
 __all__ = [
     "COMPRESSIONS",
     "CompressedFileError",
@@ -68,6 +70,9 @@ def compression_of_bytes(data: bytes) -> str | None:
 def read_bytes(path: Path) -> bytes:
     """The file's bytes, decompressed when its name ends in a compression's suffix. Raises ``OSError`` as
     reading the file does, and `CompressedFileError` for a damaged stream or a missing module."""
+    refused = read_problem(path)  # /dev/zero: bytes that never end
+    if refused is not None:
+        raise refused
     suffix = compression_of(path)
     if suffix is None:
         return path.read_bytes()

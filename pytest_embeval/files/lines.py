@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pytest_embeval.files.compressed import open_stream
+from pytest_embeval.files.output_paths import read_problem
 
 __all__ = ["BLOCK_BYTES", "HashedLines", "NotUtf8"]
 
@@ -30,6 +31,9 @@ class HashedLines:
     `NotUtf8`."""
 
     def __init__(self, path: Path, *, decompressed: bool = False) -> None:
+        refused = read_problem(path)  # /dev/zero: a line that never ends
+        if refused is not None:
+            raise refused
         self.path = path
         self.lines = 0
         self._digest = hashlib.sha256()

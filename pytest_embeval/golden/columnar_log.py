@@ -59,7 +59,7 @@ _INTEGER_TYPES = frozenset(
 )
 _NUMBER_TYPES = _INTEGER_TYPES | {"FLOAT", "DOUBLE"}
 _WHOLE_DECIMAL = re.compile(r"DECIMAL\(\d+,0\)")
-_LOG_FORMATS = "JSONL (one object per line), TSV with a header row, or Parquet"
+_LOG_FORMATS = "JSONL (one object per line), TSV with a header row naming the text column {!r}, or Parquet"
 #: Bytes of a text file looked at to estimate its rows, for the progress line.
 _SAMPLE_BYTES = 1 << 16
 _COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
@@ -75,7 +75,7 @@ class _Relation:
 
     def __init__(self, engine: Engine, source: Source, names: Sequence[str], counted: bool) -> None:
         self.engine, self.source, self.names, self.counted = engine, source, names, counted
-        self.format = source_format(source, _LOG_FORMATS)
+        self.format = source_format(source, _LOG_FORMATS.format(names[0]), names[0])
         files = sql_list([str(path) for path in source.files])
         columns = [_quoted(name) for name in names]
         if self.format == "parquet":
@@ -214,9 +214,10 @@ def _parquet_problem(
     raise AssertionError("a row with a problem has one")
 
 
-def source_format(source: Source, expected: str) -> str:
+def source_format(source: Source, expected: str, header: str | None = None) -> str:
     """The format every file shares: Parquet by name or magic bytes, a compressed text file by the suffix
-    before its compression's, another by its first line (``expected`` names the formats, for the error)."""
+    before its compression's, another by its first line (``expected`` names the formats, for the error;
+    ``header``, the one column a TSV file may hold)."""
     kinds: list[str] = []
     for path in source.files:
         if is_parquet(path):
@@ -234,7 +235,7 @@ def source_format(source: Source, expected: str) -> str:
             first = next(decoded_lines(path, stream), None)
             if first is None:
                 continue
-            kind = log_format(path, first, expected)
+            kind = log_format(path, first, expected, header)
         if kinds and kind != kinds[0]:
             raise GoldenError(path, "format", None, f"is {kind} while the first file is {kinds[0]}")
         kinds.append(kind)

@@ -43,6 +43,7 @@ from pytest_embeval.files.compressed import (
     compression_of_bytes,
     read_bytes,
 )
+from pytest_embeval.files.unicode import unicode_problem
 from pytest_embeval.golden.filters import FieldReader, Filter, field_problem, filter_value
 
 __all__ = [
@@ -237,17 +238,20 @@ def stratum_value(path: Path, key: str, line: int, query_id: str, name: str, val
 
 FREQUENCY = "frequency"
 INCLUSION = "inclusion"
+TOO_MUCH_TRAFFIC = "more traffic than a number holds (above 1.8e308); give frequencies on a smaller scale"
 
 
 def _number(value: object) -> float | None:
     """A JSON number or a TSV/YAML cell as a float; None when it is neither (a boolean is not a number)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
             return float(value.strip())
-        except ValueError:
-            return None
+    except ValueError:
+        return None
+    except OverflowError:  # an integer of more digits than a float holds
+        return math.inf
     return None
 
 
@@ -258,6 +262,9 @@ def _shown(value: object) -> str:
 def frequency_value(path: Path, key: str, line: int, query_id: str, value: object) -> float:
     """A query's frequency as written: a finite number above 0 (a JSON number or a TSV/YAML cell)."""
     number = _number(value)
+    if number == math.inf and not isinstance(value, float):  # written as digits, too many for a number
+        problem = f"query {query_id!r}: frequency {_shown(value)} is {TOO_MUCH_TRAFFIC}"
+        raise GoldenError(path, key, line, problem)
     if number is None or not math.isfinite(number) or number <= 0:
         raise GoldenError(path, key, line, frequency_problem(query_id, _shown(value)))
     return number
@@ -302,6 +309,15 @@ def check_frequencies(
             "the frequency weights of a drawn sample (frequency / inclusion); give every query its frequency"
         )
         raise GoldenError(path, key or INCLUSION, lines[queries[0].id], problem)
+    # Each is finite, but their ratio may not be: the traffic a query stands for must be a number.
+    for query in queries:
+        weight = query.traffic_weight
+        if weight is not None and not math.isfinite(weight):
+            problem = (
+                f"query {query.id!r}: frequency {query.frequency:g} / inclusion {query.inclusion:g} is "
+                f"{TOO_MUCH_TRAFFIC}"
+            )
+            raise GoldenError(path, key or INCLUSION, lines[query.id], problem)
 
 
 def _checked_id(path: Path, key: str, line: int, value: str) -> str:
@@ -353,15 +369,21 @@ def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
         record, end = _SCAN_ONCE(line, 0)
     except (StopIteration, ValueError):  # not a value at column 1, or not valid: json.loads says which
         end = -1
-    if end == len(line) and type(record) is dict:
-        return record
-    # Whitespace around the value, or anything json.loads refuses or the caller must: the exact message.
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-    if type(record) is not dict:
-        raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+    if end != len(line) or type(record) is not dict:
+        # Whitespace around the value, or anything json.loads refuses or the caller must: the exact message.
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise GoldenError(path, None, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise GoldenError(path, None, number, f"invalid JSON: {exc}") from None
+        if type(record) is not dict:
+            raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+    # Only a \u escape makes a surrogate (UTF-8 cannot): the one text check, on the lines that have one.
+    if "\\u" in line:
+        problem = unicode_problem(record)
+        if problem is not None:
+            raise GoldenError(path, None, number, problem)
     return record
 
 

@@ -65,6 +65,8 @@ class _Data:
     qrels_read: QrelsRead | None = None
     #: the draw sidecars of the corpus and queries files, by data key (`draws.read_draw`)
     draws: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    #: the queries file (None: inline queries)
+    queries_path: Path | None = None
 
 
 def _draws(**files: Path | None) -> dict[str, Mapping[str, object]]:
@@ -113,14 +115,22 @@ class DataReader(NodeReader):
             raise self.error(queries_node, "queries", problem)
         draws = _draws(corpus=corpus_file, queries=queries_file)
         if qrels_entry is None:
-            return _Data(documents, queries, qrels, draws=draws)
+            return _Data(documents, queries, qrels, draws=draws, queries_path=queries_file)
         qrels_node = qrels_entry[1]
         qrels_file, qrels_format = self.data_file(qrels_node, "qrels", QRELS_FORMATS, ("columns",))
         columns = self.qrels_columns(qrels_node)
         # A header-only file is a golden set before its first judging session (`embeval pool` starts
         # there); its queries score NaN and every stratum is below the floor.
         found = read_qrels(qrels_file, qrels, judged_ids, qrels_format, columns)
-        return _Data(documents, queries, qrels, qrels_path=qrels_file, qrels_read=found, draws=draws)
+        return _Data(
+            documents,
+            queries,
+            qrels,
+            qrels_path=qrels_file,
+            qrels_read=found,
+            draws=draws,
+            queries_path=queries_file,
+        )
 
     def qrels_columns(self, node: yaml.Node) -> QrelsColumns | None:
         """``qrels: {path: FILE, columns: {query: qid, document: docid, grade: rel}}``: the header names of a
@@ -182,14 +192,18 @@ class DataReader(NodeReader):
                 )
                 raise self.error(where, "split", problem)
             qrels_file = splits_folder / f"{split}.tsv"
-        elif split_entry is not None:
-            problem = f"{folder.resolve()} has no qrels/ folder of splits (qrels/<split>.tsv); remove 'split'"
-            raise self.error(split_entry[1], "split", problem)
-        elif (folder / "qrels.tsv").is_file():
-            qrels_file = folder / "qrels.tsv"
-        else:
-            problem = f"no qrels file in {folder.resolve()} (looked for qrels/test.tsv and qrels.tsv)"
+        elif not (folder / "qrels.tsv").is_file():
+            looked = f"qrels/{declared or DEFAULT_SPLIT}.tsv"
+            problem = f"no qrels file in {folder.resolve()} (looked for {looked} and qrels.tsv)"
             raise self.error(node, "beir", problem)
+        elif split_entry is not None:
+            problem = (
+                f"{folder.resolve()} has no qrels/ folder of splits (qrels/<split>.tsv), only qrels.tsv; "
+                "remove 'split'"
+            )
+            raise self.error(split_entry[1], "split", problem)
+        else:
+            qrels_file = folder / "qrels.tsv"
         documents = read_documents(corpus, None, () if fold is None else (fold.field,))
         if not documents:
             raise self.error(node, "beir", f"no documents in {corpus.resolve()}")
@@ -208,7 +222,14 @@ class DataReader(NodeReader):
             qrels = {query.id: qrels[query.id] for query in queries}
         draws = _draws(corpus=corpus, queries=queries_file)
         return _Data(
-            documents, queries, qrels, split=split, qrels_path=qrels_file, qrels_read=found, draws=draws
+            documents,
+            queries,
+            qrels,
+            split=split,
+            qrels_path=qrels_file,
+            qrels_read=found,
+            draws=draws,
+            queries_path=queries_file,
         )
 
     def inline_queries(

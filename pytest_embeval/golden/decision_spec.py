@@ -7,7 +7,8 @@ decision:
   proceed: {overall: [BETTER, TIE]}  # conditions on strata (a field name: each of its strata)
   route:                             # strata that may be served by another system instead of blocking
     strata: [language=de]
-    max_traffic: 0.15                # at most this share of the traffic routed (default 1)
+    max_traffic: 0.15                # at most this share of the traffic routed (default 1: any share
+                                     # that leaves the candidate some traffic)
     to: bm25                         # default: the incumbent; any arm spec, INCUMBENT / CANDIDATE inside
   otherwise: change-target
 ```
@@ -59,7 +60,8 @@ ROUTE_PLACEHOLDERS = ("INCUMBENT", "CANDIDATE")
 class RouteSpec:
     #: the strata (``field=value``) that may be served by ``to`` instead of the candidate
     strata: tuple[str, ...]
-    #: at most this share of the traffic (of ``overall``'s queries) may be routed
+    #: at most this share of the traffic (of ``overall``'s queries) may be routed; routing all of it never
+    #: proceeds (`run.decision`), so the default is any share short of the whole
     max_traffic: float = 1.0
     #: the arm spec serving the routed queries; None: the incumbent
     to: str | None = None

@@ -1,9 +1,11 @@
 """The files a golden file names, read from its YAML alone (its data files are not opened), so that an output
-path naming one of them is refused before a run can overwrite it (`plugin.output_paths`).
+path naming one of them is refused before a run can overwrite it (`files.output_paths`).
 
 `golden_inputs(path)` returns each input's resolved path and what it is: the golden file itself, its corpus,
-queries and qrels (or the BEIR folder and the files in it), its guidelines, and the reranker's model folder.
-A key that is malformed is left out: loading the golden file reports it.
+queries and qrels (or the BEIR folder and the files in it), the sidecars read beside them (the corpus's and
+the queries' draw records, `draws`; each qrels file's provenance, `qrels_files.provenance_path`), its
+guidelines, and the reranker's model folder. A key that is malformed is left out: loading the golden file
+reports it.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ from pathlib import Path
 
 import yaml
 
-from pytest_embeval.golden.data_files import GoldenError, read_text
-from pytest_embeval.golden.yaml_nodes import NodeReader
+from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.draws import draw_path
+from pytest_embeval.golden.qrels_files import provenance_path
+from pytest_embeval.golden.yaml_nodes import NodeReader, compose
 
 __all__ = ["GoldenInputs", "golden_inputs"]
 
 #: The keys of a golden file that name a data file, as `golden_inputs` calls them.
 _DATA_FILES = {"corpus": "corpus", "queries": "queries", "qrels": "qrels", "guidelines": "guidelines"}
+#: The data files a draw sidecar may accompany (`embeval sample`, `embeval corpus-sample`).
+_DRAWN = ("corpus", "queries")
 #: What a BEIR folder holds, as it is read (see `data_sections.DataReader.beir`).
-_BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels.tsv")
+_BEIR_FILES = ("corpus.jsonl", "queries.jsonl")
 
 
 class GoldenInputs:
@@ -32,8 +38,6 @@ class GoldenInputs:
         self.golden = golden
         self.files: dict[Path, str] = {}
         self.folders: dict[Path, str] = {}
-        #: the judgments' files (their provenance sidecars are read too: `judging.provenance`)
-        self.qrels: list[Path] = []
 
     def add(self, path: Path, what: str, *, folder: bool = False) -> None:
         try:
@@ -42,6 +46,11 @@ class GoldenInputs:
             return
         (self.folders if folder else self.files).setdefault(resolved, f"{what} of {self.golden}")
 
+    def add_qrels(self, path: Path, what: str, sidecar: str) -> None:
+        """A judgments file (``what``), and the provenance sidecar read beside it (``sidecar``)."""
+        self.add(path, what)
+        self.add(provenance_path(path), sidecar)
+
 
 def golden_inputs(path: str | PathLike[str], shown: str | None = None) -> GoldenInputs:
     """Every input the golden file at ``path`` names, described as of ``shown`` (default: ``path``)."""
@@ -49,12 +58,12 @@ def golden_inputs(path: str | PathLike[str], shown: str | None = None) -> Golden
     inputs = GoldenInputs(Path(shown) if shown is not None else location)
     inputs.files[location.resolve()] = f"the golden file {inputs.golden}"
     try:
-        root = yaml.compose(read_text(location), Loader=yaml.SafeLoader)
+        root = compose(location)
         if root is None:  # an empty file names no input (loading it says what is wrong)
             return inputs
         reader = NodeReader(location)
         top = reader.entries(root, None)
-    except (GoldenError, yaml.YAMLError):
+    except GoldenError:
         return inputs
     for key, (_, node) in top.items():
         try:
@@ -62,18 +71,21 @@ def golden_inputs(path: str | PathLike[str], shown: str | None = None) -> Golden
                 if isinstance(node, yaml.MappingNode):
                     node = reader.entries(node, key)["path"][1]
                 if isinstance(node, yaml.ScalarNode):
-                    inputs.add(reader.location(node, key), f"the {_DATA_FILES[key]}")
+                    location, what = reader.location(node, key), f"the {_DATA_FILES[key]}"
                     if key == "qrels":
-                        inputs.qrels.append(reader.location(node, key))
+                        inputs.add_qrels(location, what, "the judgments' provenance")
+                        continue
+                    inputs.add(location, what)
+                    if key in _DRAWN:
+                        inputs.add(draw_path(location), f"the draw record of {what}")
             elif key == "beir":
                 folder = reader.location(node, key)
                 inputs.add(folder, "the BEIR folder")
                 for name in _BEIR_FILES:
                     inputs.add(folder / name, f"the BEIR folder's {name}")
-                inputs.qrels.append(folder / "qrels.tsv")
-                for split in sorted((folder / "qrels").glob("*.tsv")):
-                    inputs.add(split, f"the BEIR folder's qrels/{split.name}")
-                    inputs.qrels.append(split)
+                for split in [folder / "qrels.tsv", *sorted((folder / "qrels").glob("*.tsv"))]:
+                    name = split.relative_to(folder).as_posix()
+                    inputs.add_qrels(split, f"the BEIR folder's {name}", f"the provenance of {name}")
             elif key == "rerank":
                 model = reader.entries(node, key)["model"][1]
                 if isinstance(model, yaml.ScalarNode) and ":" not in str(model.value):

@@ -32,7 +32,10 @@ Decisions the schema leaves open, taken here:
   least 2 (hnswlib cannot build a graph with M = 1).
 * ``weights: frequency`` makes every verdict rest on the traffic-weighted means, each query weighted by its
   ``frequency`` (which every query must then have), over its ``inclusion`` when the queries have one
-  (`data_files.Query.traffic_weight`); it is part of the plan, in its fingerprint only when given.
+  (`data_files.Query.traffic_weight`); it is part of the plan, in its fingerprint only when given. When the
+  queries file has the draw sidecar of ``embeval sample``, the weighted intervals use the design of that
+  draw (`drawn_design`: each query's (stratum, band) cell, each cell's distinct queries); a sidecar the
+  file no longer matches is an error, never a silent fallback to the with-replacement interval.
 * ``guidelines: judging.md`` names the written relevance definition (a UTF-8 text file, relative to this
   file, not empty) that people judge by and `judge` builds the LLM judge's prompt from. It is not part of
   the fingerprint: the judgments are, and the guidelines change no score.
@@ -48,15 +51,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
-from pytest_embeval.core.capacity import Production
+from pytest_embeval.core.capacity import MAX_COUNT, MAX_PRICE, Production
 from pytest_embeval.core.metrics import MetricSpec
+from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import DEFAULT_INTERVAL, INTERVALS
 from pytest_embeval.core.ties import TIES
 from pytest_embeval.core.verdict import MULTIPLE_COMPARISONS
@@ -68,6 +72,7 @@ from pytest_embeval.golden.data_files import (
 )
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
 from pytest_embeval.golden.decision_spec import read_decision
+from pytest_embeval.golden.drawn_design import drawn_design
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
@@ -78,6 +83,7 @@ from pytest_embeval.golden.schema import (
     DEFAULT_SEED,
     DEFAULT_TIE_MARGIN,
     DEFAULT_TIES,
+    FAMILIES,
     HNSW_DEFAULTS,
     HNSW_RECALL_TARGET,
     MAX_BOOTSTRAP,
@@ -91,7 +97,7 @@ from pytest_embeval.golden.schema import (
     RerankSpec,
 )
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife, parse_shelf_life
-from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, describe_node, node_line
+from pytest_embeval.golden.yaml_nodes import NULL_TAG, Entry, compose, describe_node, node_line
 
 __all__ = [
     "CORPUS_SAMPLE_KEYS",
@@ -129,6 +135,7 @@ KNOWN_KEYS = (
     "interval",
     "ties",
     "multiple_comparisons",
+    "family",
     "production",
     "corpus_sample",
     "fold",
@@ -163,6 +170,17 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def _design(
+    weights: str | None, queries: Sequence[Query], path: Path | None, draws: Mapping[str, Mapping[str, Any]]
+) -> SampleDesign | None:
+    """Under ``weights``, the design of queries drawn by ``embeval sample`` (its sidecar beside the queries
+    file ``path``); None without weights or without such a sidecar."""
+    draw = draws.get("queries")
+    if weights is None or draw is None or draw.get("command") != "sample" or path is None:
+        return None
+    return drawn_design(path, queries, draw)
 
 
 # --- the YAML file -----------------------------------------------------------------------------------------
@@ -224,6 +242,7 @@ class _GoldenLoader(DataReader):
             lambda node: self.choice(node, "multiple_comparisons", MULTIPLE_COMPARISONS),
             DEFAULT_MULTIPLE_COMPARISONS,
         )
+        family: str | None = setting("family", lambda node: self.choice(node, "family", FAMILIES), None)
         fold: FoldSpec | None = setting("fold", self.fold, None)
         rerank: RerankSpec | None = setting("rerank", self.rerank, None)
         data = self.data(top, strata, fold)
@@ -258,6 +277,7 @@ class _GoldenLoader(DataReader):
             interval=interval,
             ties=ties,
             multiple_comparisons=multiple_comparisons,
+            family=family,
             production=production,
             corpus_sample=corpus_sample,
             guidelines=guidelines,
@@ -270,6 +290,7 @@ class _GoldenLoader(DataReader):
             fold=fold,
             rerank=rerank,
             weights=weights,
+            design=_design(weights, data.queries, data.queries_path, data.draws),
         )
         if "decision" not in top:
             return golden
@@ -301,21 +322,7 @@ class _GoldenLoader(DataReader):
             raise GoldenError(self.path, "metric", None, problem)
 
     def compose(self) -> yaml.Node:
-        text = read_text(self.path)
-        try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "syntax error"
-            if exc.context and problem.startswith("but "):  # "expected a single document ... but found ..."
-                problem = f"{exc.context} {problem}"
-            where = "" if mark is None else f" (column {mark.column + 1})"
-            line = None if mark is None else mark.line + 1
-            raise GoldenError(self.path, None, line, f"invalid YAML: {problem}{where}") from None
-        except yaml.reader.ReaderError as exc:
-            line = text.count("\n", 0, exc.position) + 1
-            problem = f"invalid YAML: {exc.reason} (character #x{exc.character:04x})"
-            raise GoldenError(self.path, None, line, problem) from None
+        root = compose(self.path)
         if root is None:
             raise GoldenError(self.path, None, None, "expected a mapping of settings, the file is empty")
         if not isinstance(root, yaml.MappingNode):
@@ -419,15 +426,18 @@ class _GoldenLoader(DataReader):
             raise self.error(
                 node, "production.documents", "missing required key (chunks the production index holds)"
             )
-        documents = self.integer(entries["documents"][1], "production.documents", 1)
+        documents = self.integer(entries["documents"][1], "production.documents", 1, MAX_COUNT)
         queries = None
         if "queries_per_month" in entries:
-            queries = self.integer(entries["queries_per_month"][1], "production.queries_per_month", 0)
+            node = entries["queries_per_month"][1]
+            queries = self.integer(node, "production.queries_per_month", 0, MAX_COUNT)
         price = None
         if "memory_price_per_gb_month" in entries:
-            price = self.margin(
-                entries["memory_price_per_gb_month"][1], "production.memory_price_per_gb_month"
-            )
+            node = entries["memory_price_per_gb_month"][1]
+            price = self.number(node, "production.memory_price_per_gb_month")
+            if price is None or not 0 <= price <= MAX_PRICE:
+                problem = f"must be a number from 0 to {MAX_PRICE:,}, got {describe_node(node)}"
+                raise self.error(node, "production.memory_price_per_gb_month", problem)
         return Production(documents=documents, queries_per_month=queries, memory_price_per_gb_month=price)
 
     def corpus_sample(self, node: yaml.Node, default_seed: int) -> CorpusSample:

@@ -18,10 +18,13 @@ which is how trec_eval scores it. Every problem is a `GoldenError` naming the fi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from pytest_embeval.golden.data_files import GoldenError, first_line, is_integer, non_blank_lines, read_text
 from pytest_embeval.golden.schema import GoldenSet
@@ -29,18 +32,24 @@ from pytest_embeval.golden.schema import GoldenSet
 __all__ = [
     "COLUMN_ROLES",
     "HEADER_NAMES",
+    "PROVENANCE_SUFFIX",
     "QRELS_FORMATS",
     "QRELS_HEADER",
     "QrelsColumns",
     "QrelsRead",
     "detect_qrels_format",
     "judged_document_ids_in",
+    "provenance_path",
     "read_qrels",
     "unjudged_problem",
+    "yaml_scalar",
 ]
 
 QRELS_HEADER = "query-id\tcorpus-id\tscore"
 QRELS_FORMATS = ("beir", "trec")
+#: The sidecar beside a qrels file where each judgment's source is recorded (`judging.provenance`): an
+#: input of every run and command that reads the golden set, named here so that `golden.inputs` knows it.
+PROVENANCE_SUFFIX = ".provenance.jsonl"
 #: The keys of a ``columns:`` mapping, in the order of BEIR's header.
 COLUMN_ROLES = ("query", "document", "grade")
 #: Header names read as each role without a ``columns:`` mapping (compared in lower case).
@@ -75,6 +84,11 @@ class QrelsRead:
     format: str
     rows: int
     header: bool
+
+
+def provenance_path(qrels: Path) -> Path:
+    """The sidecar of a qrels file: ``qrels.tsv`` -> ``qrels.provenance.jsonl``."""
+    return qrels.with_name(qrels.stem + PROVENANCE_SUFFIX)
 
 
 def detect_qrels_format(path: Path, text: str) -> str:
@@ -181,11 +195,27 @@ def _header_columns(path: Path, line: int, header: list[str], columns: QrelsColu
             }
             rest = [i for i in range(len(header)) if i not in chosen.values()]
             mapping = ", ".join(
-                f"{role}: {header[chosen[role] if role in chosen else rest.pop(0)]}" for role in COLUMN_ROLES
+                f"{role}: {yaml_scalar(header[chosen[role] if role in chosen else rest.pop(0)])}"
+                for role in COLUMN_ROLES
             )
             fix = f"; name them under 'qrels:' with {{path: FILE, columns: {{{mapping}}}}}"
         problem = f"expected {QRELS_HEADER!r} or another spelling of its columns, got {shown!r}{fix}"
     raise GoldenError(path, "header", line, problem)
+
+
+def yaml_scalar(text: str) -> str:
+    """``text`` as a YAML flow mapping's value that reads back as it: bare when it can be (``qid``), else
+    single-quoted (``'#query'``, ``'doc: id'``, ``'[rel]'``, ``'true'``), else double-quoted with escapes
+    (a control character): a suggested mapping pastes as is."""
+    for style in (None, "'", '"'):
+        dumped: str = yaml.safe_dump(text, default_style=style, width=math.inf, allow_unicode=True)
+        written = dumped.removesuffix("...\n").rstrip("\n")
+        try:
+            if yaml.safe_load(f"{{key: {written}}}") == {"key": text}:
+                break
+        except yaml.YAMLError:
+            continue
+    return written  # double quotes, which hold any text
 
 
 def _tsv_rows(path: Path, lines: Iterator[tuple[int, str]], header: list[str], positions: list[int]) -> Rows:

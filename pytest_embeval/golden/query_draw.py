@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -209,7 +210,11 @@ def draw_queries(
     for code, n, d, low in zip(order, seats, available, floors, strict=True):
         name = ", ".join(f"{field}={value}" for field, value in zip(by, strata_of[code], strict=True))
         sizes = sizes_of[code]
-        weights = [rows * (head_boost if i == 0 else 1.0) for i, rows in enumerate(traffic_of[code])]
+        traffic = traffic_of[code]
+        # Scaled below 1 by a power of two, which is exact (the seats are those of the traffic as counted),
+        # so that no --head-boost up to the largest number makes the head's weight overflow.
+        scale = 2.0 ** -math.frexp(max(traffic))[1]
+        weights = [rows * scale * (head_boost if i == 0 else 1.0) for i, rows in enumerate(traffic)]
         per_band = apportion(n, weights, sizes)
         for b, (band, k) in enumerate(zip(names, per_band, strict=True)):
             if k:

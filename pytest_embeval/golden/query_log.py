@@ -205,12 +205,12 @@ def refuse_engine_only(path: Path) -> None:
         )
 
 
-def log_format(path: Path, line: tuple[int, str], expected: str) -> str:
-    """The format of a text file from its first non-blank line: ``jsonl`` or ``tsv`` (``expected`` names
-    what else would do, for the error)."""
+def log_format(path: Path, line: tuple[int, str], expected: str, header: str | None = None) -> str:
+    """The format of a text file from its first non-blank line: ``jsonl`` or ``tsv``, a TSV of one column
+    when that line is ``header`` (``expected`` names what else would do, for the error)."""
     if line[1].lstrip().startswith("{"):
         return "jsonl"
-    if "\t" in line[1]:
+    if "\t" in line[1] or (header is not None and line[1].strip() == header):
         return "tsv"
     raise GoldenError(path, "format", line[0], f"unsupported format: expected {expected}")
 
@@ -312,7 +312,8 @@ def _file_rows(
     first = next(lines, None)
     if first is None:
         return stream, iter(())
-    kind = log_format(path, first, _LOG_FORMATS)
+    expected = f"{_LOG_FORMATS} naming the text column {names[0]!r}"
+    kind = log_format(path, first, expected, names[0])  # a TSV log of the text column alone
     if kinds and kind != kinds[0]:
         raise GoldenError(path, "format", first[0], f"is {kind} while the log's first file is {kinds[0]}")
     kinds.append(kind)

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_embeval.core.canonical import KeyedTexts, hash_rows
 from pytest_embeval.core.capacity import Production
 from pytest_embeval.core.metrics import MetricSpec, parse_metric
+from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import DEFAULT_INTERVAL
 from pytest_embeval.golden.data_files import (
     Document,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_DEPTH",
+    "DEFAULT_FAMILY",
     "DEFAULT_MIN_QUERIES",
     "DEFAULT_MULTIPLE_COMPARISONS",
     "DEFAULT_RELEVANCE_LEVEL",
@@ -38,6 +40,7 @@ __all__ = [
     "DEFAULT_SPLIT",
     "DEFAULT_TIES",
     "DEFAULT_TIE_MARGIN",
+    "FAMILIES",
     "HNSW_DEFAULTS",
     "HNSW_RECALL_TARGET",
     "MAX_BOOTSTRAP",
@@ -101,6 +104,13 @@ DEFAULT_TIES = "docid"
 
 
 DEFAULT_MULTIPLE_COMPARISONS = "none"
+
+
+#: How the comparisons of several candidates (a shortlist) are grouped for ``multiple_comparisons``: every
+#: candidate's strata in one family (``shortlist``, the default), or each candidate's strata on their own,
+#: as a run of that candidate alone decides them (``candidate``).
+FAMILIES = ("shortlist", "candidate")
+DEFAULT_FAMILY = "shortlist"
 
 
 #: index.hnsw keys besides HNSW_DEFAULTS: the ANN recall each arm's ef_search is raised to reach
@@ -200,6 +210,9 @@ class GoldenSet:
     ties: str = DEFAULT_TIES
     #: how the strata of this file are adjusted for being tested together (``verdict.MULTIPLE_COMPARISONS``)
     multiple_comparisons: str = DEFAULT_MULTIPLE_COMPARISONS
+    #: how a shortlist's candidates are grouped for ``multiple_comparisons`` (`FAMILIES`); None: not
+    #: declared, `DEFAULT_FAMILY`
+    family: str | None = None
     #: the production index each arm's capacity is projected to; None: no capacity is measured
     production: Production | None = None
     corpus_sample: CorpusSample | None = None
@@ -227,6 +240,10 @@ class GoldenSet:
     #: how the corpus and queries files were drawn from production, by data key, as their draw sidecars
     #: say (`draws.read_draw`); not fingerprinted, since the digests of the data hold their content
     draws: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: with ``weights`` on queries drawn by ``embeval sample``: the design of the draw, from its sidecar
+    #: (`drawn_design`), whose variance the weighted intervals use; None: weights without a design (the
+    #: with-replacement interval), or no weights
+    design: SampleDesign | None = None
 
     def query_weights(self) -> tuple[float, ...] | None:
         """Each query's weight, in query order, under ``weights``: the traffic it stands for
@@ -306,6 +323,7 @@ class GoldenSet:
             **({"rerank": self.rerank.as_dict()} if self.rerank is not None else {}),
             **({"decision": self.decision.as_dict()} if self.decision is not None else {}),
             **({"weights": self.weights} if self.weights is not None else {}),
+            **({"family": self.family} if self.family is not None else {}),
         }
 
     def judged_ids(self) -> frozenset[str]:
@@ -366,6 +384,10 @@ class GoldenSet:
             (qid, did, grade) for qid, docs in self.qrels.items() for did, grade in docs.items()
         )
         hash_rows(digest, judgments, "qrel ")
+        if self.design is not None:  # only then, so sets without a design keep their fingerprints
+            cells = [str(cell) for cell in self.design.cells]
+            population = {str(cell): size for cell, size in self.design.population.items()}
+            digest.update(b"design " + _canonical([cells, population]) + b"\n")
         return "sha256:" + digest.hexdigest()
 
 

@@ -16,9 +16,11 @@ from pathlib import Path
 import yaml
 
 from pytest_embeval.core.metrics import MetricSpec, parse_metric
+from pytest_embeval.files.unicode import unicode_problem
 from pytest_embeval.golden.data_files import (
     GoldenError,
     id_problem,
+    read_text,
 )
 
 NULL_TAG = "tag:yaml.org,2002:null"
@@ -39,6 +41,24 @@ def _unknown_key(name: str, known: Sequence[str]) -> str:
     if close:
         return f"unknown key, did you mean {close[0]!r}?"
     return f"unknown key (expected one of: {', '.join(known)})"
+
+
+def _finite(value: object, *, text: bool = False) -> float | None:
+    """``value`` as a finite float: an integer or a float (with ``text``, a string such as ``1e7`` too); None
+    for anything else, a boolean, or an integer too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str) if text else (int, float)):
+        return None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _integral(value: object) -> int | None:
+    """The integer a float or a text such as ``1e7`` stands for, when it stands for one."""
+    number = _finite(value, text=True) if isinstance(value, (str, float)) else None
+    return int(number) if number is not None and number == int(number) else None
 
 
 def node_line(node: yaml.Node) -> int:
@@ -112,11 +132,9 @@ class NodeReader:
         return value
 
     def number(self, node: yaml.Node, key: str) -> float | None:
-        """The value as a float if it is a finite number (booleans are not numbers), else None."""
-        value = self.construct(node, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return None
-        return float(value)
+        """The value as a float if it is a finite number (booleans are not numbers, nor an integer too large
+        for a float), else None."""
+        return _finite(self.construct(node, key))
 
     def margin(self, node: yaml.Node, key: str) -> float:
         value = self.number(node, key)
@@ -140,12 +158,18 @@ class NodeReader:
         return value
 
     def integer(self, node: yaml.Node, key: str, minimum: int, maximum: int | None = None) -> int:
+        """An integer in [minimum, maximum]; the message states the whole range, and for a number written
+        with an exponent or a point (``1e7``, which YAML reads as text) the digits to write instead."""
         value = self.construct(node, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(node, key, f"must be an integer >= {minimum}, got {describe_node(node)}")
-        if maximum is not None and value > maximum:
-            raise self.error(node, key, f"must be an integer <= {maximum:,}, got {describe_node(node)}")
-        return value
+        whole = value if isinstance(value, int) and not isinstance(value, bool) else None
+        if whole is not None and whole >= minimum and (maximum is None or whole <= maximum):
+            return whole
+        wanted = f">= {minimum}" if maximum is None else f"from {minimum:,} to {maximum:,}"
+        problem = f"must be an integer {wanted}, got {describe_node(node)}"
+        written = _integral(value)
+        if written is not None and written >= minimum and (maximum is None or written <= maximum):
+            problem += f" (a number YAML reads as text or a fraction: write it as digits, {written})"
+        raise self.error(node, key, problem)
 
     def metric(self, node: yaml.Node, key: str) -> MetricSpec:
         value = self.construct(node, key)
@@ -199,12 +223,75 @@ class NodeReader:
 _FILE_KEYS = ("path", "format")
 
 
+def compose(path: Path) -> yaml.Node | None:
+    """The node tree of the YAML file at ``path`` (None when it is empty), read once for every reader of a
+    golden file: each problem is one `GoldenError` naming the file and the line, a syntax error, lists or
+    mappings nested deeper than the parser recurses, or a string that is not valid Unicode (`unicode`)."""
+    text = read_text(path)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "syntax error"
+        if exc.context and problem.startswith("but "):  # "expected a single document ... but found ..."
+            problem = f"{exc.context} {problem}"
+        where = "" if mark is None else f" (column {mark.column + 1})"
+        line = None if mark is None else mark.line + 1
+        raise GoldenError(path, None, line, f"invalid YAML: {problem}{where}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        problem = f"invalid YAML: {exc.reason} (character #x{exc.character:04x})"
+        raise GoldenError(path, None, line, problem) from None
+    except RecursionError:
+        depth, mark = _deepest(text)
+        problem = f"invalid YAML: lists or mappings nested {depth} deep, more than the parser can read"
+        raise GoldenError(path, None, mark.line + 1, f"{problem} (column {mark.column + 1})") from None
+    pending = [] if root is None else [root]
+    seen: set[int] = set()
+    while pending:  # iteratively: a tree the parser could build may still be deeper than a recursion
+        node = pending.pop()
+        if id(node) in seen:  # an alias: its node is checked once, however often it is repeated
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            problem = unicode_problem(node.value)
+            if problem is not None:
+                raise GoldenError(path, None, node_line(node), problem)
+        elif isinstance(node, yaml.SequenceNode):
+            pending.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            pending.extend(item for entry in node.value for item in entry)
+    return root
+
+
+def _deepest(text: str) -> tuple[int, yaml.Mark]:
+    """The greatest nesting of a YAML text and where it is first reached, from its tokens (the scanner does
+    not recurse)."""
+    opening = (
+        yaml.FlowSequenceStartToken,
+        yaml.FlowMappingStartToken,
+        yaml.BlockSequenceStartToken,
+        yaml.BlockMappingStartToken,
+    )
+    closing = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+    depth = deepest = 0
+    mark = yaml.Mark("", 0, 0, 0, None, None)
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            depth += isinstance(token, opening) - isinstance(token, closing)
+            if depth > deepest:
+                deepest, mark = depth, token.start_mark
+    except yaml.YAMLError:
+        pass  # the deepest point before the error is the one to report
+    return deepest, mark
+
+
 def declared_lines(path: str | Path) -> dict[str, int]:
     """The line of each top-level key of a golden file, and ``strata.FIELD`` for each stratum field it
     declares; {} when the file cannot be read as a mapping (it was read once already: nothing is reported)."""
     try:
-        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        root = compose(Path(path))
+    except GoldenError:
         return {}
     if not isinstance(root, yaml.MappingNode):
         return {}

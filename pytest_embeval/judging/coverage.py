@@ -143,7 +143,7 @@ def coverage_warnings(
     for name, arms in strata.items():
         best = max(arms, key=lambda row: row.judged)
         for row in arms:
-            if best.judged - row.judged > threshold + _EPSILON:
+            if not best.judged - row.judged <= threshold + _EPSILON:  # NaN: not shown to be judged
                 behind.setdefault(row.arm, []).append(
                     f"{name}: {_percent(row.judged)} vs {best.arm} {_percent(best.judged)}"
                 )

@@ -209,7 +209,10 @@ class Calibration:
 
     @property
     def systematic(self) -> bool:
-        return any(test is not None and test.p < self.alpha / 2 for test in (self.homogeneity, self.symmetry))
+        # A p that is not a number is no evidence of agreement: it counts as systematic.
+        return any(
+            test is not None and not test.p >= self.alpha / 2 for test in (self.homogeneity, self.symmetry)
+        )
 
     @property
     def shifted(self) -> tuple[Shift, ...]:
@@ -225,7 +228,7 @@ class Calibration:
         if self.systematic:
             return Verdict.SYSTEMATIC
         _, kappa = self.agreement.gate
-        return Verdict.RANDOM if kappa is None or kappa < self.min_kappa else Verdict.USABLE
+        return Verdict.RANDOM if kappa is None or not kappa >= self.min_kappa else Verdict.USABLE
 
     def lines(self) -> list[str]:
         """The tests, the mean difference, the verdict and its reason, one line each."""

@@ -1,5 +1,13 @@
 """How big a golden set must be: per stratum, n, the minimum detectable effect and the queries needed to
-resolve the tie margin, with an assumed or an observed paired standard deviation."""
+resolve the tie margin, with an assumed or an observed paired standard deviation.
+
+On a traffic-weighted set drawn by ``embeval sample`` (``weights: frequency`` and the draw's design,
+`GoldenSet.design`) both come from the design's variance of the weighted mean, each query's difference
+taken to spread by the sd: ``V = sd² Σ_h (1 - f_h) Σ_{i in h} w_i² / (Σ w)²`` over the stratum's cells h
+(its queries with a judgment, weighted by traffic over inclusion; a cell drawn whole adds nothing). The MDE
+is ``(z_{1-alpha/2} + z_power) sqrt(V)``; the queries needed are those at which it reaches the margin,
+drawing more from every cell in proportion, up to its population (`sample_design.DesignCells`). The
+observed sd is then the stratum's unweighted one: the spread of a single query's difference."""
 
 from __future__ import annotations
 
@@ -8,9 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_embeval.core.stats import minimum_detectable_effect, paired_n
+import numpy as np
+
+from pytest_embeval.core.sample_design import DesignCells, cell_layout, design_words
+from pytest_embeval.core.stats import minimum_detectable_effect, paired_n, z_sum
 from pytest_embeval.core.text_table import table
-from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.golden.schema import GoldenSet, Stratum
 
 __all__ = ["DEFAULT_POWER", "DEFAULT_SD", "PlanRow", "observed_sd", "plan", "plan_lines"]
 
@@ -38,17 +49,22 @@ class PlanRow:
         return None if self.needed is None else max(0, self.needed - self.n)
 
 
-def observed_sd(record: Mapping[str, Any]) -> dict[str, float]:
+def observed_sd(record: Mapping[str, Any], *, per_query: bool = False) -> dict[str, float]:
     """Stratum -> paired standard deviation of the primary metric, from a golden-set entry of the report
-    (strata whose sd is unknown, n < 2, are left out)."""
+    (strata whose sd is unknown, n < 2, are left out); ``per_query``: of a single query's difference, the
+    unweighted sd of a weighted stratum (a design's sd is its standard error's, not a query's)."""
     strata = record.get("strata")
     if not isinstance(strata, list):
         return {}
-    return {
-        str(s["stratum"]): float(s["sd"])
-        for s in strata
-        if isinstance(s, dict) and isinstance(s.get("sd"), (int, float)) and math.isfinite(s["sd"])
-    }
+    found = {}
+    for s in strata:
+        if not isinstance(s, dict):
+            continue
+        source = s.get("unweighted", s) if per_query else s
+        sd = source.get("sd") if isinstance(source, dict) else None
+        if isinstance(sd, (int, float)) and math.isfinite(sd):
+            found[str(s["stratum"])] = float(sd)
+    return found
 
 
 def plan(
@@ -71,19 +87,56 @@ def plan(
     for stratum in golden.strata():
         n = sum(1 for qid in stratum.query_ids if qid in relevant)
         spread = measured.get(stratum.name, sd)
+        cells = _design_cells(golden, stratum, relevant, spread)
+        mde: float | None = None
+        needed: int | None = None
+        if cells is not None and n:
+            z = z_sum(alpha, power)
+            mde = z * math.sqrt(cells.variance_at(sum(cells.sampled)))
+            if golden.tie_margin:
+                # None from the cells: the present draw reaches the margin already
+                needed = cells.queries_needed(golden.tie_margin, z) or n
+        else:
+            mde = minimum_detectable_effect(spread, n, alpha=alpha, power=power) if n else None
+            if golden.tie_margin:
+                needed = paired_n(golden.tie_margin, spread, alpha=alpha, power=power)
         rows.append(
             PlanRow(
                 stratum=stratum.name,
                 n=n,
                 sd=spread,
                 observed=stratum.name in measured,
-                mde=minimum_detectable_effect(spread, n, alpha=alpha, power=power) if n else None,
-                needed=paired_n(golden.tie_margin, spread, alpha=alpha, power=power)
-                if golden.tie_margin
-                else None,
+                mde=mde,
+                needed=needed,
             )
         )
     return tuple(rows)
+
+
+def _design_cells(
+    golden: GoldenSet, stratum: Stratum, relevant: set[str], spread: float
+) -> DesignCells | None:
+    """The stratum's cells with their unit variances for a query spread of ``spread`` (module docstring);
+    None without a design."""
+    weights = golden.query_weights()
+    if golden.design is None or weights is None:
+        return None
+    position = {query.id: i for i, query in enumerate(golden.queries)}
+    rows = np.array([position[qid] for qid in stratum.query_ids], dtype=np.intp)
+    keep = np.array([qid in relevant for qid in stratum.query_ids], dtype=bool)
+    if not keep.any():
+        return None
+    layout = cell_layout(golden.design.rows(rows), keep)
+    w = np.asarray(weights, dtype=np.float64)[rows][keep][layout.rows]
+    w = w / w.max()
+    squares = np.add.reduceat(w * w, layout.starts[:-1])
+    unit = np.where(layout.whole, 0.0, spread**2 * layout.sampled * squares / float(w.sum()) ** 2)
+    return DesignCells(
+        present=tuple(int(k) for k in layout.present),
+        sampled=tuple(int(k) for k in layout.sampled),
+        population=tuple(int(k) for k in layout.population),
+        unit_variance=tuple(float(g) for g in unit),
+    )
 
 
 def plan_lines(golden: GoldenSet, rows: Sequence[PlanRow], *, power: float = DEFAULT_POWER) -> list[str]:
@@ -108,6 +161,12 @@ def plan_lines(golden: GoldenSet, rows: Sequence[PlanRow], *, power: float = DEF
         "MDE: the smallest true difference detected with that power; needed: queries with a relevant "
         "judgment to detect a difference of the tie margin."
     )
+    if golden.design is not None and golden.weights is not None:
+        lines.append(
+            f"{design_words(golden.design.record())}: the MDE and queries needed are those of the traffic-"
+            "weighted mean under the draw (sd: of one query's difference; needed: drawing more from every "
+            "cell in proportion, up to its distinct queries)."
+        )
     if golden.tie_margin == 0:
         lines.append("tie_margin is 0: there is no margin to resolve, so no query count is given.")
     if any(row.n < golden.min_queries for row in rows):

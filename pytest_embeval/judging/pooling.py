@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -42,14 +43,18 @@ __all__ = [
     "QueryPool",
     "Sheet",
     "SheetError",
+    "SheetRecords",
     "SheetRow",
+    "file_stamp",
     "pair_id",
     "pool_from_rankings",
     "pool_lines",
     "pool_row",
     "read_sheet",
+    "read_sheet_records",
     "sample_pool",
     "sheet_cells",
+    "sheet_of",
     "sheet_pairs",
     "sheet_text",
     "split_pool",
@@ -400,6 +405,65 @@ class Sheet:
         return str(self.path)
 
 
+@dataclass(frozen=True, slots=True)
+class SheetRecords:
+    """A sheet file's records as read, cells untouched: what `read_sheet` checks, and what an edit of some
+    cells (`sheet_edits`) writes back with every other byte the same."""
+
+    path: Path
+    #: the header first, then every record, blank ones included
+    records: tuple[tuple[str, ...], ...]
+    #: the file began with a UTF-8 byte order mark (Excel's "CSV UTF-8")
+    bom: bool
+    #: what the file ends a record with: ``\r\n`` (as `write_sheet` and spreadsheets write) or ``\n``
+    newline: str
+    #: the file read (`file_stamp`): while the file at the path has the same, it holds these records
+    stamp: tuple[int, ...] = ()
+
+    @property
+    def header(self) -> tuple[str, ...]:
+        return tuple(cell.strip() for cell in self.records[0])
+
+
+def file_stamp(status: os.stat_result) -> tuple[int, ...]:
+    """What tells one version of a file from another: its device, inode, size and modification time (a
+    file replaced atomically is a new inode; one rewritten in place has a new time)."""
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def read_sheet_records(path: str | PathLike[str]) -> SheetRecords:
+    """A sheet's records, its header checked. Raises `SheetError` for an unreadable file or a bad header."""
+    location = Path(path)
+    where = str(location)
+    try:
+        with location.open("rb") as handle:
+            stamp = file_stamp(os.fstat(handle.fileno()))
+            data = handle.read()
+    except FileNotFoundError:
+        raise SheetError([f"{where}: file not found"]) from None
+    except OSError as exc:
+        raise SheetError([f"{where}: cannot read: {exc.strerror or exc}"]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = (
+            f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the sheet as CSV UTF-8"
+        )
+        raise SheetError([f"{where}: {problem}"]) from None
+    bom = text.startswith("\ufeff")
+    text = text.removeprefix("\ufeff")
+    try:
+        records = tuple(tuple(record) for record in csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise SheetError([f"{where}: not a CSV file: {exc}"]) from None
+    if not records:
+        raise SheetError([f"{where}: empty file (expected a header row: {','.join(SHEET_COLUMNS)})"])
+    newline = "\r\n" if "\r\n" in text or "\n" not in text else "\n"
+    read = SheetRecords(location, records, bom, newline, stamp)
+    _check_header(where, read.header)
+    return read
+
+
 def read_sheet(path: str | PathLike[str]) -> Sheet:
     """Read a judging sheet. Raises `SheetError` for an unreadable file or a bad header.
 
@@ -407,33 +471,18 @@ def read_sheet(path: str | PathLike[str]) -> Sheet:
     spreadsheet adds its own). Blank rows are skipped; a UTF-8 byte order mark (Excel's "CSV UTF-8") is
     accepted. Cell values are checked by the caller, which knows the golden set and the scale.
     """
-    location = Path(path)
-    where = str(location)
-    try:
-        data = location.read_bytes()
-    except FileNotFoundError:
-        raise SheetError([f"{where}: file not found"]) from None
-    except OSError as exc:
-        raise SheetError([f"{where}: cannot read: {exc.strerror or exc}"]) from None
-    try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        problem = (
-            f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the sheet as CSV UTF-8"
-        )
-        raise SheetError([f"{where}: {problem}"]) from None
-    try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as exc:
-        raise SheetError([f"{where}: not a CSV file: {exc}"]) from None
-    if not records:
-        raise SheetError([f"{where}: empty file (expected a header row: {','.join(SHEET_COLUMNS)})"])
-    header = [cell.strip() for cell in records[0]]
-    _check_header(where, header)
+    return sheet_of(read_sheet_records(path))
+
+
+def sheet_of(read: SheetRecords) -> Sheet:
+    """The sheet's non-blank rows (`read_sheet`). Raises `SheetError` for a row with more cells than the
+    header."""
+    where = str(read.path)
+    header = read.header
     column = {name: i for i, name in enumerate(header)}
     rows = []
     problems = []
-    for number, record in enumerate(records[1:], start=2):
+    for number, record in enumerate(read.records[1:], start=2):
         if not any(cell.strip() for cell in record):
             continue
         if len(record) > len(header):
@@ -446,7 +495,7 @@ def read_sheet(path: str | PathLike[str]) -> Sheet:
         rows.append(SheetRow(number, *cells))
     if problems:
         raise SheetError(problems)
-    return Sheet(location, tuple(rows))
+    return Sheet(read.path, tuple(rows))
 
 
 def _cell(record: Sequence[str], index: int | None) -> str:

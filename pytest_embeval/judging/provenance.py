@@ -35,14 +35,15 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pytest_embeval.files.atomic import write_atomic
 
 # Loaded in every run (the report's judgments record): the judge's and the merge's modules are not.
-from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.data_files import GoldenError, json_object
+from pytest_embeval.golden.qrels_files import PROVENANCE_SUFFIX, provenance_path
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife
 from pytest_embeval.judging.rankings import Pair
@@ -62,25 +63,25 @@ __all__ = [
     "rewrite_provenance",
 ]
 
-PROVENANCE_SUFFIX = ".provenance.jsonl"
 _KINDS = ("person", "model", "seed")
 #: what a ``previous`` entry keeps of a replaced judgment
 _PREVIOUS_KEYS = ("grade", "judge", "kind", "judged_on", "seed")
 
 
-def parse_day(text: str) -> date:
-    """``YYYY-MM-DD`` -> date; ``ValueError`` (one line, quoting ``text``) otherwise."""
+def parse_day(text: str, *, past: bool = False) -> date:
+    """``YYYY-MM-DD`` -> date; ``ValueError`` (one line, quoting ``text``) otherwise, and with ``past`` for a
+    day after today (UTC): a judgment, a seed or a sheet dated in the future would read as fresh for as long
+    as one likes, and the judgments' age with it."""
     try:
         if len(text) != 10:
             raise ValueError
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise ValueError(f"expected a date YYYY-MM-DD, got {text!r}") from None
-
-
-def provenance_path(qrels: Path) -> Path:
-    """The sidecar of a qrels file: ``qrels.tsv`` -> ``qrels.provenance.jsonl``."""
-    return qrels.with_name(qrels.stem + PROVENANCE_SUFFIX)
+    today = datetime.now(timezone.utc).date()
+    if past and day > today:
+        raise ValueError(f"{text} is in the future (today is {today.isoformat()}, UTC)")
+    return day
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +196,7 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise GoldenError(path, None, number, f"invalid JSON: {error}") from None
-        if not isinstance(record, dict):
-            raise GoldenError(path, None, number, "expected a JSON object")
+        record = json_object(path, number, line)  # the golden files' JSON lines, checked alike
         for key, kind in (("query_id", str), ("doc_id", str), ("judge", str), ("grade", int)):
             value = record.get(key)
             if not isinstance(value, kind) or isinstance(value, bool):
@@ -214,7 +210,7 @@ def read_provenance(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[
         judged_on = record.get("judged_on")
         if judged_on is not None:
             try:
-                parse_day(judged_on if isinstance(judged_on, str) else repr(judged_on))
+                parse_day(judged_on if isinstance(judged_on, str) else repr(judged_on), past=True)
             except ValueError as error:
                 raise GoldenError(path, "judged_on", number, str(error)) from None
         seed = record.get("seed")

@@ -22,8 +22,10 @@ __all__ = [
     "ReportError",
     "check_rankings",
     "find_golden_record",
+    "find_golden_records",
     "load_report",
     "rankings_from_record",
+    "rankings_from_records",
     "read_trec_run",
 ]
 
@@ -55,21 +57,34 @@ def load_report(path: str | PathLike[str]) -> dict[str, Any]:
     return report
 
 
-def find_golden_record(report: Mapping[str, Any], golden: GoldenSet, source: str) -> Mapping[str, Any]:
-    """The report's entry for ``golden``, by name; among entries of the same name, the one whose ``path``
-    (rootdir-relative, its leading ``..`` segments aside) ends the golden file's path. ``source`` names the
-    report in messages."""
-    records = [r for r in report["golden_sets"] if isinstance(r, dict) and r.get("name") == golden.name]
+#: The key a shortlist's golden-set entries carry: each is one candidate's comparison with the incumbent
+#: (the report's ``candidate_name``, `reports.shortlist.CANDIDATE_NAME`).
+CANDIDATE_NAME = "candidate_name"
+
+
+def find_golden_records(report: Mapping[str, Any], golden: GoldenSet, source: str) -> list[Mapping[str, Any]]:
+    """The report's entries for ``golden``, by name: one, or a shortlist's one per candidate; among entries
+    of the same name, those whose ``path`` (rootdir-relative, its leading ``..`` segments aside) ends the
+    golden file's path. ``source`` names the report in messages."""
+    records: list[Mapping[str, Any]] = [
+        r for r in report["golden_sets"] if isinstance(r, dict) and r.get("name") == golden.name
+    ]
     if len(records) > 1:
         here = Path(os.path.abspath(golden.path)).as_posix()
         records = [r for r in records if here.endswith("/" + _below_parents(str(r.get("path", ""))))]
-    if len(records) != 1:
+    one_file = len({str(r.get("path")) for r in records}) == 1
+    if not records or (len(records) > 1 and not (one_file and all(CANDIDATE_NAME in r for r in records))):
         names = ", ".join(repr(r.get("name")) for r in report["golden_sets"] if isinstance(r, dict))
         found = "none" if not records else "several"
         raise ReportError(
             f"{source}: {found} of the report's golden sets is {golden.name!r} (it holds: {names or 'none'})"
         )
-    return records[0]
+    return records
+
+
+def find_golden_record(report: Mapping[str, Any], golden: GoldenSet, source: str) -> Mapping[str, Any]:
+    """The report's one entry for ``golden`` (`find_golden_records`); a shortlist's first candidate's."""
+    return find_golden_records(report, golden, source)[0]
 
 
 def _below_parents(path: str) -> str:
@@ -100,6 +115,22 @@ def rankings_from_record(
             if not isinstance(doc_ids, list) or not all(isinstance(doc, str) for doc in doc_ids):
                 raise ReportError(f"{source}: query {query.get('id')!r}: ranked.{arm} is not a list of ids")
             rankings.setdefault(str(arm), {})[str(query.get("id"))] = doc_ids
+    return rankings
+
+
+def rankings_from_records(
+    records: Sequence[Mapping[str, Any]], source: str = "report"
+) -> dict[str, dict[str, list[str]]]:
+    """Every arm's ranked document ids per query from a golden file's entries of the report: one entry's
+    arms named by role (`rankings_from_record`), a shortlist's the incumbent once and each candidate by its
+    name (what pools every arm of a shortlist together)."""
+    if len(records) == 1 and CANDIDATE_NAME not in records[0]:
+        return rankings_from_record(records[0], source)
+    rankings: dict[str, dict[str, list[str]]] = {}
+    for record in records:
+        arms = rankings_from_record(record, source)
+        rankings.setdefault("incumbent", arms["incumbent"])
+        rankings[str(record[CANDIDATE_NAME])] = arms["candidate"]
     return rankings
 
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from pytest_embeval.golden.data_files import GoldenError, json_object
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.provenance import parse_day
 from pytest_embeval.judging.rankings import Pair, Rankings
@@ -90,10 +90,11 @@ def read_seeds(path: str | PathLike[str], golden: GoldenSet, *, max_grade: int) 
     seeds: dict[Pair, Seed] = {}
     for number, record in records:
         where = f"{location}:{number}"
-        missing = [key for key in SEED_COLUMNS if not isinstance(record.get(key), str) or not record[key]]
+        cells = {key: _cell(record.get(key), integer=key != "source") for key in SEED_COLUMNS}
+        missing = [key for key, cell in cells.items() if not cell]
         if missing:
             raise SeedError(f"{where}: missing or empty {', '.join(repr(key) for key in missing)}")
-        query_id, doc_id, source = (record[key].strip() for key in SEED_COLUMNS)
+        query_id, doc_id, source = cells.values()
         if query_id not in query_ids:
             raise SeedError(f"{where}: unknown query {query_id!r} (not in golden set {golden.name!r})")
         if doc_id not in doc_ids:
@@ -102,11 +103,21 @@ def read_seeds(path: str | PathLike[str], golden: GoldenSet, *, max_grade: int) 
         judged_on = record.get("judged_on") or None
         if judged_on is not None:
             try:
-                parse_day(str(judged_on))
+                parse_day(str(judged_on), past=True)
             except ValueError as error:
                 raise SeedError(f"{where}: judged_on: {error}") from None
         seeds.setdefault((query_id, doc_id), Seed(query_id, doc_id, source, grade, judged_on))
     return tuple(seeds.values())
+
+
+def _cell(value: object, *, integer: bool) -> str:
+    """A seed's id or source as text: a string, or for an id a JSON integer as the golden loader reads
+    one (``"_id": 7`` is the id ``"7"``); "" for anything else."""
+    if isinstance(value, str):
+        return value.strip()
+    if integer and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return ""
 
 
 def _grade(where: str, value: Any, default: int, max_grade: int) -> int:
@@ -149,11 +160,9 @@ def _json_lines(location: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise SeedError(f"{location}:{number}: invalid JSON: {error}") from None
-        if not isinstance(record, dict):
-            raise SeedError(f"{location}:{number}: expected a JSON object")
+            record = json_object(location, number, line)  # the golden files' JSON lines, checked alike
+        except GoldenError as error:
+            raise SeedError(str(error)) from None
         unknown = sorted(set(record) - set(SEED_COLUMNS) - set(_OPTIONAL))
         if unknown:
             raise SeedError(f"{location}:{number}: unknown key {unknown[0]!r}")

@@ -1,8 +1,9 @@
 """The pytest side: this module is the ``pytest11`` entry point and holds only the hooks and fixtures;
 everything else lives in the modules they delegate to: every option and ini key resolved once into
-`options.Settings`, the golden file's collector and stratum items (`items`), the session's state
-(`state`) and the hooks that need it, merging xdist records and writing every output (`session`), the
-output paths that would overwrite an input or each other (`output_paths`), the progress line on pytest's
+`options.Settings`, the hook a conftest.py gives a shortlist of candidates with (`hooks`), the golden file's
+collector and stratum items (`items`), a golden file's arms run once per process (`golden_runs`), the
+session's state (`state`) and the hooks that need it, merging xdist records and writing every output
+(`session`), how xdist hands out a shortlist's items (`xdist_scheduling`), the progress line on pytest's
 terminal (`terminal_progress`), and pytest-html's section (`pytest_html`).
 
 May import: everything below it (``reports``, ``judging``, ``cache``, ``run``, ``arms``, ``search``,
@@ -32,6 +33,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_embeval.plugin import hooks  # pytest and the standard library only
+
+    pluginmanager.add_hookspecs(hooks)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     settings = resolve_settings(config)
     if not settings.enabled:
@@ -40,9 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     session.start(config, settings)
     # pytest-xdist's default "load" scheduling would scatter a golden set's strata over workers, each then
-    # embedding the whole corpus; "loadfile" keeps every file's items on one worker.
+    # embedding the whole corpus; "loadfile" keeps every file's items on one worker, and the session's
+    # scheduler (`xdist_scheduling`) keeps each candidate's items of a shortlist's file on one.
     if getattr(config.option, "dist", None) == "load":
         config.option.dist = "loadfile"
+        session.schedule_by_candidate(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

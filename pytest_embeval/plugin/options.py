@@ -1,8 +1,8 @@
 """Every command-line and ini setting of the plugin, declared once and resolved once into `Settings`.
 
-Precedence is command line > ini file > default; model specs have a third source, the session fixtures
-`embeval_incumbent` / `embeval_candidate`, which the items consult only when neither option nor ini key
-is set.
+Precedence is command line > ini file > default; model specs have more sources, which the items consult
+only when neither option nor ini key is set: the ``pytest_embeval_candidates`` hook (a shortlist of named
+candidates, `hooks`), then the session fixtures `embeval_incumbent` / `embeval_candidate`.
 Only pytest and the standard library are imported here: this module loads in every pytest run of everyone
 who installs us.
 """
@@ -12,12 +12,15 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_embeval.plugin.output_paths import clash, file_output_problem
+from pytest_embeval.files.output_paths import clash, file_output_problem, output_problem
+
+if TYPE_CHECKING:
+    from pytest_embeval.arms.candidates import NamedCandidate
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -26,7 +29,8 @@ class Settings:
 
     enabled: bool
     incumbent: str | None
-    candidate: str | None
+    #: the candidates named on the command line or in the ini file, in order; () when neither names one
+    candidates: tuple[NamedCandidate, ...]
     json_path: Path | None
     runs_dir: Path | None
     progress: bool
@@ -43,8 +47,8 @@ class Settings:
     #: the device of the models whose spec does not say (``device=``): auto, cpu, cuda, cuda:N or mps
     device: str = "auto"
 
-    def outputs(self) -> dict[str, tuple[str, Path]]:
-        """Every output asked for: the option (or variable) that names it -> (its value, its path)."""
+    def outputs(self) -> dict[str, Path]:
+        """Every output asked for: the option (or variable) that names it and its value -> its path."""
         named = {
             "--embeval-json": self.json_path,
             "--embeval-runs": self.runs_dir,
@@ -54,7 +58,7 @@ class Settings:
             "--embeval-plot": self.plot_path,
             f"${STEP_SUMMARY}": self.step_summary,
         }
-        return {option: (str(path), path) for option, path in named.items() if path is not None}
+        return {f"{option} {path}": path for option, path in named.items() if path is not None}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -74,9 +78,11 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--embeval-candidate",
-        metavar="SPEC",
+        metavar="[NAME=]SPEC",
+        action="append",
         default=None,
-        help="candidate model, as --embeval-incumbent.",
+        help="candidate model, as --embeval-incumbent; repeat it to compare a shortlist of candidates in one "
+        "run, each named NAME (default: derived from SPEC) in node ids and reports.",
     )
     group.addoption(
         "--embeval-json",
@@ -159,7 +165,12 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
     parser.addini("embeval_device", "device of the models (see --embeval-device).", default=None)
-    parser.addini("embeval_candidate", "candidate model spec (see --embeval-candidate).", default=None)
+    parser.addini(
+        "embeval_candidate",
+        "candidate model specs, one per line, each [NAME=]SPEC (see --embeval-candidate).",
+        type="linelist",
+        default=[],
+    )
     parser.addini(
         "embeval_cache_dir",
         "embedding cache folder, relative to the rootdir (default: .embeval_cache).",
@@ -218,11 +229,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         for option, (value, kind) in outputs.items():
             if value:
                 problem = (kind != "folder" and file_output_problem(str(value), kind)) or output_problem(
-                    Path(value), kind
+                    Path(value), kind, make_folders=True
                 )
                 if problem is not None:
                     raise pytest.UsageError(f"{option} {value}: {problem}")
-        written = {option: (str(value), Path(value)) for option, (value, _) in outputs.items() if value}
+        written = {f"{option} {value}": Path(value) for option, (value, _) in outputs.items() if value}
         cache = {} if cache_dir is None else {cache_dir: "the embedding cache folder"}
         problem = clash(written, folders=cache)
         if problem is not None:
@@ -230,7 +241,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     return Settings(
         enabled=enabled,
         incumbent=spec("incumbent"),
-        candidate=spec("candidate"),
+        candidates=_candidates(config) if enabled else (),
         json_path=Path(json_path) if json_path else None,
         runs_dir=Path(runs_dir) if runs_dir else None,
         progress=not config.getoption("--embeval-no-progress"),
@@ -240,32 +251,6 @@ def resolve_settings(config: pytest.Config) -> Settings:
         device=device,
         **reports,
     )
-
-
-def output_problem(path: Path, kind: str) -> str | None:
-    """Why ``path`` cannot be written at the end of the run as a ``kind``, or None. ``kind`` is "folder", or
-    for a file the name of one that a folder given instead could hold, for the message.
-
-    Checked when the session starts, so a bad output path costs nothing: an existing path of the other kind,
-    a path under a file, and a folder this process cannot create files in (tried with a temporary file in
-    the deepest folder that exists, which is where the missing ones would be created).
-    """
-    existing = path.parent
-    try:
-        if kind != "folder" and path.is_dir():
-            return "is a folder; name the file, e.g. " + str(path / kind)
-        if kind == "folder" and path.exists() and not path.is_dir():
-            return "is a file, not a folder"
-        existing = path if kind == "folder" and path.is_dir() else path.parent
-        while not existing.exists():
-            existing = existing.parent
-        if not existing.is_dir():
-            return f"{existing} is a file, not a folder"
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as error:
-        return f"cannot write in {existing}: {error.strerror or error}"
-    return None
 
 
 #: The variable GitHub Actions names the job step's summary file in.
@@ -297,6 +282,22 @@ def _report_outputs(config: pytest.Config) -> dict[str, Path | None]:
         "html_path": Path(html) if html else None,
         "plot_path": Path(plot) if plot else None,
     }
+
+
+def _candidates(config: pytest.Config) -> tuple[NamedCandidate, ...]:
+    """--embeval-candidate, each given once or more, else the ini key's lines, named (`candidates`); two
+    candidates of one name, or a name that is not one, are a usage error."""
+    from pytest_embeval.arms.candidates import CandidateError, name_candidates  # standard library only
+
+    given = [text for text in config.getoption("--embeval-candidate") or () if _nonempty(text)]
+    where = "--embeval-candidate"
+    if not given:
+        given = [text for text in config.getini("embeval_candidate") if _nonempty(text)]
+        where = "embeval_candidate (ini file)"
+    try:
+        return name_candidates(given, where)
+    except CandidateError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def _device(config: pytest.Config) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_embeval.reports.html_page import STYLE, golden_fragment
+from pytest_embeval.reports.html_page import STYLE, report_sections
 from pytest_embeval.reports.json_report import build_report
 
 if TYPE_CHECKING:
@@ -36,8 +36,5 @@ class PytestHtmlSection:
         )
         if not report["golden_sets"]:
             return
-        sections = "\n".join(
-            golden_fragment(golden, f"embeval-golden-{i}")
-            for i, golden in enumerate(report["golden_sets"], start=1)
-        )
+        sections = "\n".join(section for _, _, section in report_sections(report, "embeval-golden-"))
         postfix.append(f'<div class="embeval"><style>{STYLE}</style>\n<h2>embeval</h2>\n{sections}\n</div>')

@@ -21,32 +21,35 @@ from typing import Any
 
 import pytest
 
+from pytest_embeval.arms.candidates import CandidateError, NamedCandidate, name_candidates
 from pytest_embeval.arms.dense import DenseRetriever
 from pytest_embeval.arms.devices import DEFAULT_DEVICE, DeviceError, resolve_device
 from pytest_embeval.arms.embedding import Arm, EncoderError
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
-from pytest_embeval.files.atomic import append_text, write_atomic
+from pytest_embeval.files.atomic import append_text, error_line, write_atomic
 from pytest_embeval.files.digests import remember_in
+from pytest_embeval.files.output_paths import clash
 from pytest_embeval.golden.decision_spec import PROCEED, ROUTED
 from pytest_embeval.golden.inputs import golden_inputs
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import TEXTLESS_SHOWN, GoldenSet
 from pytest_embeval.golden.yaml_nodes import declared_lines
-from pytest_embeval.judging.provenance import provenance_path
-from pytest_embeval.judging.rankings import rankings_from_record
+from pytest_embeval.judging.rankings import rankings_from_records
 from pytest_embeval.plugin.options import Settings
-from pytest_embeval.plugin.output_paths import clash
 from pytest_embeval.plugin.state import (
     CACHE_PROPERTIES,
+    FIXTURE_CANDIDATE,
     ITEM_ERROR,
     ITEM_RECORDS,
     STATE,
     EmbevalState,
     GoldenSetError,
 )
+from pytest_embeval.plugin.terminal_progress import spec_progress
 from pytest_embeval.reports.annotations import GITHUB_ACTIONS, workflow_commands
 from pytest_embeval.reports.json_report import ROLES, Record, build_report, report_json
+from pytest_embeval.reports.shortlist import CANDIDATE_NAME
 from pytest_embeval.reports.terminal import (
     cache_lines,
     coverage_warning_lines,
@@ -54,6 +57,8 @@ from pytest_embeval.reports.terminal import (
     golden_table,
     margin_warning_lines,
     shelf_life_warning_lines,
+    shortlist_lines,
+    shortlist_warning_lines,
     textless_warning_lines,
 )
 from pytest_embeval.reports.trec_runs import file_stem, rerank_run, run_file_name, trec_run
@@ -74,15 +79,18 @@ def start(config: pytest.Config, settings: Settings) -> None:
         raise pytest.UsageError(f"{where}: {error}") from None
     # Model files' digests (their fingerprints) are remembered beside the embeddings they key.
     remember_in(settings.cache_dir / "digests" if settings.cache_dir is not None else None)
-    for role in ROLES:
-        spec = getattr(settings, role)
-        if spec is None:
+    candidates, given = _candidates(config, settings)
+    state.candidates = candidates or (FIXTURE_CANDIDATE,)
+    specs = [(settings.incumbent, "--embeval-incumbent", "embeval_incumbent (ini file)")]
+    specs += [(candidate.spec, *given) for candidate in candidates]
+    for spec, option, ini in specs:
+        if spec is None or spec in state.arms:
             continue
+        where = option if option.startswith("--") and config.getoption(option) else ini
         try:
-            state.arms[spec] = ready_arm(spec, settings.device)
+            with spec_progress(config, where, spec, shown=settings.progress):
+                state.arms[spec] = ready_arm(spec, settings.device)
         except EncoderError as error:
-            given = config.getoption(f"--embeval-{role}")
-            where = f"--embeval-{role}" if given else f"embeval_{role} (ini file)"
             if hasattr(config, "workerinput"):
                 # The controller resolved it, this worker cannot (another host, another environment): a
                 # worker that fails to configure is restarted again and again, so its items report it.
@@ -101,6 +109,45 @@ def start(config: pytest.Config, settings: Settings) -> None:
         from pytest_embeval.plugin.pytest_html import PytestHtmlSection
 
         config.pluginmanager.register(PytestHtmlSection(state), "embeval-pytest-html")
+
+
+def _candidates(
+    config: pytest.Config, settings: Settings
+) -> tuple[tuple[NamedCandidate, ...], tuple[str, str]]:
+    """The run's candidates and where they were given (the option and the ini key that name them, for a
+    spec's error): the command line's or ini file's, else the ``pytest_embeval_candidates`` hook's (named
+    now, so that a clash is a usage error before anything runs); () leaves it to the fixture."""
+    if settings.candidates:
+        return settings.candidates, ("--embeval-candidate", "embeval_candidate (ini file)")
+    hook = "pytest_embeval_candidates"
+    given = config.hook.pytest_embeval_candidates(config=config)
+    if given is None:
+        return (), (hook, hook)
+    if isinstance(given, str) or not isinstance(given, (Mapping, list, tuple)):
+        raise pytest.UsageError(
+            f"{hook} returned {type(given).__qualname__}: return a mapping of name to model, or a list of "
+            "models"
+        )
+    try:
+        return name_candidates(given, hook), (hook, hook)
+    except CandidateError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+def schedule_by_candidate(config: pytest.Config) -> None:
+    """Hand a shortlist's items to pytest-xdist's workers by golden file and candidate
+    (`xdist_scheduling`), where xdist was left to choose how (its default ``load``)."""
+    config.pluginmanager.register(CandidateScheduler(), "embeval-scheduler")
+
+
+class CandidateScheduler:
+    """Gives pytest-xdist's controller the `xdist_scheduling.CandidateScheduling`."""
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from pytest_embeval.plugin.xdist_scheduling import CandidateScheduling
+
+        return CandidateScheduling(config, log)
 
 
 def ready_arm(spec: str, device: str = DEFAULT_DEVICE) -> Retriever:
@@ -130,20 +177,16 @@ def model_folders(arms: Mapping[Any, Retriever]) -> dict[Path, str]:
     return folders
 
 
-def input_clash(settings: Settings, golden_files: Iterable[Path], start: Path) -> str | None:
-    """Why an output would overwrite one of the golden files' inputs (`golden.inputs`; each named relative
-    to ``start``), or None."""
+def input_clash(outputs: Mapping[str, Path], golden_files: Iterable[Path], start: Path) -> str | None:
+    """Why one of the ``outputs`` (`Settings.outputs`) would overwrite one of the golden files' inputs
+    (`golden.inputs`; each named relative to ``start``), or None."""
     files: dict[Path, str] = {}
     folders: dict[Path, str] = {}
     for path in sorted(golden_files):
         inputs = golden_inputs(path, os.path.relpath(path, start))
         files.update(inputs.files)
         folders.update(inputs.folders)
-        for qrels in inputs.qrels:
-            with contextlib.suppress(OSError, RuntimeError, ValueError):
-                sidecar = provenance_path(qrels).resolve()
-                files.setdefault(sidecar, f"the judgments' provenance of {inputs.golden}")
-    return clash(settings.outputs(), files, folders)
+    return clash(outputs, files, folders)
 
 
 def _embedding_arms(arm: Retriever) -> list[Arm]:
@@ -163,6 +206,7 @@ class SessionHooks:
         self.inputs_checked = False
         #: whether a golden file failed to collect (serially, or on an xdist worker)
         self.golden_collection_failed = False
+        self.session: pytest.Session
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -185,17 +229,38 @@ class SessionHooks:
         return report
 
     def pytest_report_header(self) -> list[str]:
+        state = self.state
+        arms: dict[str, tuple[str | None, str]] = {
+            "incumbent": (state.settings.incumbent, "the embeval_incumbent fixture's")
+        }
+        # The hook's models are built when first needed: named together, as the hook's.
+        built = [
+            candidate.name
+            for candidate in state.candidates
+            if candidate.model is not None and not candidate.spec
+        ]
+        for candidate in state.candidates:
+            if candidate.name in built[1:]:
+                continue
+            role = "candidate" if len(state.candidates) == 1 else f"candidate {candidate.name}"
+            if candidate.name in built[:1] and len(built) > 1:
+                role = f"candidates {', '.join(built)}"
+            unresolved = (
+                "the embeval_candidate fixture's"
+                if candidate is FIXTURE_CANDIDATE
+                else "the pytest_embeval_candidates hook's"
+            )
+            arms[role] = (candidate.spec, unresolved)
         devices: dict[str, Any] = {}
-        for role in ROLES:
-            spec = getattr(self.state.settings, role)
-            arm = self.state.arms.get(spec) if spec is not None else None
+        for role, (spec, unresolved) in arms.items():
+            arm = state.arms.get(spec) if spec is not None else None
             models = _embedding_arms(arm) if arm is not None else []
             record = next((model.device for model in models if model.device is not None), None)
             if record is not None:
                 devices[role] = record.as_dict()
             else:
-                devices[role] = "its own device" if spec is not None else f"the embeval_{role} fixture's"
-        return [device_line(self.state.settings.device, devices)]
+                devices[role] = "its own device" if spec is not None else unresolved
+        return [device_line(state.settings.device, devices)]
 
     def pytest_unconfigure(self) -> None:
         remember_in(None)  # the next session in this process (pytester's) names its own folder
@@ -209,7 +274,8 @@ class SessionHooks:
         from pytest_embeval.plugin.items import StratumItem
 
         golden_files = {item.path for item in items if isinstance(item, StratumItem)}
-        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        outputs = self.state.settings.outputs()
+        problem = input_clash(outputs, golden_files, self.config.invocation_params.dir)
         if problem is not None:
             raise pytest.UsageError(problem)
 
@@ -226,7 +292,8 @@ class SessionHooks:
             for nodeid in ids
             if nodeid.split("::", 1)[0].endswith((".yaml", ".yml"))
         }
-        problem = input_clash(self.state.settings, golden_files, self.config.invocation_params.dir)
+        outputs = self.state.settings.outputs()
+        problem = input_clash(outputs, golden_files, self.config.invocation_params.dir)
         if problem is not None:
             # A UsageError raised here would be an internal error of xdist's loop: exit as pytest's does.
             sys.stderr.write(f"ERROR: {problem}\n")
@@ -274,18 +341,29 @@ class SessionHooks:
             self.state.stratum_records[report.nodeid] = record
         golden = getattr(report, "embeval_golden", None)
         if golden is not None:
-            self.state.golden_records.setdefault(golden["path"], golden)
+            self.state.golden_records.setdefault(_entry(golden, "path"), golden)
         error = getattr(report, "embeval_error", None)
         if error is not None:
-            self.state.error_records.setdefault(error["path"], error)
+            self.state.error_records.setdefault(_entry(error, "path"), error)
         decision = getattr(report, "embeval_decision", None)
         if decision is not None:
-            self.state.decision_records[decision["golden"]] = decision
+            self.state.decision_records[_entry(decision, "golden")] = decision
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if hasattr(self.config, "workerinput"):  # only the controller prints and writes
             return
-        write_outputs(self.state, terminalreporter)
+        # An output that could not be written fails a run that would pass: its report is missing (exit 4,
+        # as for an output refused at the start); a failing run keeps its own status.
+        if not write_outputs(self.state, terminalreporter) and self.session.exitstatus == pytest.ExitCode.OK:
+            self.session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def _entry(record: Mapping[str, Any], path: str) -> tuple[str, str]:
+    """The golden-set entry a record belongs to: its golden file's path, and a shortlist's candidate."""
+    return str(record[path]), str(record.get(CANDIDATE_NAME, ""))
 
 
 #: What a report carries for the session's outputs (see `SessionHooks.pytest_runtest_makereport`).
@@ -317,9 +395,17 @@ def forget_records(state: EmbevalState, reports: Iterable[Iterable[object]]) -> 
                 delattr(report, name)
 
 
-def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> None:
+def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> bool:
     """On the controller at the end of the session: the per-golden-set tables and coverage warnings, the
-    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report."""
+    pool sheets, the JSON report, the runs, and what the embedding cache did, all from the merged report.
+    False when an output could not be written (`OutputWriter`)."""
+    writer = OutputWriter(reporter)
+    _write_outputs(state, writer)
+    return not writer.failed
+
+
+def _write_outputs(state: EmbevalState, writer: OutputWriter) -> None:
+    reporter = writer.reporter
     settings = state.settings
     config = reporter.config
     cache = (
@@ -342,24 +428,36 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
     for line in cache:
         reporter.write_line(line)
     report_path = None if settings.json_path is None else str(settings.json_path)
-    for record in report["golden_sets"]:
-        for line in golden_table(record, record["strata"]):
-            reporter.write_line(line)
-        for line in [
-            *textless_warning_lines(record, TEXTLESS_SHOWN),
-            *margin_warning_lines(record),
-            *coverage_warning_lines(record, report_path),
-            *shelf_life_warning_lines(record),
-        ]:
-            reporter.write_line(line, yellow=True)
-        if settings.pool_dir is not None:
-            # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
-            golden = load_golden(os.path.normpath(config.rootpath / record["path"]))
-            _pool(golden, record, settings.pool_dir, settings.pool_depth, reporter)
-        reporter.write_line("")
+    shortlists = {shortlist["path"]: shortlist for shortlist in report.get("shortlist", ())}
+    for path, entries in itertools.groupby(report["golden_sets"], key=lambda record: record["path"]):
+        shortlist = shortlists.get(path)
+        records = list(entries)
+        for number, record in enumerate(records):
+            first = number == 0
+            for line in golden_table(record, record["strata"]):
+                reporter.write_line(line)
+            # What is said of the golden set itself, once; of each comparison, per candidate.
+            for line in [
+                *(textless_warning_lines(record, TEXTLESS_SHOWN) if first else []),
+                *margin_warning_lines(record),
+                *coverage_warning_lines(record, report_path),
+                *(shelf_life_warning_lines(record) if first else []),
+            ]:
+                reporter.write_line(line, yellow=True)
+            if shortlist is None:
+                _pool_records(records, settings, config, writer)
+            reporter.write_line("")
+        if shortlist is not None:
+            for line in shortlist_lines(shortlist):
+                reporter.write_line(line)
+            for line in shortlist_warning_lines(shortlist, report_path):
+                reporter.write_line(line, yellow=True)
+            _pool_records(records, settings, config, writer)
+            reporter.write_line("")
     for error in report["errors"]:
+        named = f" [{error[CANDIDATE_NAME]}]" if CANDIDATE_NAME in error else ""
         reporter.write_line(
-            f"embeval: {error['name']} ({error['path']}) not run: {error['message']}", red=True
+            f"embeval: {error['name']}{named} ({error['path']}) not run: {error['message']}", red=True
         )
     if os.environ.get(GITHUB_ACTIONS) == "true":
         # Workflow commands: GitHub turns them into annotations on the pull request's diff.
@@ -370,22 +468,70 @@ def write_outputs(state: EmbevalState, reporter: pytest.TerminalReporter) -> Non
     if not (report["golden_sets"] or report["errors"]):
         return
     if settings.json_path is not None:
-        settings.json_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(settings.json_path, report_json(report))
-        reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
-    if settings.runs_dir is not None:
-        settings.runs_dir.mkdir(parents=True, exist_ok=True)
+        written = writer.file("JSON report", settings.json_path, lambda: report_json(report))
+        if written:
+            reporter.write_line(f"embeval: JSON report written to {settings.json_path}")
+    runs_dir = settings.runs_dir
+    if runs_dir is not None:
+        runs: dict[Path, str] = {}
         for golden_set in report["golden_sets"]:
             for role in ROLES:
-                write_atomic(settings.runs_dir / run_file_name(golden_set, role), trec_run(golden_set, role))
+                # A shortlist's incumbent is the same in every candidate's entry: its file is written alike.
+                runs[runs_dir / run_file_name(golden_set, role)] = trec_run(golden_set, role)
                 after = rerank_run(golden_set, role)
                 if after is not None:
-                    write_atomic(settings.runs_dir / run_file_name(golden_set, role, "rerank"), after)
-        reporter.write_line(f"embeval: TREC run files written to {settings.runs_dir}")
-    _write_readable(report, settings, reporter)
+                    runs[runs_dir / run_file_name(golden_set, role, "rerank")] = after
+        # Each file is checked as the folder was: a symlink left in it is followed by the write.
+        golden_files = [
+            Path(os.path.normpath(config.rootpath / record["path"])) for record in report["golden_sets"]
+        ]
+        problem = input_clash(
+            {f"--embeval-runs {path}": path for path in runs}, golden_files, config.invocation_params.dir
+        )
+        if problem is not None:
+            reporter.write_line(f"embeval: ERROR: TREC run files not written: {problem}", red=True)
+            writer.failed = True
+        elif writer.done("TREC run files", lambda: _write_all(runs_dir, runs)):
+            reporter.write_line(f"embeval: TREC run files written to {runs_dir}")
+    _write_readable(report, settings, writer)
 
 
-def _write_readable(report: Record, settings: Settings, reporter: pytest.TerminalReporter) -> None:
+def _write_all(folder: Path, texts: Mapping[Path, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, text in texts.items():
+        write_atomic(path, text)
+
+
+class OutputWriter:
+    """Writes the session's outputs one by one at its end: one that cannot be written (a full disk, a
+    folder made read-only since the start, a FIFO nobody reads) is one red line naming what to blame, and
+    the others are still written; `failed` says whether any was not."""
+
+    def __init__(self, reporter: pytest.TerminalReporter) -> None:
+        self.reporter = reporter
+        self.failed = False
+
+    def done(self, what: str, write: Callable[[], None]) -> bool:
+        try:
+            write()
+        except (OSError, ValueError) as error:  # ValueError: a number JSON cannot hold (never a partial file)
+            problem = error_line(error) if isinstance(error, OSError) else str(error)
+            self.reporter.write_line(f"embeval: ERROR: {what} not written: {problem}", red=True)
+            self.failed = True
+            return False
+        return True
+
+    def file(self, what: str, path: Path, render: Callable[[], str | bytes]) -> bool:
+        """Write the file ``render`` makes at ``path``, its folders created."""
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, render())
+
+        return self.done(what, write)
+
+
+def _write_readable(report: Record, settings: Settings, writer: OutputWriter) -> None:
     """The reports people read, each when asked for: Markdown (to a file, appended to the GitHub step
     summary, or both), the HTML page and the forest plot's PNG; every one made from the merged report."""
     if not (settings.markdown_path or settings.step_summary or settings.html_path or settings.plot_path):
@@ -394,6 +540,7 @@ def _write_readable(report: Record, settings: Settings, reporter: pytest.Termina
     from pytest_embeval.reports.html_page import report_html
     from pytest_embeval.reports.markdown import report_markdown, size_warning
 
+    reporter = writer.reporter
     markdown = report_markdown(report) if settings.markdown_path or settings.step_summary else ""
     made: dict[str, tuple[Path | None, Callable[[], str | bytes]]] = {
         "Markdown report": (settings.markdown_path, lambda: markdown),
@@ -401,64 +548,80 @@ def _write_readable(report: Record, settings: Settings, reporter: pytest.Termina
         "forest plot": (settings.plot_path, lambda: forest_png(report)),
     }
     for what, (path, render) in made.items():
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, render())
+        if path is not None and writer.file(what, path, render):
             reporter.write_line(f"embeval: {what} written to {path}")
-    if settings.step_summary is not None:
-        append_text(settings.step_summary, markdown)
-        reporter.write_line(f"embeval: Markdown report appended to the step summary {settings.step_summary}")
+    summary = settings.step_summary
+    if summary is not None and writer.done("step summary", lambda: append_text(summary, markdown)):
+        reporter.write_line(f"embeval: Markdown report appended to the step summary {summary}")
     for where, path in ((False, settings.markdown_path), (True, settings.step_summary)):
         warning = size_warning(markdown, step_summary=where) if path is not None else None
         if warning is not None:
             reporter.write_line(f"embeval: WARNING: {warning}", yellow=True)
 
 
+def _pool_records(
+    records: Sequence[Record], settings: Settings, config: pytest.Config, writer: OutputWriter
+) -> None:
+    """With --embeval-pool, one sheet of a golden file's comparisons: every arm's top documents, the union
+    over a shortlist's candidates (`_pool`)."""
+    if settings.pool_dir is None:
+        return
+    # The node path is relative to the rootdir, '..' included (see items.golden_node_path).
+    golden = load_golden(os.path.normpath(config.rootpath / records[0]["path"]))
+    _pool(golden, records, settings.pool_dir, settings.pool_depth, writer)
+
+
 def _pool(
-    golden: GoldenSet, record: Record, folder: Path, depth: int, reporter: pytest.TerminalReporter
+    golden: GoldenSet, records: Sequence[Record], folder: Path, depth: int, writer: OutputWriter
 ) -> None:
     """A blind judging sheet of what this run retrieved and nobody judged yet, as `embeval pool` writes it.
 
     Never overwrites a sheet (it may hold grades): pairs on earlier, unmerged sheets of this golden set in
     the folder are left out, and the new sheet gets the next free name.
     """
+    from pytest_embeval.judging.grade_scale import no_guidelines_note
     from pytest_embeval.judging.pooling import (
         SheetError,
         pool_from_rankings,
         pool_lines,
         read_sheet,
         sheet_pairs,
-        write_sheet,
+        sheet_text,
     )
 
+    reporter = writer.reporter
+
     # Named after the golden file only: the name must not tell a judge which arm retrieved what.
-    stem = file_stem(record)
-    earlier = sorted(folder.glob(f"{stem}.pool*.csv"))
+    stem = file_stem(records[0])
+    # Only regular files are sheets this run wrote: a FIFO of that name would never end (and is not reused).
+    earlier = sorted(path for path in folder.glob(f"{stem}.pool*.csv") if path.is_file())
     try:
         exclude = sheet_pairs([read_sheet(path) for path in earlier])
     except SheetError as error:
         for problem in error.problems:
             reporter.write_line(f"embeval pool: {problem}", red=True)
         return
-    pool = pool_from_rankings(golden, rankings_from_record(record), depth=depth, exclude=exclude)
+    pool = pool_from_rankings(golden, rankings_from_records(records), depth=depth, exclude=exclude)
     for line in pool_lines(pool):
         reporter.write_line(f"embeval pool: {line}")
     if not pool.rows:
         return
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.pool.csv"
     number = 2
     while path.exists():
         path, number = folder / f"{stem}.pool-{number}.csv", number + 1
-    write_sheet(path, pool)
-    reporter.write_line(f"embeval pool: sheet written to {path}")
+    if writer.file("judging sheet", path, lambda: sheet_text(pool)):
+        reporter.write_line(f"embeval pool: sheet written to {path}")
+        note = no_guidelines_note(golden)
+        if note is not None:
+            reporter.write_line(f"embeval pool: {note}")
 
 
 def cache_totals(reports: Iterable[Iterable[Any]]) -> dict[str, Any]:
     """What the embedding cache did over the session, summed from the user properties of the items that ran
     a golden set (on any worker; in their setup, which runs the golden set): ``read``, ``embedded``,
-    ``corrupt`` counts and the first ``write_error``."""
-    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "write_error": None}
+    ``corrupt`` and ``unreadable`` counts and the first ``write_error``."""
+    totals: dict[str, Any] = {"read": 0, "embedded": 0, "corrupt": 0, "unreadable": 0, "write_error": None}
     field_of = {name: field for field, name in CACHE_PROPERTIES.items()}
     for group in reports:
         for report in group:

@@ -13,21 +13,20 @@ from typing import Any
 
 import pytest
 
+from pytest_embeval.arms.candidates import NamedCandidate
 from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.cache.store import EmbeddingCache
+from pytest_embeval.plugin.golden_runs import GoldenArms
 from pytest_embeval.plugin.options import Settings
 from pytest_embeval.reports.json_report import Record
-from pytest_embeval.run.decision import DecisionOutcome
-from pytest_embeval.run.pipeline import ArmResult, GoldenRun
-from pytest_embeval.run.stratum_evaluation import StratumOutcome
 
 __all__ = [
     "CACHE_PROPERTIES",
+    "FIXTURE_CANDIDATE",
     "ITEM_ERROR",
     "ITEM_RECORDS",
     "STATE",
     "EmbevalState",
-    "FailedRun",
     "GoldenSetError",
     "ItemRecords",
 ]
@@ -39,6 +38,7 @@ CACHE_PROPERTIES = {
     "read": "embeval_cache_read",
     "embedded": "embeval_cache_embedded",
     "corrupt": "embeval_cache_corrupt",
+    "unreadable": "embeval_cache_unreadable_packs",
     "write_error": "embeval_cache_write_error",
 }
 
@@ -67,14 +67,6 @@ class GoldenSetError(Exception):
     pytest counts it as an error; the message is one line, shown without a traceback."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class FailedRun:
-    """A golden set whose run failed in this process: the item that reports it in full, and its message."""
-
-    nodeid: str
-    message: str
-
-
 @dataclasses.dataclass
 class EmbevalState:
     """Per-process state of one session, kept in `config.stash`."""
@@ -86,25 +78,27 @@ class EmbevalState:
     arms: dict[Any, Retriever] = dataclasses.field(default_factory=dict)
     #: on an xdist worker, command-line or ini specs that did not resolve there, with the reason
     unresolved: dict[str, str] = dataclasses.field(default_factory=dict)
-    #: each golden set's run in this process, by resolved path
-    runs: dict[str, GoldenRun | FailedRun] = dataclasses.field(default_factory=dict)
-    #: resolved path -> stratum name -> its outcome, all strata of a file decided together
-    outcomes: dict[str, dict[str, StratumOutcome]] = dataclasses.field(default_factory=dict)
-    #: resolved path -> the declared decision, reached with the outcomes
-    decisions: dict[str, DecisionOutcome] = dataclasses.field(default_factory=dict)
-    #: resolved path -> the result of the arm its decision routes to (``decision.route.to``)
-    route_targets: dict[str, ArmResult] = dataclasses.field(default_factory=dict)
-    #: golden paths whose golden record this process has already attached to a report
-    sent_golden: set[str] = dataclasses.field(default_factory=set)
-    #: what the controller received, from its own items or from xdist workers
-    golden_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    #: the candidates of the run, in order: the command line's or ini file's, the
+    #: ``pytest_embeval_candidates`` hook's, or the ``embeval_candidate`` fixture's one (`FIXTURE_CANDIDATE`)
+    candidates: tuple[NamedCandidate, ...] = ()
+    #: each golden set's arms in this process, by resolved path
+    runs: dict[str, GoldenArms] = dataclasses.field(default_factory=dict)
+    #: (golden path, candidate name) whose golden record this process has already attached to a report
+    sent_golden: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    #: what the controller received, from its own items or from xdist workers: golden, decision and error
+    #: records by (golden path, candidate name: "" but in a shortlist), stratum records by node id
+    golden_records: dict[tuple[str, str], Record] = dataclasses.field(default_factory=dict)
     stratum_records: dict[str, Record] = dataclasses.field(default_factory=dict)
-    decision_records: dict[str, Record] = dataclasses.field(default_factory=dict)
-    error_records: dict[str, Record] = dataclasses.field(default_factory=dict)
+    decision_records: dict[tuple[str, str], Record] = dataclasses.field(default_factory=dict)
+    error_records: dict[tuple[str, str], Record] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cache_dir = self.settings.cache_dir
         self.cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
+
+
+#: The candidate when no option, ini key or hook names one: the ``embeval_candidate`` fixture's model.
+FIXTURE_CANDIDATE = NamedCandidate("candidate", None)
 
 
 #: The session's embeval state; present only when --embeval is given.

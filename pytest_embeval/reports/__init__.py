@@ -1,6 +1,8 @@
 """Everything a run shows and keeps, as pure functions of plain records: the records and the merged JSON
-report, TREC runs (`json_report`), what every readable format shows (`contents`, `capacity_contents`,
-`pipeline_contents`), rendered for the terminal (`terminal`), Markdown (`markdown`), an HTML page
+report (`json_report`, an arm's records in `arm_records`), TREC runs (`trec_runs`), the declared decision
+and the JUnit properties (`decision_report`), GitHub annotations (`annotations`), a shortlist's record
+(`shortlist`), what every readable format shows (`contents`, `capacity_contents`, `pipeline_contents`,
+`shortlist_contents`), rendered for the terminal (`terminal`), Markdown (`markdown`), an HTML page
 (`html_page`, with `charts`) and a PNG (`forest_png`); and progress lines (`progress`).
 
 May import: ``judging`` (coverage), ``run``, ``arms``, ``search``, ``golden``, ``files``, ``core``.

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_embeval.reports.contents import golden_title
+
 __all__ = ["GITHUB_ACTIONS", "escape_data", "escape_property", "workflow_commands"]
 
 #: The variable GitHub Actions sets to ``true`` in every step.
@@ -46,7 +48,7 @@ def workflow_commands(golden: Mapping[str, Any], declared: Mapping[str, int]) ->
         properties = {
             "file": golden["path"],
             "line": line,
-            "title": f"embeval {golden['name']}: {name} WORSE{routed}",
+            "title": f"embeval {golden_title(golden)}: {name} WORSE{routed}",
         }
         commands.append(_command("error", properties, f"{name}: WORSE — {stratum['reason']}"))
     decision = golden.get("decision")
@@ -54,7 +56,7 @@ def workflow_commands(golden: Mapping[str, Any], declared: Mapping[str, int]) ->
         properties = {
             "file": golden["path"],
             "line": declared.get("decision", 1),
-            "title": f"embeval {golden['name']}: {decision['word']}",
+            "title": f"embeval {golden_title(golden)}: {decision['word']}",
         }
         commands.append(_command("notice", properties, decision["line"]))
     return commands

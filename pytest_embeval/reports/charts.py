@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number
+from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number, golden_title
 
 #: Verdict colours, told apart by people with red-green colour blindness too (blue, orange, grey), and
 #: never used elsewhere on the page (tests find the plot's rows by them).
@@ -136,7 +136,7 @@ def forest_svg(golden: Mapping[str, Any]) -> str:
         return left + (value - axis.low) / (axis.high - axis.low) * PLOT_WIDTH
 
     metric, confidence = golden["metric"], ci_heading(golden)
-    title = f"{golden['name']}: {metric}, candidate - incumbent, {confidence}"
+    title = f"{golden_title(golden)}: {metric}, candidate - incumbent, {confidence}"
     parts = [
         _svg("forest", right + NUMBERS_WIDTH, bottom + BOTTOM, f"{title}, per stratum"),
         _tag(

@@ -14,9 +14,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pytest_embeval.core.sample_design import STRATIFIED, design_words
 from pytest_embeval.core.verdict import ROUGH_BELOW, familywise_error
 from pytest_embeval.judging.coverage import CoverageRow, coverage_warnings
 from pytest_embeval.reports.json_report import ROLES
+from pytest_embeval.reports.shortlist import CANDIDATE_NAME
 
 #: Reading order of the verdicts: what fails the build first, then what the candidate wins, then ties.
 VERDICT_ORDER = ("WORSE", "BETTER", "TIE")
@@ -30,6 +32,15 @@ def fmt_number(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "—"
     return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def fmt_bytes(value: int) -> str:
+    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
+    units = ("B", "KiB", "MiB", "GiB")
+    exponent = 0
+    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
+        exponent += 1
+    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
 
 
 def fmt_interval(ci: Sequence[float | None]) -> str:
@@ -95,6 +106,8 @@ def interval_words(golden: Mapping[str, Any]) -> str:
     adjusted = golden.get("multiple_comparisons", "none")
     level = "CI (" if adjusted == "none" else f"family-wise ({adjusted}, "
     weighted = f", traffic-weighted by {_traffic_weight(golden)}" if "weights" in golden else ""
+    if "design" in golden:
+        weighted += f", {design_words(golden['design'])}"
     return f"{golden['confidence']:.0%} {level}{interval} interval), ties {ties}{weighted}"
 
 
@@ -231,6 +244,14 @@ def _weights_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]
             "unweighted: every query once, as without the key; W/L counts queries."
         )
     ]
+    if golden.get("design", {}).get("kind") == STRATIFIED:
+        notes.append(
+            Note(
+                f"{design_words(golden['design'])}: the weighted intervals, MDE and queries needed use the "
+                "variance of the draw its sidecar records (each cell drawn without replacement; a cell drawn "
+                "whole has no sampling error)."
+            )
+        )
     changed = [
         f"{s['stratum']} ({s['verdict']} weighted, {s['unweighted']['verdict']} unweighted)"
         for s in strata
@@ -243,7 +264,10 @@ def _weights_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]
 
 def coverage_notes(golden: Mapping[str, Any], report_path: str | None = None) -> list[Note]:
     """A warning for each arm whose top k was judged much less than another's (`coverage.coverage_warnings`,
-    from the report's ``coverage`` records; the fix names ``report_path`` when there is one)."""
+    from the report's ``coverage`` records; the fix names ``report_path`` when there is one). Nothing for a
+    shortlist's candidate: its shortlist warns once, across every arm (`shortlist_contents`)."""
+    if CANDIDATE_NAME in golden:
+        return []
     rows = [CoverageRow(**row) for row in golden.get("coverage", [])]
     found = coverage_warnings(rows, golden_path=golden["path"], report_path=report_path)
     return [Note(warning, warning=True) for warning in found]
@@ -271,6 +295,16 @@ def _family_notes(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]
         for s in strata
         if s.get("family") is not None and s["family"]["level"] is not None
     )
+    candidates = families[0].get("candidates")
+    if candidates:
+        return [
+            Note(
+                f"multiple comparisons: {method} over {size} comparisons, the strata of "
+                f"{counted(len(candidates), 'candidate')} ({', '.join(candidates)}) decided as one family "
+                f"(family: candidate decides each on its own), family-wise level {alpha:g}; this candidate's "
+                f"levels: {levels}."
+            )
+        ]
     return [
         Note(
             f"multiple comparisons: {method} over {size} strata, family-wise level {alpha:g}; "
@@ -350,9 +384,20 @@ def failing_first(strata: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]
     return sorted(strata, key=lambda s: VERDICT_ORDER.index(s["verdict"]))
 
 
+def counted(count: int, word: str) -> str:
+    """``1 candidate``, ``3 candidates``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def join_words(words: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def golden_title(golden: Mapping[str, Any]) -> str:
+    """The golden set's name, and in a shortlist its candidate's: ``support-search [small]``."""
+    named = golden.get(CANDIDATE_NAME)
+    return str(golden["name"]) if named is None else f"{golden['name']} [{named}]"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -398,7 +443,7 @@ def headline(golden: Mapping[str, Any]) -> Headline:
             reason = str(s["reason"]).split(":", 1)[0]
             reasons[reason] = reasons.get(reason, 0) + 1
     return Headline(
-        name=str(golden["name"]),
+        name=golden_title(golden),
         counts=", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count) or "no strata",
         loses=tuple(s["stratum"] for s in strata if s["verdict"] == "WORSE"),
         wins=tuple(s["stratum"] for s in strata if s["verdict"] == "BETTER"),

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_embeval.reports.charts import MARGIN_COLOUR, VERDICT_COLOURS, ForestRow, forest_axis, forest_rows
-from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number
+from pytest_embeval.reports.contents import ci_heading, fmt_interval, fmt_number, golden_title
 
 ROW_INCHES = 0.28
 PANEL_INCHES = 1.1  # title and axis of each golden set's panel
@@ -100,7 +100,7 @@ def _panel(ax: Any, golden: Mapping[str, Any]) -> None:
             "(the HTML report has every one)"
         )
     ax.set_title(
-        f"{golden['name']}: {golden['metric']}, candidate - incumbent, {ci_heading(golden)}{shown}",
+        f"{golden_title(golden)}: {golden['metric']}, candidate - incumbent, {ci_heading(golden)}{shown}",
         loc="left",
         fontsize=10,
         parse_math=False,

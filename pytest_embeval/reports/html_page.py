@@ -39,6 +39,13 @@ from pytest_embeval.reports.contents import (
     strata_table,
 )
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+from pytest_embeval.reports.shortlist_contents import (
+    reading_order,
+    shortlist_caption,
+    shortlist_forest,
+    shortlist_notes,
+    shortlist_table,
+)
 
 #: Rows of a table shown before the rest is folded away.
 ROWS_SHOWN = 50
@@ -209,18 +216,59 @@ def golden_fragment(golden: Mapping[str, Any], anchor: str) -> str:
     return "\n".join(part for part in parts if part)
 
 
+def shortlist_fragment(shortlist: Mapping[str, Any], anchor: str) -> str:
+    """A shortlist's section (element id ``anchor``): the forest plot with a row per stratum and candidate,
+    the table of the candidates, the line naming the cheapest that passes, and its warnings."""
+    forest = shortlist_forest(shortlist)
+    parts = [
+        f'<section id="{_e(anchor)}">',
+        f"<h2>{_e(shortlist_title(shortlist))}</h2>",
+        f"<p>{_e(shortlist_caption(shortlist))}</p>",
+    ]
+    if forest["strata"]:
+        caption = (
+            f"Dot: Δ of {_e(forest['metric'])} (candidate - incumbent) per stratum and candidate; line: its "
+            f"interval; shaded: the ±{forest['tie_margin']:g} tie margin. Colour by verdict: orange WORSE, "
+            "blue BETTER, grey TIE."
+        )
+        parts.append(
+            f'<figure class="scroll">{forest_svg(forest)}<figcaption>{caption}</figcaption></figure>'
+        )
+    parts.append(html_table(shortlist_table(shortlist)))
+    for note in shortlist_notes(shortlist):
+        parts.append(
+            f'<p class="warning">Warning: {_e(note.text)}</p>' if note.warning else f"<p>{_e(note.text)}</p>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def shortlist_title(shortlist: Mapping[str, Any]) -> str:
+    """``Shortlist of support-search: cheapest passing candidate: small (…)``."""
+    return f"Shortlist of {shortlist['name']}: {shortlist['line']}"
+
+
+def report_sections(report: Mapping[str, Any], prefix: str) -> list[tuple[str, str, str]]:
+    """Each section of the page in reading order: its anchor (``prefix`` and a number), its title for the
+    contents, and its HTML."""
+    sections = []
+    for number, (kind, record) in enumerate(reading_order(report), start=1):
+        anchor = f"{prefix}{number}"
+        if kind == "golden":
+            sections.append((anchor, headline(record).text(), golden_fragment(record, anchor)))
+        else:
+            sections.append((anchor, shortlist_title(record), shortlist_fragment(record, anchor)))
+    return sections
+
+
 def report_html(report: Mapping[str, Any]) -> str:
     """The whole page."""
-    golden_sets = report["golden_sets"]
-    anchors = [f"golden-{i}" for i in range(1, len(golden_sets) + 1)]
-    contents = "\n".join(
-        f'<li><a href="#{anchor}">{_e(headline(golden).text())}</a></li>'
-        for anchor, golden in zip(anchors, golden_sets, strict=True)
-    )
-    sections = "\n".join(golden_fragment(g, a) for g, a in zip(golden_sets, anchors, strict=True))
+    sections = report_sections(report, "golden-")
+    contents = "\n".join(f'<li><a href="#{anchor}">{_e(title)}</a></li>' for anchor, title, _ in sections)
+    body = "\n".join(section for _, _, section in sections)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>embeval report</title>\n<style>{STYLE}</style>\n</head>\n"
-        f'<body class="embeval">\n<h1>embeval</h1>\n<ul>\n{contents}\n</ul>\n{sections}\n</body>\n</html>\n'
+        f'<body class="embeval">\n<h1>embeval</h1>\n<ul>\n{contents}\n</ul>\n{body}\n</body>\n</html>\n'
     )

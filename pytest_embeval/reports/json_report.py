@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_embeval.arms.rerank import RerankOutcome
+from pytest_embeval.core.sample_design import NO_DESIGN
 from pytest_embeval.core.stats import PairedComparison
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.coverage import coverage
@@ -29,6 +30,7 @@ from pytest_embeval.judging.coverage import coverage
 # Record is every record's type, re-exported: the report's users import it from here.
 from pytest_embeval.reports.arm_records import Record as Record
 from pytest_embeval.reports.arm_records import arm_record, device_record, number
+from pytest_embeval.reports.shortlist import CANDIDATE_NAME, CANDIDATE_ORDER, shortlist_record
 from pytest_embeval.run.control import short_digest
 from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING
 from pytest_embeval.run.pipeline import ArmResult, GoldenRun, ranked_depth
@@ -44,8 +46,11 @@ RECALL_TARGET_HELD = (
 
 def comparison_record(comparison: PairedComparison) -> Record:
     """One comparison's numbers; a weighted one's (``weights``) are the weighted means, Δ, interval, sd and
-    MDE, with Kish's effective number of queries under ``kish_n`` (absent for an unweighted one)."""
+    MDE, with Kish's effective number of queries under ``kish_n`` (absent for an unweighted one), and under
+    ``design`` the cells of the draw whose variance they use (absent without a design)."""
     weighted: Record = {} if comparison.kish_n is None else {"kish_n": comparison.kish_n}
+    if comparison.design is not None:
+        weighted["design"] = comparison.design.record()
     return {
         "n": comparison.n,
         "effective_n": comparison.effective_n,
@@ -166,10 +171,13 @@ def _rerank_stratum(rerank: RerankOutcome) -> Record:
 
 def _family_record(family: Family | None) -> Record | None:
     """How the stratum was adjusted for the strata decided with it: the method, the family size and the
-    level its intervals were computed at (None: outside the family, under the floor)."""
+    level its intervals were computed at (None: outside the family, under the floor); in a shortlist's
+    family, the candidates whose strata are in it."""
     if family is None:
         return None
-    return {"method": family.method, "size": family.size, "level": family.level}
+    # A shortlist's family also names the candidates whose strata it holds; one candidate's keeps its shape.
+    candidates = {"candidates": list(family.candidates)} if family.candidates else {}
+    return {"method": family.method, "size": family.size, "level": family.level, **candidates}
 
 
 def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:
@@ -282,9 +290,14 @@ def golden_record(run: GoldenRun, path: str) -> Record:
         "ties": golden.ties,
         "multiple_comparisons": golden.multiple_comparisons,
         # Only when declared, so that a report without weights keeps its shape; ``traffic_weight``: what a
-        # query weighs, ``frequency`` or (a drawn sample's queries) ``frequency / inclusion``.
+        # query weighs, ``frequency`` or (a drawn sample's queries) ``frequency / inclusion``; ``design``:
+        # the draw whose variance the intervals use, or none (the with-replacement interval).
         **(
-            {"weights": golden.weights, "traffic_weight": golden.traffic_weighting}
+            {
+                "weights": golden.weights,
+                "traffic_weight": golden.traffic_weighting,
+                "design": NO_DESIGN if golden.design is None else golden.design.record(),
+            }
             if golden.weights is not None
             else {}
         ),
@@ -424,6 +437,12 @@ def error_record(golden: GoldenSet, path: str, error: Exception) -> Record:
     }
 
 
+def _entry(record: Mapping[str, Any], path_key: str = "golden") -> tuple[str, str]:
+    """Which golden-set entry of the report a record belongs to: its golden file's path and, in a
+    shortlist, its candidate's name."""
+    return str(record[path_key]), str(record.get(CANDIDATE_NAME, ""))
+
+
 def build_report(
     golden_records: Iterable[Record],
     stratum_records: Iterable[Record],
@@ -433,22 +452,25 @@ def build_report(
     """Merge golden-set, stratum, error and decision records (from any number of workers) into the JSON
     report.
 
-    Order is by golden-set path and the golden file's stratum order, never by arrival, so a run with
-    pytest-xdist writes the same report as a serial one. In each golden set, the strata come after the
-    queries, the declared decision (when there is one: `decision_report.decision_record`) after them, and
-    the coverage of the judgments comes last.
+    Order is by golden-set path, the candidates' order (a shortlist's, where each candidate's comparison
+    with the incumbent is a golden-set entry of its own) and the golden file's stratum order, never by
+    arrival, so a run with pytest-xdist writes the same report as a serial one. In each golden set, the
+    strata come after the queries, the declared decision (when there is one:
+    `decision_report.decision_record`) after them, and the coverage of the judgments comes last. A run of
+    several candidates adds the ``shortlist`` of each golden file (`shortlist.shortlist_record`).
     """
-    by_path: dict[str, list[Record]] = {}
+    by_entry: dict[tuple[str, str], list[Record]] = {}
     for record in stratum_records:
-        by_path.setdefault(record["golden"], []).append(record)
-    decisions = {record["golden"]: record for record in decision_records}
+        by_entry.setdefault(_entry(record), []).append(record)
+    decisions = {_entry(record): record for record in decision_records}
     golden_sets = []
-    for golden in sorted(golden_records, key=lambda r: r["path"]):
-        strata = sorted(by_path.get(golden["path"], []), key=lambda r: r["order"])
-        decision = decisions.get(golden["path"])
+    for golden in sorted(golden_records, key=lambda r: (r["path"], r.get(CANDIDATE_ORDER, 0))):
+        entry = _entry(golden, "path")
+        strata = sorted(by_entry.get(entry, []), key=lambda r: r["order"])
+        decision = decisions.get(entry)
         golden_sets.append(
             {
-                **{key: value for key, value in golden.items() if key != "coverage"},
+                **{key: value for key, value in golden.items() if key not in ("coverage", CANDIDATE_ORDER)},
                 "strata": [{k: v for k, v in s.items() if k not in ("golden", "order")} for s in strata],
                 **(
                     {}
@@ -458,8 +480,30 @@ def build_report(
                 "coverage": golden["coverage"],
             }
         )
-    errors = sorted(error_records, key=lambda r: r["path"])
-    return {"schema_version": SCHEMA_VERSION, "golden_sets": golden_sets, "errors": errors}
+    ordered = sorted(error_records, key=lambda r: (r["path"], r.get(CANDIDATE_ORDER, -1)))
+    shortlists = _shortlists(golden_sets, ordered)
+    errors = [{k: v for k, v in error.items() if k != CANDIDATE_ORDER} for error in ordered]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "golden_sets": golden_sets,
+        **({"shortlist": shortlists} if shortlists else {}),
+        "errors": errors,
+    }
+
+
+def _shortlists(golden_sets: Sequence[Record], errors: Sequence[Record]) -> list[Record]:
+    """The shortlist of each golden file whose candidates were compared together."""
+    paths = dict.fromkeys(
+        [g["path"] for g in golden_sets if CANDIDATE_NAME in g]
+        + [e["path"] for e in errors if CANDIDATE_NAME in e]
+    )
+    return [
+        shortlist_record(
+            [g for g in golden_sets if g["path"] == path and CANDIDATE_NAME in g],
+            [e for e in errors if e["path"] == path and CANDIDATE_NAME in e],
+        )
+        for path in sorted(paths)
+    ]
 
 
 #: Containers this deep (the report is at depth 0, a golden set at 2, a query's, a stratum's or an arm's

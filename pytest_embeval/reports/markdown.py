@@ -37,6 +37,12 @@ from pytest_embeval.reports.contents import (
     strata_table,
 )
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+from pytest_embeval.reports.shortlist_contents import (
+    reading_order,
+    shortlist_caption,
+    shortlist_notes,
+    shortlist_table,
+)
 
 #: Characters that start inline Markdown (emphasis, code, HTML, strikethrough, headings, entities) or end
 #: a table cell; each shows as itself when backslash-escaped. Left alone where they cannot start anything,
@@ -173,11 +179,27 @@ def golden_markdown(golden: Mapping[str, Any]) -> list[str]:
     return [*lines, *_details("Settings and fingerprints", settings)]
 
 
+def shortlist_markdown(shortlist: Mapping[str, Any]) -> list[str]:
+    """A shortlist's section: its table, the line naming the cheapest candidate that passes, its warnings."""
+    lines = [
+        f"### Shortlist of {md_text(shortlist['name'])}: {md_text(shortlist['line'])}",
+        "",
+        md_text(shortlist_caption(shortlist)),
+        "",
+        *md_table(shortlist_table(shortlist)),
+        "",
+    ]
+    for note in shortlist_notes(shortlist):
+        lines += [f"> **Warning:** {md_text(note.text)}" if note.warning else md_text(note.text), ""]
+    return lines
+
+
 def report_markdown(report: Mapping[str, Any]) -> str:
-    """The whole Markdown report: a heading, then one section per golden set."""
+    """The whole Markdown report: a heading, then one section per golden set (per candidate's comparison,
+    in a shortlist, the shortlist's section after them)."""
     lines = ["## embeval", ""]
-    for golden in report["golden_sets"]:
-        lines += golden_markdown(golden)
+    for kind, record in reading_order(report):
+        lines += golden_markdown(record) if kind == "golden" else shortlist_markdown(record)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -1,15 +1,20 @@
 """Progress lines: the one a golden set's run prints while its steps take long (`StepLine`: loading a
 model, building the demo candidate, encoding texts, building an HNSW graph, the bootstrap), and the one the
 `embeval` commands print on long work (`StreamProgress`: grading a sheet; a `StepLine` on a `StreamTerminal`:
-reading a query log)."""
+reading a query log or a corpus).
+
+On a terminal a line is fitted to its width (`fitted_line`): what moves (the count, the rate, the time left
+or so far) is always shown whole, and the fixed part (the golden set's name, the steps) gives way, its middle
+elided. A line cut at the terminal's last column would look hung: the count is at its end."""
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Protocol, TextIO
 
@@ -21,6 +26,78 @@ STEP_SHOW_AFTER = 1.0
 STEP_LOG_SECONDS = 5.0
 #: How often a running step is looked at (its line rewritten on a terminal, its time told in a log).
 STEP_TICK = 0.25
+#: The fewest characters a narrow terminal shows of a name or a step whose middle it elides.
+ELIDED_LEAST = 10
+ELLIPSIS = "…"
+
+
+def elided(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: whole if it fits, else its start and its end around an
+    `ELLIPSIS`."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[: max(width, 0)]
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def _shrunk(texts: Sequence[str], room: int) -> list[str] | None:
+    """``texts`` elided in the middle, the longest first and none below `ELIDED_LEAST` characters, so that
+    together they take at most ``room``; None when they cannot."""
+    lengths = [len(text) for text in texts]
+    if sum(lengths) <= room:
+        return list(texts)
+    if sum(min(length, ELIDED_LEAST) for length in lengths) > room:
+        return None
+    cap = max(lengths)
+    while sum(min(length, cap) for length in lengths) > room:
+        cap -= 1
+    spare = room - sum(min(length, cap) for length in lengths)
+    fitted = []
+    for text in texts:
+        width = cap
+        if len(text) > cap and spare:
+            width, spare = cap + 1, spare - 1
+        fitted.append(elided(text, width))
+    return fitted
+
+
+def fitted_line(prefix: str, name: str, steps: Sequence[str], moving: str, width: int | None) -> str:
+    """``PREFIX NAME: STEP: …: STEP`` then ``moving`` (the count, rate and time left, or the time so far), in
+    ``width`` characters (None: any). ``moving`` is never cut; the fixed part gives way until the line fits,
+    in this order: the outer steps are elided in the middle, then the name; then the outer steps are left
+    out (one `ELLIPSIS` stands for them) and the name elided, then the innermost step too; last, the whole
+    fixed part is elided in the middle."""
+
+    def joined(name: str, steps: Sequence[str]) -> str:
+        return prefix + ": ".join([name, *steps]) + moving
+
+    line = joined(name, steps)
+    if width is None or len(line) <= width:
+        return line
+    *outer, inner = steps
+    # What the name and the steps may take beside the prefix, the separators and the moving part.
+    room = width - len(prefix) - len(moving) - 2 * len(steps)
+    shrunk = _shrunk(outer, room - len(name) - len(inner))
+    if shrunk is not None:
+        return joined(name, [*shrunk, inner])
+    shrunk = _shrunk([name, *outer], room - len(inner))
+    if shrunk is not None:
+        return joined(shrunk[0], [*shrunk[1:], inner])
+    kept = [ELLIPSIS] if outer else []
+    room = width - len(prefix) - len(moving) - 2 * (len(kept) + 1) - len(ELLIPSIS) * len(kept)
+    shrunk = _shrunk([name], room - len(inner))
+    if shrunk is not None:
+        return joined(shrunk[0], [*kept, inner])
+    shrunk = _shrunk([name, inner], room)
+    if shrunk is not None:
+        return joined(shrunk[0], [*kept, shrunk[1]])
+    fixed = prefix + ": ".join([name, *steps])
+    if width - len(moving) < 1:
+        return moving.lstrip()[:width]
+    return elided(fixed, width - len(moving)) + moving
 
 
 class Pace:
@@ -58,6 +135,11 @@ class Terminal(Protocol):
     #: whether it is a real terminal, where one line is rewritten in place
     tty: bool
 
+    @property
+    def width(self) -> int | None:
+        """The most characters a line may take (a terminal's width, less the last column), None: any."""
+        ...
+
     def line(self, text: str) -> None:
         """Write ``text`` as a line of its own (a log), or rewrite the current line with it (a terminal)."""
         ...
@@ -79,6 +161,7 @@ class _Step:
     shown: bool = False
 
     def counts(self, now: float, *, finished: bool = False) -> str:
+        """`` 3,328/29,525 (3,283/s, ETA 8s)``: what is done, the rate and the time left; "" uncounted."""
         if self.total is None:
             return ""
         text = f" {self.done:,}/{self.total:,}"
@@ -175,7 +258,7 @@ class StepLine:
             now = self.clock()
             current = self.steps[-1]
             if current.shown:
-                self._write(f"{self._text(now, finished=True)}, done in {now - current.started:.1f}s", now)
+                self._write(self._text(now, ending=f", done in {now - current.started:.1f}s"), now)
             self.steps.pop()
             for step in self.steps:
                 step.shown = step.shown or current.shown
@@ -201,17 +284,22 @@ class StepLine:
         if due:
             self._write(self._text(now), now)
 
-    def _text(self, now: float, *, finished: bool = False) -> str:
+    def _text(self, now: float, *, ending: str = "") -> str:
+        """The line: the open steps, outermost first, then what moves (the innermost's count, rate and time
+        left, or its time so far; ``ending`` when it ends), fitted to the terminal's width."""
+        finished = bool(ending)
         parts = []
         for outer, step in zip([None, *self.steps[:-1]], self.steps, strict=True):
             # A label is said once: the steps nested in an arm's are the arm's too.
             label = step.label if step.label and (outer is None or outer.label != step.label) else ""
-            parts.append(f"{label} {step.what}".lstrip() + step.counts(now, finished=finished))
-        text = f"embeval {self.name}: " + ": ".join(parts)
+            parts.append(f"{label} {step.what}".lstrip())
+            if step is not self.steps[-1]:
+                parts[-1] += step.counts(now, finished=finished)
         innermost = self.steps[-1]
+        moving = innermost.counts(now, finished=finished)
         if innermost.total is None and not finished and now - innermost.started >= 1:
-            text += f" ({now - innermost.started:.0f}s)"
-        return text
+            moving += f" ({now - innermost.started:.0f}s)"
+        return fitted_line("embeval ", self.name, parts, moving + ending, self.terminal.width)
 
     def _write(self, text: str, now: float) -> None:
         self.terminal.line(text)
@@ -219,6 +307,35 @@ class StepLine:
         self.shown = True
         for step in self.steps:
             step.shown = True
+
+
+class StreamTerminal:
+    """A `Terminal` on a plain stream: one line rewritten in place when it is a terminal, a line each
+    otherwise (a CI log). The plugin shows on it the steps taken while the session is configured, before
+    pytest's terminal reporter exists: resolving a model spec may build a model (the demo's candidate)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        #: the length of the line on the terminal now, blanked where a shorter one rewrites it
+        self._shown = 0
+
+    @property
+    def width(self) -> int | None:
+        return shutil.get_terminal_size().columns - 1 if self.tty else None
+
+    def line(self, text: str) -> None:
+        if self.tty:
+            self.stream.write(f"\r{text}{' ' * (self._shown - len(text))}")
+            self._shown = len(text)
+        else:
+            self.stream.write(f"{text}\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 class StreamProgress:
@@ -235,27 +352,11 @@ class StreamProgress:
         rate = self.pace.due(done, total, tty=self.tty)
         if rate is None:
             return
-        text = f"{self.label} {done:,}/{total:,}{rate}"
+        counts = f" {done:,}/{total:,}{rate}"
         if self.tty:
+            width = shutil.get_terminal_size().columns - 1
+            text = f"{elided(self.label, width - len(counts))}{counts}"
             self.stream.write(f"\r{text}" + ("\n" if done >= total else ""))
         else:
-            self.stream.write(text + "\n")
+            self.stream.write(f"{self.label}{counts}\n")
         self.stream.flush()
-
-
-class StreamTerminal:
-    """A `Terminal` on a stream (standard error by default): an `embeval` command's `StepLine`, for steps
-    of its own (``embeval sample`` reading a log of millions of rows)."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = sys.stderr if stream is None else stream
-        self.tty = self.stream.isatty()
-
-    def line(self, text: str) -> None:
-        self.stream.write(f"\r\x1b[K{text}" if self.tty else f"{text}\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_embeval.core.sample_design import design_words
 from pytest_embeval.core.text_table import table
 from pytest_embeval.reports.capacity_contents import (
     Block,
@@ -19,9 +20,11 @@ from pytest_embeval.reports.contents import (
     COMPARISON,
     arm_title,
     coverage_notes,
+    fmt_bytes,
     fmt_interval,
     fmt_number,
     fmt_sign,
+    golden_title,
     interval_words,
     routed_caption,
     strata_notes,
@@ -30,20 +33,25 @@ from pytest_embeval.reports.contents import (
 )
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+from pytest_embeval.reports.shortlist_contents import shortlist_caption, shortlist_notes, shortlist_table
 
-#: The terminal's strata table: golden-file order, with the MDE, the reasons left to the failures.
+#: The terminal's strata table: golden-file order, with the MDE; the reasons, too long for a column, follow
+#: it on lines of their own (`reason_lines`).
 TERMINAL_COLUMNS = ("stratum", "n", "differ", *COMPARISON, "MDE", "verdict")
+#: The verdicts whose reason the terminal prints under the table: why a stratum failed, or did not resolve.
+REASONS_SHOWN = ("WORSE", "TIE")
 
 
 def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The per-golden-set table of DESIGN.md: one row per stratum that ran, then what the verdicts rest on
-    (the family of strata, ties, queries both arms miss, intervals on few differing queries)."""
+    """The per-golden-set table of DESIGN.md: one row per stratum that ran, each TIE's and WORSE's reason,
+    then what the verdicts rest on (the family of strata, ties, queries both arms miss, intervals on few
+    differing queries)."""
     # .get: reports written before the split was recorded had none.
     split = golden.get("split")
     where = golden["path"] if split is None else f"{golden['path']}, split {split}"
     title = (
-        f"{golden['name']} ({where}): {golden['metric']}, margin {golden['tie_margin']}, "
-        f"{interval_words(golden)}; "
+        f"{golden_title(golden)} ({where}): {golden['metric']}, margin {golden['tie_margin']}, "
+        f"{_guard_words(golden)}{interval_words(golden)}; "
         f"incumbent {arm_title(golden['incumbent'])} vs candidate {arm_title(golden['candidate'])}"
     )
     shown = strata_table(golden, strata, columns=TERMINAL_COLUMNS, reading_order=False)
@@ -53,7 +61,7 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
         second = unweighted_row(stratum, TERMINAL_COLUMNS)
         rows += [row] if second is None else [row, second]
     # No rows when only the decision item ran (``-k decision``): its line follows the title.
-    lines = [title, *(table(shown.header, rows) if rows else [])]
+    lines = [title, *(table(shown.header, rows) if rows else []), *reason_lines(strata)]
     lines += [("embeval: WARNING: " if n.warning else "") + n.text for n in strata_notes(golden, strata)]
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
@@ -71,6 +79,40 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     if rerank is not None:
         lines += _block_lines(rerank)
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden), *decision_lines(golden)]
+
+
+def _guard_words(golden: Mapping[str, Any]) -> str:
+    """``guard recall@20 margin 0.05, ``: the guards a stratum also fails on, each with its own margin."""
+    # .get: reports written before the golden set's guards were recorded.
+    guards = golden.get("guards") or {}
+    if not guards:
+        return ""
+    named = ", ".join(f"{metric} margin {margin:g}" for metric, margin in guards.items())
+    return f"{'guard' if len(guards) == 1 else 'guards'} {named}, "
+
+
+def reason_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why each TIE is a TIE and each WORSE is WORSE (a guard that failed, with its numbers), a line each,
+    in the table's order: ``language=es: TIE — unresolved: CI [-0.084, +0.082] covers 0; …``."""
+    return [
+        f"{s['stratum']}: {s['verdict']} — {s['reason']}" for s in strata if s["verdict"] in REASONS_SHOWN
+    ]
+
+
+def shortlist_lines(shortlist: Mapping[str, Any]) -> list[str]:
+    """A shortlist's table under its caption, after its candidates' own tables, and the line naming the
+    cheapest candidate that passes."""
+    shown = shortlist_table(shortlist)
+    notes = [note.text for note in shortlist_notes(shortlist) if not note.warning]
+    return [shortlist_caption(shortlist), *table(shown.header, shown.rows), *notes]
+
+
+def shortlist_warning_lines(shortlist: Mapping[str, Any], report_path: str | None) -> list[str]:
+    """What the shortlist warns about: candidates not run, and each arm whose top k was judged much less
+    than another's."""
+    return [
+        f"embeval: WARNING: {note.text}" for note in shortlist_notes(shortlist, report_path) if note.warning
+    ]
 
 
 def decision_lines(golden: Mapping[str, Any]) -> list[str]:
@@ -105,22 +147,13 @@ def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
         f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
         f"{reached}, ANN recall@{depth} {fmt_number(index['ann_recall'])} "
         f"({index['sample']} queries{filtered}), "
-        f"{_fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
+        f"{fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
         f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
     )
 
 
 def _fmt_ms(value: float) -> str:
     return f"{value:.3g} ms"
-
-
-def _fmt_bytes(value: int) -> str:
-    """Binary units, one decimal: 1536 -> '1.5 KiB'."""
-    units = ("B", "KiB", "MiB", "GiB")
-    exponent = 0
-    while exponent < len(units) - 1 and value >= 1024 ** (exponent + 1):
-        exponent += 1
-    return f"{value} B" if exponent == 0 else f"{value / 1024**exponent:.1f} {units[exponent]}"
 
 
 def _mover_lines(title: str, movers: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
@@ -164,9 +197,10 @@ def stratum_failure(record: Mapping[str, Any]) -> str:
     ]
     plain = record.get("unweighted")
     if plain is not None:
+        design = f", {design_words(record['design'])}" if "design" in record else ""
         lines.append(
             f"traffic-weighted by {record.get('traffic_weight', record['weights'])} (n={record['n']}, "
-            f"Kish {record['kish_n']:.1f}); "
+            f"Kish {record['kish_n']:.1f}{design}); "
             f"unweighted: Δ {fmt_number(plain['delta'], True)} {fmt_interval(plain['ci'])}, "
             f"{plain['verdict']}"
         )
@@ -212,16 +246,26 @@ def shelf_life_warning_lines(golden: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def cache_lines(read: int, embedded: int, corrupt: int, write_error: str | None, where: str) -> list[str]:
+def cache_lines(
+    read: int, embedded: int, corrupt: int, unreadable: int, write_error: str | None, where: str
+) -> list[str]:
     """One line on what the embedding cache in ``where`` served and took over the session, and one each for
-    corrupt entries and for a cache that could not be written; nothing when the cache was not used."""
-    if not (read or embedded or corrupt or write_error):
+    corrupt entries, for packs whose header could not be read (how many entries they held is unknown), and
+    for a cache that could not be written; nothing when the cache was not used."""
+    if not (read or embedded or corrupt or unreadable or write_error):
         return []
     lines = [f"embeval: embedding cache {where}: {read:,} texts read, {embedded:,} embedded"]
     if corrupt:
         entries = "entry was" if corrupt == 1 else "entries were"
         lines.append(
             f"embeval: {corrupt:,} corrupt cache {entries} found in {where}, discarded and recomputed"
+        )
+    if unreadable:
+        one = unreadable == 1
+        lines.append(
+            f"embeval: found {unreadable:,} cache pack{'' if one else 's'} in {where} whose "
+            f"header{'' if one else 's'} could not be read (how many entries {'it' if one else 'they'} held "
+            f"is unknown): discarded, {'its' if one else 'their'} texts embedded again"
         )
     if write_error:
         lines.append(f"embeval: new embeddings could not be stored in {where}: {write_error}")
@@ -262,8 +306,8 @@ def margin_warning_lines(golden: Mapping[str, Any]) -> list[str]:
         low, high = min(scores), max(scores)
         if low < high < low + margin:
             lines.append(
-                f"embeval: WARNING: {golden['name']} ({golden['path']}): {key} {margin:g} is more than any "
-                f"Δ of {metric} can be here (every score is between {low:.3g} and {high:.3g}, so Δ stays "
+                f"embeval: WARNING: {golden_title(golden)} ({golden['path']}): {key} {margin:g} is more than "
+                f"any Δ of {metric} can be here (every score is between {low:.3g} and {high:.3g}, so Δ stays "
                 f"within ±{high - low:.3g}): no stratum can be WORSE, the gate cannot fail"
             )
     return lines

@@ -1,17 +1,25 @@
 """TREC run files of each arm (``--embeval-runs``), so trec_eval, ranx or ir-measures can audit any number:
-pure functions of one golden set's merged record, named by the golden set and the arm."""
+pure functions of one golden set's merged record, named by the golden set and the arm (a shortlist's
+candidate by its name: ``support.small.run`` beside ``support.incumbent.run``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_embeval.reports.shortlist import CANDIDATE_NAME
+
 __all__ = ["file_stem", "rerank_run", "run_file_name", "trec_run"]
+
+
+def _arm_name(golden: Mapping[str, Any], role: str) -> str:
+    """The arm's name in file names and tags: its role, or a shortlist's candidate's name."""
+    return str(golden[CANDIDATE_NAME]) if role == "candidate" and CANDIDATE_NAME in golden else role
 
 
 def trec_run(golden: Mapping[str, Any], role: str) -> str:
     """A TREC run file (`qid Q0 docid rank score tag`) of one arm, with the similarity scores searched on."""
-    tag = f"embeval-{role}"
+    tag = f"embeval-{_arm_name(golden, role)}"
     lines = []
     for query in golden["queries"]:
         for rank, (doc_id, score) in enumerate(
@@ -30,8 +38,9 @@ def file_stem(golden: Mapping[str, Any]) -> str:
 
 
 def run_file_name(golden: Mapping[str, Any], role: str, stage: str = "") -> str:
-    """``<stem>.<role>.run``; after the reranker (``stage="rerank"``) ``<stem>.<role>.rerank.run``."""
-    return f"{file_stem(golden)}.{role}{'.' + stage if stage else ''}.run"
+    """``<stem>.<role>.run`` (a shortlist's candidate: ``<stem>.<name>.run``); after the reranker
+    (``stage="rerank"``) ``<stem>.<role>.rerank.run``."""
+    return f"{file_stem(golden)}.{_arm_name(golden, role)}{'.' + stage if stage else ''}.run"
 
 
 def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
@@ -39,7 +48,7 @@ def rerank_run(golden: Mapping[str, Any], role: str) -> str | None:
     None when the golden set has no reranker."""
     if "rerank" not in golden:
         return None
-    tag = f"embeval-{role}-rerank"
+    tag = f"embeval-{_arm_name(golden, role)}-rerank"
     lines = []
     for query in golden["queries"]:
         after = query.get("after_rerank")

@@ -7,9 +7,11 @@ The rule, tried in order:
   of those listed);
 * **proceed with routing** when the strata that block proceeding include some that ``route`` may send
   elsewhere: those are routed (every query of their ``field=value`` answered by the route's system, the
-  incumbent by default, the rest by the candidate), at most ``max_traffic`` of the traffic moves, and the
-  routed system, compared with the incumbent on every stratum exactly as the candidate was
-  (`evaluate_golden`, same seeds), is not WORSE anywhere and meets every ``proceed`` condition;
+  incumbent by default, the rest by the candidate), at most ``max_traffic`` of the traffic moves and the
+  candidate keeps some of it (routing every query is keeping the incumbent, not a decision: so the
+  default ``max_traffic``, 1, allows any share short of all of it), and the routed system, compared with
+  the incumbent on every stratum exactly as the candidate was (`evaluate_golden`, same seeds), is not
+  WORSE anywhere and meets every ``proceed`` condition;
 * otherwise **change the target**.
 
 The traffic share is that of ``overall``'s queries (queries kept ``separate`` are not traffic): weighted by
@@ -31,6 +33,7 @@ from pytest_embeval.arms.embedding import EncoderError
 from pytest_embeval.arms.fusion import rrf_arm
 from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Embedder, Retriever
+from pytest_embeval.core import weighted_stats
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.decision_spec import (
     CHANGE_TARGET,
@@ -94,7 +97,8 @@ class DecisionOutcome:
 
 
 def traffic_share(golden: GoldenSet, query_ids: Sequence[str]) -> tuple[float, str]:
-    """The share of ``overall``'s traffic that ``query_ids`` carry, and what it is measured by."""
+    """The share of ``overall``'s traffic that ``query_ids`` carry (`weighted_stats.traffic_share`), and
+    what it is measured by."""
     overall = golden.strata()[0].query_ids
     by_id = {query.id: query for query in golden.queries}
     weighting = golden.traffic_weighting  # the loader made sure every query has a frequency or none has
@@ -104,9 +108,9 @@ def traffic_share(golden: GoldenSet, query_ids: Sequence[str]) -> tuple[float, s
         return 1.0 if weighting is None or traffic is None else traffic
 
     chosen = set(query_ids)
-    total = sum(weight(qid) for qid in overall)
-    moved = sum(weight(qid) for qid in overall if qid in chosen)
-    return (moved / total if total else 0.0), BASES[weighting]
+    weights = np.array([weight(qid) for qid in overall], dtype=np.float64)
+    moved = np.array([qid in chosen for qid in overall], dtype=np.bool_)
+    return weighted_stats.traffic_share(weights, moved), BASES[weighting]
 
 
 def route_arm(spec: str, incumbent: Retriever, candidate: Retriever) -> Retriever:
@@ -255,7 +259,10 @@ def decide_run(
     moved = f"route {', '.join(routable)} ({share:.0%} of traffic by {basis}) to {where}"
     still = _blocking(spec, routed_verdicts)
     problems = []
-    if share > route.max_traffic:
+    routed_ids = {golden.queries[i].id for i in rows.tolist()}
+    if all(query_id in routed_ids for query_id in golden.strata()[0].query_ids):
+        problems.append("it leaves the candidate no traffic (routing all of it is keeping the incumbent)")
+    elif not share <= route.max_traffic:  # a share that is not a number is never within the cap
         problems.append(f"{share:.0%} of traffic is more than max_traffic {route.max_traffic:.0%}")
     if still:
         problems.append(f"the routed system: {_described(spec, still, routed_verdicts)}")

@@ -74,6 +74,7 @@ from pytest_embeval.search.scoring import ArmTies, score_arm
 __all__ = [
     "ANN_SAMPLE",
     "RANKED_DEPTH",
+    "ArmInputs",
     "ArmResult",
     "Control",
     "ControlMismatch",
@@ -87,13 +88,16 @@ __all__ = [
     "Role",
     "SliceRun",
     "ann_sample",
+    "arm_inputs",
     "check_control",
     "control_differences",
     "embedded_texts",
     "golden_control",
+    "pair_arms",
     "prepare",
     "ranked_depth",
     "run_arm",
+    "run_arm_on",
     "run_golden",
     "searched_corpus",
     "short_digest",
@@ -329,7 +333,7 @@ def embedded_texts(golden: GoldenSet) -> dict[Kind, list[str]]:
 def _task(
     golden: GoldenSet,
     held: HeldConstant,
-    role: Role,
+    role: str,
     embedder: Embedder,
     graphs: GraphStore | None = None,
 ) -> RetrievalTask:
@@ -356,10 +360,12 @@ def run_arm(
     held: HeldConstant | None = None,
     scorer: RerankScorer | None = None,
     graphs: GraphStore | None = None,
+    label: str | None = None,
 ) -> ArmResult:
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
-    declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs. With
+    declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs; ``label`` names the
+    arm in its progress and its encoder's errors (default: ``role``; a shortlist's candidate's name). With
     ``corpus_sample``, the arm is opened on the largest slice and every smaller one is searched by
     restricting it (an embedding arm embeds once). Raises `ArmFault` when the arm's encoder fails or returns
     vectors that cannot be searched."""
@@ -374,7 +380,7 @@ def run_arm(
     counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
     before = counter.snapshot() if counter is not None else None
     try:
-        searcher = retriever.open(_task(searched, held, role, embedder, graphs))
+        searcher = retriever.open(_task(searched, held, label or role, embedder, graphs))
     except EncoderError as error:
         raise ArmFault(role, retriever.spec, str(error)) from error
     usage = counter.snapshot() - before if counter is not None and before is not None else None
@@ -387,7 +393,7 @@ def run_arm(
     for one in drawn[:-1]:
         piece = restrict(golden, one.rows)
         piece_held = prepare(piece, warn=False)
-        task = dataclasses.replace(_task(piece, piece_held, role, embedder, graphs), measure=False)
+        task = dataclasses.replace(_task(piece, piece_held, label or role, embedder, graphs), measure=False)
         opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
         smaller.append(_score(piece, retriever, opened, piece_held, role, None))
     return dataclasses.replace(result, slices=tuple(smaller))
@@ -489,31 +495,61 @@ def _score(
     )
 
 
-def run_golden(
-    golden: GoldenSet,
-    incumbent: Arm | Retriever | object,
-    candidate: Arm | Retriever | object,
-    *,
-    embedder: Embedder = embed,
-    cache: Any = None,
-) -> GoldenRun:
-    """Run both arms through `run_arm`; raise `ControlMismatch` if either consumed other held-constant inputs
-    than the golden set (each corpus slice of it) declares. ``cache`` (an `store.EmbeddingCache`) keeps the
-    reranker's scores and, in its folder, the HNSW graphs (`graphs`)."""
-    drawn = corpus_slices(golden)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class ArmInputs:
+    """What every arm of one golden set runs with, made once however many arms run: the corpus slices drawn
+    (``corpus_sample``), the golden set searched (the largest slice's, or the golden set), what is held
+    constant, the reranker's scorer, where HNSW graphs are kept, and the function that embeds."""
+
+    golden: GoldenSet
+    drawn: tuple[CorpusSlice, ...]
+    searched: GoldenSet
+    held: HeldConstant
+    scorer: RerankScorer | None
+    graphs: GraphStore | None
+    embedder: Embedder
+
+
+def arm_inputs(golden: GoldenSet, *, embedder: Embedder = embed, cache: Any = None) -> ArmInputs:
+    """The `ArmInputs` of ``golden``. ``cache`` (an `store.EmbeddingCache`) keeps the reranker's scores and,
+    in its folder, the HNSW graphs (`graphs`)."""
+    drawn = tuple(corpus_slices(golden))
     searched = searched_corpus(golden, drawn)
-    held = prepare(searched)
     scorer = None
     if golden.rerank is not None:
         scorer = RerankScorer(resolve_reranker(golden.rerank), cache)
-    common: dict[str, Any] = {
-        "embedder": embedder,
-        "held": held,
-        "scorer": scorer,
-        "graphs": None if cache is None else GraphStore(cache.root),
-    }
-    incumbent_result = run_arm(golden, incumbent, "incumbent", **common)
-    candidate_result = run_arm(golden, candidate, "candidate", **common)
+    return ArmInputs(
+        golden=golden,
+        drawn=drawn,
+        searched=searched,
+        held=prepare(searched),
+        scorer=scorer,
+        graphs=None if cache is None else GraphStore(cache.root),
+        embedder=embedder,
+    )
+
+
+def run_arm_on(
+    inputs: ArmInputs, arm: Arm | Retriever | object, role: Role, label: str | None = None
+) -> ArmResult:
+    """`run_arm` with the golden set's shared `ArmInputs`: each arm of a run is run once this way, and
+    every comparison pairs the results (`pair_arms`)."""
+    return run_arm(
+        inputs.golden,
+        arm,
+        role,
+        embedder=inputs.embedder,
+        held=inputs.held,
+        scorer=inputs.scorer,
+        graphs=inputs.graphs,
+        label=label,
+    )
+
+
+def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> GoldenRun:
+    """The comparison of two arms run on the same `ArmInputs`; raise `ControlMismatch` if either consumed
+    other held-constant inputs than the golden set (each corpus slice of it) declares."""
+    golden, drawn, held, scorer = inputs.golden, inputs.drawn, inputs.held, inputs.scorer
     reranker = None
     if scorer is not None:
         reranker = {
@@ -524,23 +560,19 @@ def run_golden(
         }
     if not drawn:
         control = golden_control(golden, held)
-        check_control(control, incumbent_result.control, candidate_result.control)
+        check_control(control, incumbent.control, candidate.control)
         return GoldenRun(
             golden=golden,
-            incumbent=incumbent_result,
-            candidate=candidate_result,
+            incumbent=incumbent,
+            candidate=candidate,
             control=control,
             held=held,
             reranker=reranker,
         )
-    pairs = zip(
-        (*incumbent_result.slices, incumbent_result),
-        (*candidate_result.slices, candidate_result),
-        strict=True,
-    )
+    pairs = zip((*incumbent.slices, incumbent), (*candidate.slices, candidate), strict=True)
     slices = []
     for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
-        piece = searched if one is drawn[-1] else restrict(golden, one.rows)
+        piece = inputs.searched if one is drawn[-1] else restrict(golden, one.rows)
         piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
         control = golden_control(piece, piece_held)
         check_control(control, incumbent_slice.control, candidate_slice.control)
@@ -554,3 +586,18 @@ def run_golden(
         slices.append(SliceRun(fraction=one.fraction, run=run))
     largest = slices[-1].run
     return dataclasses.replace(largest, golden=golden, slices=tuple(slices), reranker=reranker)
+
+
+def run_golden(
+    golden: GoldenSet,
+    incumbent: Arm | Retriever | object,
+    candidate: Arm | Retriever | object,
+    *,
+    embedder: Embedder = embed,
+    cache: Any = None,
+) -> GoldenRun:
+    """Run both arms through `run_arm` on the golden set's `ArmInputs` and pair them (`pair_arms`)."""
+    inputs = arm_inputs(golden, embedder=embedder, cache=cache)
+    return pair_arms(
+        inputs, run_arm_on(inputs, incumbent, "incumbent"), run_arm_on(inputs, candidate, "candidate")
+    )

@@ -1,6 +1,7 @@
 """Each stratum of a run decided: the two arms' per-query scores paired, the family of strata, ties, labels.
 
-`evaluate_golden` decides every stratum of a golden file as one family (``multiple_comparisons``);
+`evaluate_golden` decides every stratum of a golden file as one family (``multiple_comparisons``), or as
+members of a larger family decided first (`decide_families`: a shortlist's, every candidate's strata);
 `evaluate_stratum` pairs both arms' scores over one stratum's queries, compares every declared metric
 (`stats.compare_paired`, seeded by stratum and metric), applies the verdict rule (`verdict.decide`), and
 records what the verdict rests on: the queries that moved most, the ties that could change it, the
@@ -11,7 +12,8 @@ reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the 
 the after-rerank comparison, and the ties and slices stay the first stage's.
 
 With ``weights: frequency`` every comparison is traffic-weighted (each query by `GoldenSet.query_weights`:
-its frequency, over its inclusion probability when it has one), the verdicts, the family and the ties rest
+its frequency, over its inclusion probability when it has one; with the design of the draw when the
+queries were drawn by ``embeval sample``, `GoldenSet.design`), the verdicts, the family and the ties rest
 on the weighted comparisons, the floor applies to Kish's effective number of queries, and the queries
 driving a disputed mean are ranked by their weighted contribution; each stratum also carries the outcome of
 the same run unweighted (`StratumOutcome.unweighted`), exactly what the file without the key decides.
@@ -27,6 +29,7 @@ import numpy as np
 
 from pytest_embeval.arms.rerank import RerankOutcome
 from pytest_embeval.core.progress import step
+from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import (
     DegenerateComparisonWarning,
     PairedComparison,
@@ -65,6 +68,8 @@ class Family:
     method: str  # none | holm | bonferroni
     size: int  # strata tested together: those with at least min_queries (and 2) pairs
     level: float | None  # the level (1 - confidence) of this stratum's intervals; None outside the family
+    #: a shortlist's: the candidates whose strata the family holds; () for one candidate's strata alone
+    candidates: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -133,6 +138,14 @@ def _weights(golden: GoldenSet, rows: np.ndarray) -> np.ndarray | None:
     return None if weights is None else np.asarray(weights, dtype=np.float64)[rows]
 
 
+def _weighting(golden: GoldenSet, rows: np.ndarray) -> tuple[np.ndarray | None, SampleDesign | None]:
+    """The queries' weights on ``rows`` under ``weights``, and the design they were drawn with (the other
+    queries drawn in their cells count as outside the stratum); both None without ``weights``."""
+    weights = _weights(golden, rows)
+    design = None if weights is None or golden.design is None else golden.design.rows(rows)
+    return weights, design
+
+
 def _below_floor(golden: GoldenSet, rows: np.ndarray, incumbent: np.ndarray, candidate: np.ndarray) -> bool:
     """Fewer than 2 pairs, or fewer than ``min_queries``: pairs, or with weights Kish's effective number."""
     paired = np.isfinite(incumbent) & np.isfinite(candidate)
@@ -151,7 +164,7 @@ def _compare(
     candidate: np.ndarray,
     confidence: float,
     stage: str = "",
-    weights: np.ndarray | None = None,
+    weighting: tuple[np.ndarray | None, SampleDesign | None] = (None, None),
 ) -> PairedComparison:
     """One metric on one stratum. The seed names the stratum and metric only (and the ``stage`` of a
     comparison around the reranker), so the same pairs give the same resamples at any confidence (the
@@ -168,58 +181,138 @@ def _compare(
             n_resamples=golden.bootstrap,
             rng=np.random.default_rng(stable_seed(*seed)),
             interval=golden.interval,
-            weights=weights,
+            weights=weighting[0],
+            design=weighting[1],
         )
 
 
-def evaluate_golden(run: GoldenRun, selected: Collection[str] | None = None) -> tuple[StratumOutcome, ...]:
-    """Every stratum's outcome (or the ``selected`` ones', by name: those the run tests, as ``-k`` chose
-    them), in `GoldenSet.strata` order, decided as one family.
+@dataclasses.dataclass(frozen=True, slots=True)
+class StrataFamilies:
+    """How each stratum of one comparison was placed in its family: stratum name -> its `Family`, and
+    under ``weights`` the same for the comparison unweighted (`Unweighted`, decided as its own family of
+    the unweighted comparisons)."""
 
-    The family is the strata tested with at least ``min_queries`` (and 2) pairs. With ``multiple_comparisons:
-    holm`` each member's primary bootstrap p-value (`PairedComparison.p_value`, which inverts its interval)
-    is computed first; `verdict.family_levels` turns them into the level each member's intervals are then
-    computed at, so that the intervals' verdicts are Holm's decisions. ``bonferroni`` needs no p-values;
-    ``none`` decides every stratum at ``1 - confidence``.
-    """
-    golden = run.golden
-    strata = [stratum for stratum in golden.strata() if selected is None or stratum.name in selected]
-    holm = golden.multiple_comparisons == "holm"
-    # A progress step counting the strata bootstrapped (twice each under holm), shown when it is long.
-    with step(f"bootstrap of {len(strata)} strata", total=len(strata) * (2 if holm else 1)) as advance:
-        primary = str(golden.metric)
-        p_values: list[float | None] = []
+    members: Mapping[str, Family]
+    unweighted: StrataFamilies | None = None
+
+
+def decide_families(
+    comparisons: Sequence[tuple[GoldenRun, Collection[str] | None]],
+    method: str,
+    *,
+    candidates: Sequence[str] = (),
+) -> tuple[StrataFamilies, ...]:
+    """The families of several comparisons on one golden set decided together, before any of them is
+    evaluated: each comparison's tested strata (``selected``, or all) with at least ``min_queries`` (and 2)
+    pairs are the members of one family, adjusted by ``method``; one `StrataFamilies` per comparison, in
+    order. ``candidates`` names the comparisons' candidates in the `Family` records (a shortlist's)."""
+    tested = [_tested(run.golden, selected) for run, selected in comparisons]
+    total = sum(len(strata) for strata in tested)
+    holm = method == "holm"
+    with step(f"bootstrap of {total} strata of {len(comparisons)} candidates", total=total) as advance:
+        members = _family_pass(comparisons, tested, method, advance if holm else _ignore, candidates)
+        if not comparisons or comparisons[0][0].golden.weights is None:
+            return tuple(StrataFamilies(one) for one in members)
+        # The comparisons without the key, decided as their own family: what the file without it says.
+        plain = [(_unweighted_run(run), selected) for run, selected in comparisons]
+        unweighted = _family_pass(plain, tested, method, _ignore, candidates)
+    return tuple(
+        StrataFamilies(one, StrataFamilies(other)) for one, other in zip(members, unweighted, strict=True)
+    )
+
+
+def _ignore(done: int) -> None:
+    """An ``advance`` that shows nothing."""
+
+
+def _tested(golden: GoldenSet, selected: Collection[str] | None) -> list[Stratum]:
+    return [stratum for stratum in golden.strata() if selected is None or stratum.name in selected]
+
+
+def _unweighted_run(run: GoldenRun) -> GoldenRun:
+    """The run as the golden file without ``weights`` decides it."""
+    return dataclasses.replace(run, golden=dataclasses.replace(run.golden, weights=None), slices=())
+
+
+def _family_pass(
+    comparisons: Sequence[tuple[GoldenRun, Collection[str] | None]],
+    tested: Sequence[Sequence[Stratum]],
+    method: str,
+    advance: Callable[[int], None],
+    candidates: Sequence[str] = (),
+) -> list[dict[str, Family]]:
+    """The first pass over every tested stratum of the ``comparisons``: its primary bootstrap p-value under
+    ``holm`` (a placeholder for a member otherwise, None below the floor), then the levels of the family of
+    all of them at once (`verdict.family_levels`); ``advance`` counts the strata bootstrapped."""
+    p_values: list[float | None] = []
+    for (run, _), strata in zip(comparisons, tested, strict=True):
+        golden, primary = run.golden, str(run.golden.metric)
         for stratum in strata:
             scores, rows, stage = _deciding(run, stratum)
             incumbent, candidate = scores[0][primary][rows], scores[1][primary][rows]
             if _below_floor(golden, rows, incumbent, candidate):
                 p_values.append(None)
-            elif holm:
-                weights = _weights(golden, rows)
+            elif method == "holm":
+                weighting = _weighting(golden, rows)
                 compared = _compare(
-                    golden, stratum, primary, incumbent, candidate, golden.confidence, stage, weights
+                    golden, stratum, primary, incumbent, candidate, golden.confidence, stage, weighting
                 )
                 p_values.append(compared.p_value)
             else:
                 p_values.append(0.0)  # a member; its p-value is not needed
-            if holm:
-                advance(len(p_values))
-        # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
-        alpha = round(1.0 - golden.confidence, 12)
-        levels = family_levels(p_values, alpha=alpha, method=golden.multiple_comparisons)
-        size = sum(level is not None for level in levels)
+            advance(len(p_values))
+    if not comparisons:
+        return []
+    # Rounded: 1 - 0.95 is 0.050000000000000044 in binary, and the level is reported.
+    alpha = round(1.0 - comparisons[0][0].golden.confidence, 12)
+    levels = family_levels(p_values, alpha=alpha, method=method)
+    size = sum(level is not None for level in levels)
+    remaining = iter(levels)
+    named = tuple(candidates)
+    return [
+        {stratum.name: Family(method, size, next(remaining), named) for stratum in strata}
+        for strata in tested
+    ]
+
+
+def evaluate_golden(
+    run: GoldenRun,
+    selected: Collection[str] | None = None,
+    *,
+    families: StrataFamilies | None = None,
+    method: str | None = None,
+) -> tuple[StratumOutcome, ...]:
+    """Every stratum's outcome (or the ``selected`` ones', by name: those the run tests, as ``-k`` chose
+    them), in `GoldenSet.strata` order, decided as one family.
+
+    The family is the strata tested with at least ``min_queries`` (and 2) pairs, adjusted by ``method``
+    (default: the golden set's ``multiple_comparisons``); ``families`` (`decide_families`) places them in
+    a larger family decided beforehand instead, a shortlist's. With ``holm`` each member's primary
+    bootstrap p-value (`PairedComparison.p_value`, which inverts its interval) is computed first;
+    `verdict.family_levels` turns them into the level each member's intervals are then computed at, so
+    that the intervals' verdicts are Holm's decisions. ``bonferroni`` needs no p-values; ``none`` decides
+    every stratum at ``1 - confidence``.
+    """
+    golden = run.golden
+    method = golden.multiple_comparisons if method is None else method
+    strata = _tested(golden, selected)
+    first = families is None and method == "holm"
+    # A progress step counting the strata bootstrapped (twice each when holm's p-values come first).
+    with step(f"bootstrap of {len(strata)} strata", total=len(strata) * (2 if first else 1)) as advance:
+        if families is None:
+            members = _family_pass([(run, selected)], [strata], method, advance if first else _ignore)[0]
+            families = StrataFamilies(members)
         outcomes = []
-        for stratum, level in zip(strata, levels, strict=True):
-            family = Family(golden.multiple_comparisons, size, level)
-            outcomes.append(evaluate_stratum(run, stratum, family=family))
-            advance(len(outcomes) + (len(strata) if holm else 0))
+        for stratum in strata:
+            outcomes.append(evaluate_stratum(run, stratum, family=families.members[stratum.name]))
+            advance(len(outcomes) + (len(strata) if first else 0))
     if golden.weights is None:
         return tuple(outcomes)
     # The same run without the key, decided as its own family: what the file without it would say.
-    plain = dataclasses.replace(run, golden=dataclasses.replace(golden, weights=None), slices=())
+    plain = evaluate_golden(_unweighted_run(run), selected, families=families.unweighted, method=method)
     return tuple(
         dataclasses.replace(outcome, unweighted=Unweighted(one.comparisons, one.decision))
-        for outcome, one in zip(outcomes, evaluate_golden(plain, selected), strict=True)
+        for outcome, one in zip(outcomes, plain, strict=True)
     )
 
 
@@ -242,7 +335,7 @@ def _decided(
 ) -> tuple[dict[str, PairedComparison], Decision]:
     """Every metric of the golden set compared on ``rows`` of both arms' ``scores``, and the verdict rule
     applied to them (primary and guards)."""
-    weights = _weights(golden, rows)
+    weighting = _weighting(golden, rows)
     comparisons = {
         str(m): _compare(
             golden,
@@ -252,7 +345,7 @@ def _decided(
             scores[1][str(m)][rows],
             confidence,
             stage,
-            weights,
+            weighting,
         )
         for m in golden.all_metrics()
     }
@@ -261,6 +354,7 @@ def _decided(
         tie_margin=golden.tie_margin,
         min_queries=golden.min_queries,
         guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
+        primary_metric=str(golden.metric),
     )
     return comparisons, decision
 
@@ -297,14 +391,14 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     at the family's level for this stratum (`evaluate_golden`) or, without a family, at ``confidence``."""
     golden = run.golden
     rows = _stratum_rows(golden, stratum)
-    weights = _weights(golden, rows)
+    weighting = _weighting(golden, rows)
     level = None if family is None or family.method == "none" else family.level
     confidence = golden.confidence if level is None else 1.0 - level
 
     def decide_with(incumbent: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> Decision:
         def compared(name: str) -> PairedComparison:
             return _compare(
-                golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence, "", weights
+                golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence, "", weighting
             )
 
         return decide(
@@ -312,6 +406,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
             tie_margin=golden.tie_margin,
             min_queries=golden.min_queries,
             guards={name: (compared(name), margin) for name, margin in golden.guards.items()},
+            primary_metric=str(golden.metric),
         )
 
     primary = str(golden.metric)
