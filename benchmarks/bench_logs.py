@@ -4,7 +4,8 @@ over the same files, in the same run; and a counted table (one row per query and
 searches) sampled with ``--count``.
 
     python benchmarks/bench_logs.py [--rows 10000000 50000000] [--formats parquet jsonl] [--repeat 1]
-                                    [--counted 5000000] [--memory-limit SIZE] [--keep]
+                                    [--python] [--files 30] [--counted 5000000] [--corpus N]
+                                    [--memory-limit SIZE] [--keep]
 
 The logs: --rows searches each, written with DuckDB under $TMPDIR (the free space is checked first, and
 everything is deleted at the end unless --keep). Queries are Zipfian: a fifth of the rows are distinct query
@@ -21,6 +22,11 @@ For each log and format, best of --repeat:
 * ``embeval sample LOG --by language,intent,device --size 1000 --engine duckdb`` in a child process, its
   wall time and its peak resident memory (the kernel's VmHWM).
 The 100,000,000-row time is extrapolated from the two sizes (linear through them), and says so.
+
+With --python, the smallest log's JSONL file is also sampled with ``--engine python`` (today's reader, a
+row at a time), and its queries file compared byte for byte with the engine's. With --files N, the smallest
+log is also written as N Parquet files of consecutive rows (a month of daily exports) and sampled through
+the glob, against the engine's GROUP BY over the same glob, its queries file compared with the one file's.
 
 The counted table: --counted distinct (query, language, intent, device) rows with a ``searches`` column,
 Parquet, sampled with ``--count searches``.
@@ -39,6 +45,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -172,31 +180,56 @@ def sample(log: Path, out: Path, memory_limit: str, *extra: str) -> tuple[float,
     return float(elapsed), float(peak), done.stdout
 
 
-def best(repeat: int, run: object) -> object:
-    assert callable(run)
-    results = [run() for _ in range(repeat)]
-    return min(results, key=lambda result: result[0] if isinstance(result, tuple) else result)
+def split(log: Path, folder: Path, files: int, memory_limit: str) -> str:
+    """The log's rows as ``files`` Parquet files of consecutive rows, in their order; the glob naming them."""
+    folder.mkdir()
+    with engine(memory_limit) as opened:
+        ((rows,),) = opened.rows(f"SELECT count(*) FROM read_parquet({sql_string(str(log))})")
+        per_file = -(-rows // files)
+        for day in range(files):
+            opened.execute(
+                f"COPY (SELECT * EXCLUDE (file_row_number) FROM read_parquet({sql_string(str(log))}, "
+                f"file_row_number = true) WHERE file_row_number >= {day * per_file} "
+                f"AND file_row_number < {(day + 1) * per_file} ORDER BY file_row_number) "
+                f"TO {sql_string(str(folder / f'day-{day + 1:03d}.parquet'))} (FORMAT parquet)"
+            )
+    return str(folder / "day-*.parquet")
+
+
+def measured(
+    name: str, floor_of: Callable[[], float], sample_of: Callable[[], tuple[float, float, str]], repeat: int
+) -> float:
+    """The floor and ``embeval sample``, best of ``repeat`` each, printed as one line: the sample's time."""
+    floor = min(floor_of() for _ in range(repeat))
+    ours, peak, stdout = min((sample_of() for _ in range(repeat)), key=lambda result: result[0])
+    print(
+        f"  {name:28} engine GROUP BY {floor:7.1f} s   embeval sample {ours:7.1f} s "
+        f"= {ours / floor:4.2f} x   peak memory {peak:,.0f} MiB"
+    )
+    print(f"          {stdout.splitlines()[0]}")
+    return ours
 
 
 def bench_logs(
-    folder: Path, rows_list: list[int], formats: list[str], repeat: int, memory_limit: str
+    folder: Path, rows_list: list[int], formats: list[str], repeat: int, memory_limit: str, extra: Extra
 ) -> None:
     times: dict[str, dict[int, float]] = {kind: {} for kind in formats}
-    for rows in rows_list:
-        paths = generate(folder, rows, memory_limit)
+    for rows in sorted(rows_list):
+        paths = generate(folder, rows, memory_limit, jsonl="jsonl" in formats or extra.python)
+        out = folder / "queries.jsonl"
         for kind in formats:
             path = paths[kind]
-            floor = best(repeat, lambda path=path, kind=kind: floor_seconds(path, kind, memory_limit))
-            assert isinstance(floor, float)
-            result = best(repeat, lambda path=path: sample(path, folder / "queries.jsonl", memory_limit))
-            assert isinstance(result, tuple)
-            ours, peak, stdout = result
-            times[kind][rows] = ours
-            print(
-                f"  {kind:7} {rows:>12,} rows: engine GROUP BY {floor:7.1f} s   embeval sample {ours:7.1f} s "
-                f"= {ours / floor:4.2f} x   peak memory {peak:,.0f} MiB"
+            times[kind][rows] = measured(
+                f"{kind} {rows:,} rows:",
+                lambda path=path, kind=kind: floor_seconds(path, kind, memory_limit),
+                lambda path=path, out=out: sample(path, out, memory_limit),
+                repeat,
             )
-            print(f"          {stdout.splitlines()[0]}")
+        smallest = rows == min(rows_list)
+        if smallest and extra.python:
+            bench_python(paths["jsonl"], folder, memory_limit)
+        if smallest and extra.files:
+            bench_files(paths["parquet"], folder, extra.files, repeat, memory_limit)
         for path in paths.values():
             path.unlink()
     if len(rows_list) >= 2:
@@ -208,6 +241,42 @@ def bench_logs(
                 f"  {kind:7} 100,000,000 rows: about {estimate:.0f} s, EXTRAPOLATED (linear through the "
                 f"{low:,} and {high:,}-row times), not measured"
             )
+
+
+def bench_python(log: Path, folder: Path, memory_limit: str) -> None:
+    """The same JSONL log sampled by the Python reader (a row at a time) and by the engine: both times, and
+    whether the queries files are the same bytes."""
+    outputs = {reader: folder / f"queries-{reader}.jsonl" for reader in ("duckdb", "python")}
+    seconds = {}
+    for reader, out in outputs.items():
+        elapsed, peak, _ = sample(log, out, memory_limit, "--engine", reader)
+        seconds[reader] = elapsed
+        print(
+            f"  jsonl, --engine {reader:6}         embeval sample {elapsed:7.1f} s   "
+            f"peak memory {peak:,.0f} MiB"
+        )
+    same = outputs["duckdb"].read_bytes() == outputs["python"].read_bytes()
+    print(
+        f"  the Python reader takes {seconds['python'] / seconds['duckdb']:.1f} x the engine's time on the "
+        f"same log; the two queries files are the same bytes: {same}"
+    )
+
+
+def bench_files(log: Path, folder: Path, files: int, repeat: int, memory_limit: str) -> None:
+    """The log as ``files`` Parquet files sampled through a glob, against the GROUP BY over the same glob;
+    the sample compared with the one file's."""
+    pattern = split(log, folder / "days", files, memory_limit)
+    outputs = {"one": folder / "queries-one.jsonl", "many": folder / "queries-many.jsonl"}
+    sample(log, outputs["one"], memory_limit)
+    measured(
+        f"parquet, {files} files:",
+        lambda: floor_seconds(Path(pattern), "parquet", memory_limit),
+        lambda: sample(Path(pattern), outputs["many"], memory_limit),
+        repeat,
+    )
+    same = outputs["one"].read_bytes() == outputs["many"].read_bytes()
+    print(f"          the glob's queries file is the one file's, byte for byte: {same}")
+    shutil.rmtree(folder / "days")
 
 
 COUNTED_SQL = """
@@ -323,6 +392,14 @@ def bench_corpus(folder: Path, documents: int, memory_limit: str) -> None:
     print(f"  the engine's JSONL sample is the Python reader's, byte for byte: {same}")
 
 
+@dataclass(frozen=True)
+class Extra:
+    """What else is measured on the smallest log: the Python reader, and the log in many files."""
+
+    python: bool
+    files: int
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000, 50_000_000])
@@ -333,6 +410,12 @@ def main() -> None:
         "--memory-limit", default=DEFAULT_MEMORY_LIMIT, help="the engine's (default: half the RAM)"
     )
     parser.add_argument("--corpus", type=int, default=0, help="documents of a corpus to sample (0: none)")
+    parser.add_argument(
+        "--python", action="store_true", help="also sample the smallest JSONL log with --engine python"
+    )
+    parser.add_argument(
+        "--files", type=int, default=0, help="also sample the smallest log as this many Parquet files"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="embeval-bench-logs-"))
@@ -343,7 +426,8 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"load average before: {load:.2f} ({os.cpu_count()} cores); memory limit {args.memory_limit}")
     try:
-        bench_logs(folder, args.rows, args.formats, args.repeat, args.memory_limit)
+        extra = Extra(args.python, args.files)
+        bench_logs(folder, args.rows, args.formats, args.repeat, args.memory_limit, extra)
         if args.counted:
             bench_counted(folder, args.counted, args.memory_limit)
         if args.corpus:
