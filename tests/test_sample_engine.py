@@ -575,6 +575,23 @@ def test_the_engine_reads_tsv_files_that_share_their_header(tmp_path: Path, embe
     assert embeval("sample", pattern, *SAMPLE, "--engine", "python", "--out", tmp_path / "q.jsonl")[0] == 0
 
 
+def test_a_tsv_log_of_the_text_column_alone_gives_the_same_sample_on_either_reader(
+    tmp_path: Path, embeval: Embeval
+) -> None:
+    log = tmp_path / "log.tsv"
+    log.write_text(
+        "query\nTrack  parcel\ntrack parcel\nrefund\nREFUND\nrefund \nwhere is it\n", encoding="utf-8"
+    )
+    options = ["--by", "band", "--size", "2", "--floor", "0"]
+    for reader in ("python", "duckdb"):
+        status, stdout, _ = embeval(
+            "sample", log, *options, "--engine", reader, "--out", tmp_path / f"{reader}.jsonl"
+        )
+        assert status == 0 and "6 searches, 3 distinct queries" in stdout
+    assert (tmp_path / "python.jsonl").read_bytes() == (tmp_path / "duckdb.jsonl").read_bytes()
+    assert (tmp_path / "python.draw.json").read_bytes() == (tmp_path / "duckdb.draw.json").read_bytes()
+
+
 def test_a_compressed_jsonl_log_is_read_by_the_engine(tmp_path: Path, embeval: Embeval) -> None:
     import gzip
 
