@@ -21,6 +21,8 @@ For each log and format, best of --repeat:
   limit and threads;
 * ``embeval sample LOG --by language,intent,device --size 1000 --engine duckdb`` in a child process, its
   wall time and its peak resident memory (the kernel's VmHWM).
+Each is timed twice: wall-clock, and CPU (every thread of the process, the engine's included), which a
+machine whose cores other work shares does not stretch as it stretches the wall time.
 The 100,000,000-row time is extrapolated from the two sizes (linear through them), and says so.
 
 With --python, the smallest log's JSONL file is also sampled with ``--engine python`` (today's reader, a
@@ -48,6 +50,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -123,61 +126,79 @@ def generate(folder: Path, rows: int, memory_limit: str, *, jsonl: bool = True) 
     return paths
 
 
-def floor_seconds(path: Path, kind: str, memory_limit: str) -> float:
+class Timing(NamedTuple):
+    """Wall-clock seconds, and CPU seconds of every thread of the process (what a loaded machine's waits for
+    a core do not change)."""
+
+    wall: float
+    cpu: float
+
+    def __str__(self) -> str:
+        return f"{self.wall:7.1f} s (CPU {self.cpu:6.1f} s)"
+
+
+class Run(NamedTuple):
+    """An ``embeval`` command run in a child process."""
+
+    timing: Timing
+    #: the peak resident memory (MiB)
+    peak: float
+    stdout: str
+
+
+def floor_seconds(path: Path, kind: str, memory_limit: str) -> Timing:
     """The engine's own GROUP BY of the same columns over the same file, its result kept (a table)."""
     function = "read_parquet" if kind == "parquet" else "read_json"
     with engine(memory_limit) as opened:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         opened.execute(
             f"CREATE TEMP TABLE grouped AS SELECT query, language, intent, device, count(*) AS searches "
             f"FROM {function}({sql_string(str(path))}) GROUP BY ALL"
         )
-        return time.perf_counter() - start
+        return Timing(time.perf_counter() - start, time.process_time() - cpu)
 
 
 CHILD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from pytest_embeval.cli import embeval
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 status = embeval.main(sys.argv[2:])
-elapsed = time.perf_counter() - start
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
-print(f"{status} {elapsed} {int(peak) / 1024}", file=sys.stderr)
+print(f"{status} {elapsed} {cpu} {int(peak) / 1024}", file=sys.stderr)
 """
 
 
-def sample(log: Path, out: Path, memory_limit: str, *extra: str) -> tuple[float, float, str]:
-    """``embeval sample`` in a child process: its wall time, its peak resident memory (MiB), its stdout."""
+def child(*args: str | Path) -> Run:
+    """An ``embeval`` command in a child process: its times, its peak resident memory, its stdout."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            CHILD,
-            str(ROOT),
-            "sample",
-            str(log),
-            "--by",
-            BY,
-            "--size",
-            "1000",
-            "--engine",
-            "duckdb",
-            "--memory-limit",
-            memory_limit,
-            "--force",
-            "--out",
-            str(out),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, "-c", CHILD, str(ROOT), *map(str, args)], capture_output=True, text=True, check=False
     )
-    status, elapsed, peak = done.stderr.strip().splitlines()[-1].split()
+    status, elapsed, cpu, peak = done.stderr.strip().splitlines()[-1].split()
     if status != "0":
-        raise SystemExit(f"embeval sample failed:\n{done.stderr}")
-    return float(elapsed), float(peak), done.stdout
+        raise SystemExit(f"embeval failed:\n{done.stderr}")
+    return Run(Timing(float(elapsed), float(cpu)), float(peak), done.stdout)
+
+
+def sample(log: Path, out: Path, memory_limit: str, *extra: str) -> Run:
+    """``embeval sample`` of the log with the engine (``extra`` options last) in a child process."""
+    return child(
+        "sample",
+        str(log),
+        "--by",
+        BY,
+        "--size",
+        "1000",
+        "--engine",
+        "duckdb",
+        "--memory-limit",
+        memory_limit,
+        "--force",
+        "--out",
+        str(out),
+        *extra,
+    )
 
 
 def split(log: Path, folder: Path, files: int, memory_limit: str) -> str:
@@ -196,18 +217,21 @@ def split(log: Path, folder: Path, files: int, memory_limit: str) -> str:
     return str(folder / "day-*.parquet")
 
 
-def measured(
-    name: str, floor_of: Callable[[], float], sample_of: Callable[[], tuple[float, float, str]], repeat: int
-) -> float:
-    """The floor and ``embeval sample``, best of ``repeat`` each, printed as one line: the sample's time."""
-    floor = min(floor_of() for _ in range(repeat))
-    ours, peak, stdout = min((sample_of() for _ in range(repeat)), key=lambda result: result[0])
+def ratios(ours: Timing, floor: Timing) -> str:
+    return f"= {ours.wall / floor.wall:4.2f} x wall, {ours.cpu / floor.cpu:4.2f} x CPU"
+
+
+def measured(name: str, floor_of: Callable[[], Timing], sample_of: Callable[[], Run], repeat: int) -> float:
+    """The floor and ``embeval sample``, best of ``repeat`` each (by wall time), printed: the sample's wall
+    time."""
+    floor = min((floor_of() for _ in range(repeat)), key=lambda timing: timing.wall)
+    run = min((sample_of() for _ in range(repeat)), key=lambda run: run.timing.wall)
     print(
-        f"  {name:28} engine GROUP BY {floor:7.1f} s   embeval sample {ours:7.1f} s "
-        f"= {ours / floor:4.2f} x   peak memory {peak:,.0f} MiB"
+        f"  {name:26} engine GROUP BY {floor}   embeval sample {run.timing} {ratios(run.timing, floor)}   "
+        f"peak memory {run.peak:,.0f} MiB"
     )
-    print(f"          {stdout.splitlines()[0]}")
-    return ours
+    print(f"          {run.stdout.splitlines()[0]}")
+    return run.timing.wall
 
 
 def bench_logs(
@@ -247,18 +271,18 @@ def bench_python(log: Path, folder: Path, memory_limit: str) -> None:
     """The same JSONL log sampled by the Python reader (a row at a time) and by the engine: both times, and
     whether the queries files are the same bytes."""
     outputs = {reader: folder / f"queries-{reader}.jsonl" for reader in ("duckdb", "python")}
-    seconds = {}
+    runs = {}
     for reader, out in outputs.items():
-        elapsed, peak, _ = sample(log, out, memory_limit, "--engine", reader)
-        seconds[reader] = elapsed
+        runs[reader] = sample(log, out, memory_limit, "--engine", reader)
         print(
-            f"  jsonl, --engine {reader:6}         embeval sample {elapsed:7.1f} s   "
-            f"peak memory {peak:,.0f} MiB"
+            f"  jsonl, --engine {reader:6}     embeval sample {runs[reader].timing}   "
+            f"peak memory {runs[reader].peak:,.0f} MiB"
         )
     same = outputs["duckdb"].read_bytes() == outputs["python"].read_bytes()
+    python, duckdb = runs["python"].timing, runs["duckdb"].timing
     print(
-        f"  the Python reader takes {seconds['python'] / seconds['duckdb']:.1f} x the engine's time on the "
-        f"same log; the two queries files are the same bytes: {same}"
+        f"  the Python reader takes {python.wall / duckdb.wall:.1f} x the engine's wall time on the same log "
+        f"({python.cpu / duckdb.cpu:.1f} x its CPU); the two queries files are the same bytes: {same}"
     )
 
 
@@ -302,16 +326,17 @@ def bench_counted(folder: Path, rows: int, memory_limit: str) -> None:
     for path in paths.values():
         path.unlink()
     floor = floor_seconds(table, "parquet", memory_limit)
-    ours, peak, stdout = sample(table, folder / "queries.jsonl", memory_limit, "--count", "searches")
+    run = sample(table, folder / "queries.jsonl", memory_limit, "--count", "searches")
+    ours = run.timing
     print(
         f"counted table: {count:,} rows (distinct query and stratum values) counting {searches:,} searches, "
         f"{table.stat().st_size / 2**20:,.0f} MiB Parquet"
     )
     print(
-        f"  engine GROUP BY {floor:.1f} s   embeval sample --count searches {ours:.1f} s "
-        f"({'under' if ours < 10 else 'NOT under'} 10 s)   peak memory {peak:,.0f} MiB"
+        f"  engine GROUP BY {floor}   embeval sample --count searches {ours} {ratios(ours, floor)} "
+        f"({'under' if ours.wall < 10 else 'NOT under'} 10 s)   peak memory {run.peak:,.0f} MiB"
     )
-    print(f"  {stdout.splitlines()[0]}")
+    print(f"  {run.stdout.splitlines()[0]}")
 
 
 CORPUS_SQL = """
@@ -321,17 +346,6 @@ COPY (
   FROM range({documents}) AS t(i)
 ) TO {path} (FORMAT {format})
 """
-
-
-def child_seconds(*args: str | Path) -> tuple[float, float]:
-    """An ``embeval`` command in a child process: its wall time and peak resident memory (MiB)."""
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ROOT), *map(str, args)], capture_output=True, text=True, check=False
-    )
-    status, elapsed, peak = done.stderr.strip().splitlines()[-1].split()
-    if status != "0":
-        raise SystemExit(f"embeval failed:\n{done.stderr}")
-    return float(elapsed), float(peak)
 
 
 def bench_corpus(folder: Path, documents: int, memory_limit: str) -> None:
@@ -353,14 +367,13 @@ def bench_corpus(folder: Path, documents: int, memory_limit: str) -> None:
     qrels.write_text(
         "query-id\tcorpus-id\tscore\n" + "".join(f"q{i % 500}\t{d}\t1\n" for i, d in enumerate(judged))
     )
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in HashedLines(paths["jsonl"]):
         pass
-    once = time.perf_counter() - start
+    once = Timing(time.perf_counter() - start, time.process_time() - cpu)
     size = paths["jsonl"].stat().st_size / 2**20
     print(
-        f"corpus of {documents:,} documents: JSONL {size:,.0f} MiB; "
-        f"reading it once (lines, sha256): {once:.1f} s"
+        f"corpus of {documents:,} documents: JSONL {size:,.0f} MiB; reading it once (lines, sha256): {once}"
     )
     outputs = {}
     for name, path, reader in (
@@ -369,7 +382,7 @@ def bench_corpus(folder: Path, documents: int, memory_limit: str) -> None:
         ("jsonl, python", paths["jsonl"], "python"),
     ):
         out = folder / f"sample-{reader}-{path.suffix[1:]}.jsonl"
-        seconds, peak = child_seconds(
+        run = child(
             "corpus-sample",
             path,
             "--size",
@@ -385,8 +398,8 @@ def bench_corpus(folder: Path, documents: int, memory_limit: str) -> None:
         )
         outputs[name] = out
         print(
-            f"  corpus-sample, {name:16} {seconds:7.1f} s = {seconds / once:5.1f} x reading once   "
-            f"peak {peak:,.0f} MiB"
+            f"  corpus-sample, {name:16} {run.timing} = {run.timing.wall / once.wall:5.1f} x reading once's "
+            f"wall, {run.timing.cpu / once.cpu:5.1f} x its CPU   peak {run.peak:,.0f} MiB"
         )
     same = outputs["jsonl, engine"].read_bytes() == outputs["jsonl, python"].read_bytes()
     print(f"  the engine's JSONL sample is the Python reader's, byte for byte: {same}")
