@@ -112,7 +112,7 @@ def timed(
 ) -> tuple[Seconds, GoldenRun, list[str]]:
     wall, cpu = time.perf_counter(), time.process_time()
     run = run_golden(golden, incumbent, candidate, embedder=embedder)
-    verdicts = [evaluate_stratum(run, stratum).decision.verdict.value for stratum in golden.strata()]
+    verdicts = [evaluate_stratum(run, stratum).ruling.verdict.value for stratum in golden.strata()]
     return Seconds(time.perf_counter() - wall, time.process_time() - cpu), run, verdicts
 
 

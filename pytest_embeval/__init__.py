@@ -5,8 +5,10 @@ The library surface, for use without pytest::
     from pytest_embeval import evaluate, compare_paired, paired_n, decide, load_golden
 
 and, for a sample drawn by a stratified design, ``SampleDesign`` (``compare_paired(..., design=...)``); for
-a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm``; for
-tooling that compares two JSON reports, ``control_diff``.
+a ``conftest.py`` that builds an arm in Python, ``sentence_transformer_arm`` and ``openai_arm`` (with
+``EndpointOptions``); for tooling that compares two JSON reports, ``control_diff``; for an adapter to a
+vector database, its protocol ``VectorIndex`` (with ``TunableIndex``) and what it is given and returns,
+``Records``, ``Found`` and ``SearchParameter``.
 
 Everything here is imported on first use (``import pytest_embeval`` happens in every pytest run of anyone who
 installs the plugin, so it must stay cheap); the modules behind these names may move between releases, these
@@ -34,22 +36,34 @@ _SURFACE = {
     "PairedComparison": "pytest_embeval.core.stats",
     "SampleDesign": "pytest_embeval.core.sample_design",
     "decide": "pytest_embeval.core.verdict",
-    "Decision": "pytest_embeval.core.verdict",
+    "StratumRuling": "pytest_embeval.core.verdict",
     "Verdict": "pytest_embeval.core.verdict",
     "load_golden": "pytest_embeval.golden.loader",
     "GoldenSet": "pytest_embeval.golden.schema",
     "GoldenError": "pytest_embeval.golden.data_files",
     "sentence_transformer_arm": "pytest_embeval.arms.sentence_transformer",
     "openai_arm": "pytest_embeval.arms.endpoint",
+    "EndpointOptions": "pytest_embeval.arms.endpoint",
     "control_diff": "pytest_embeval.reports.json_report",
+    "VectorIndex": "pytest_embeval.search.vector_index",
+    "TunableIndex": "pytest_embeval.search.vector_index",
+    "Records": "pytest_embeval.search.vector_index",
+    "Found": "pytest_embeval.search.vector_index",
+    "SearchParameter": "pytest_embeval.search.vector_index",
 }
 
 __all__ = [
-    "Decision",
+    "EndpointOptions",
+    "Found",
     "GoldenError",
     "GoldenSet",
     "PairedComparison",
+    "Records",
     "SampleDesign",
+    "SearchParameter",
+    "StratumRuling",
+    "TunableIndex",
+    "VectorIndex",
     "Verdict",
     "compare_paired",
     "control_diff",
@@ -66,7 +80,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from pytest_embeval.arms.endpoint import openai_arm
+    from pytest_embeval.arms.endpoint import EndpointOptions, openai_arm
     from pytest_embeval.arms.sentence_transformer import sentence_transformer_arm
     from pytest_embeval.core.metrics import evaluate, parse_metric
     from pytest_embeval.core.sample_design import SampleDesign
@@ -78,11 +92,12 @@ if TYPE_CHECKING:
         paired_n,
         sign_test,
     )
-    from pytest_embeval.core.verdict import Decision, Verdict, decide
+    from pytest_embeval.core.verdict import StratumRuling, Verdict, decide
     from pytest_embeval.golden.data_files import GoldenError
     from pytest_embeval.golden.loader import load_golden
     from pytest_embeval.golden.schema import GoldenSet
     from pytest_embeval.reports.json_report import control_diff
+    from pytest_embeval.search.vector_index import Found, Records, SearchParameter, TunableIndex, VectorIndex
 
 
 def __getattr__(name: str) -> Any:

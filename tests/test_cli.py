@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_helpers import CliResult
 from test_judging import QRELS, TOP_A, TOP_B, query_ids, rankings, write_golden, write_sheet_text
 
-from conftest import CliResult
 from pytest_embeval.cli.seeds_and_refresh import file_day
 from pytest_embeval.judging.agreement import agreement, agreement_lines
 from pytest_embeval.judging.merging import sheet_grades

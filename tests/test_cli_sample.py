@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 from scipy.stats import chisquare
+from suite_helpers import CliResult
 
-from conftest import CliResult
 from pytest_embeval.core.sampling import Reservoir
 from pytest_embeval.golden.corpus_draw import draw_corpus
 from pytest_embeval.golden.data_files import GoldenError

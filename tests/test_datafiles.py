@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from suite_helpers import write_file
 
-from conftest import write_file
 from pytest_embeval.golden import data_files as datafiles
 from pytest_embeval.golden.data_files import (
     Document,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from suite_helpers import CliResult, run_good_against_bad_english
 
-from conftest import CliResult, run_good_against_bad_english
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.loader import load_golden
 
@@ -229,7 +229,7 @@ def test_without_weights_a_draw_sidecar_changes_no_number(
 ) -> None:
     """The design is read only under ``weights``: an unweighted run of a drawn set reports what the same
     set without its sidecar reports, but for the draw recorded in the control."""
-    from conftest import without_timings
+    from pytest_embeval.reports.json_report import without_timings
 
     _draw(pytester.path, embeval, weights=False)
     _run(pytester, f"--embeval-json={pytester.path / 'drawn.json'}")

@@ -143,9 +143,11 @@ def test_model_names_may_hold_colons_and_slashes() -> None:
 def test_the_python_constructor_builds_the_same_arm_as_the_spec() -> None:
     built = endpoint.openai_arm(
         "e5-small",
-        base_url="http://127.0.0.1:8080/v1",
-        api_key_env="TEI_KEY",
-        prompts={"query": "query: ", "document": "passage: "},
+        endpoint.EndpointOptions(
+            base_url="http://127.0.0.1:8080/v1",
+            api_key_env="TEI_KEY",
+            prompts={"query": "query: ", "document": "passage: "},
+        ),
         price_per_million_tokens=0.5,
         name="e5 on TEI",
     )

@@ -99,7 +99,7 @@ def test_ties_that_decide_a_verdict_are_counted_and_flagged() -> None:
     assert outcome.stratum.name == "overall"
     # trec_eval's order: the candidate finds nothing at rank 1, WORSE; with the relevant document first, a TIE
     assert outcome.comparisons["hit@1"].delta == -1.0
-    assert outcome.decision.verdict is Verdict.WORSE
+    assert outcome.ruling.verdict is Verdict.WORSE
     assert outcome.ties is not None
     assert outcome.ties.across["hit@1"] == (0, QUERIES)
     # ids ascending find every relevant document first (TIE); on average half of them (still WORSE)
@@ -194,7 +194,7 @@ def test_the_strata_of_a_file_are_decided_as_one_family(method: str) -> None:
         decided = outcome.comparisons["hit@1"]
         assert decided.p_value == c.p_value  # the same resamples at the adjusted level
         assert decided.confidence == pytest.approx(1 - level)
-        assert (outcome.decision.verdict is not Verdict.TIE) == (c.p_value < level)
+        assert (outcome.ruling.verdict is not Verdict.TIE) == (c.p_value < level)
     if method == "none":
         assert [o.comparisons["hit@1"] for o in outcomes] == nominal
 
@@ -216,7 +216,7 @@ def test_an_a_a_run_ties_everywhere(method: str, interval: str) -> None:
     golden, _, tied = tied_at_the_top()
     golden = dataclasses.replace(golden, multiple_comparisons=method, interval=interval, tie_margin=0.0)
     outcomes = evaluate_golden(run_golden(golden, tied, tied))
-    assert {o.decision.verdict for o in outcomes} == {Verdict.TIE}
+    assert {o.ruling.verdict for o in outcomes} == {Verdict.TIE}
     assert all(o.ties is not None and not o.ties.could_change(Verdict.TIE) for o in outcomes)
 
 

@@ -21,8 +21,9 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from suite_helpers import write_file
 
-from conftest import without_timings, write_file
+from pytest_embeval.reports.json_report import without_timings
 
 Golden = Callable[..., Path]
 Setup = Callable[[Path], None]

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from suite_helpers import shared_collection
 
 import pytest_embeval.golden.data_sections as golden_module
-from conftest import shared_collection
 from pytest_embeval.core.canonical import KeyedTexts
 from pytest_embeval.core.metrics import MetricSpec, parse_metric
 from pytest_embeval.golden.data_files import Document, GoldenError, Query
@@ -501,7 +501,8 @@ NO_DATA: dict[str, str | bytes | None] = {"queries.jsonl": None, "qrels.tsv": No
 KNOWN = (
     "schema_version, name, corpus, queries, qrels, beir, split, strata, separate, metric, guards, report, "
     "tie_margin, confidence, min_queries, bootstrap, seed, index, relevance_level, interval, ties, "
-    "multiple_comparisons, production, corpus_sample, fold, rerank, guidelines, shelf_life, decision, weights"
+    "multiple_comparisons, family, production, corpus_sample, fold, rerank, guidelines, shelf_life, "
+    "decision, weights"
 )
 # Braces doubled: expected messages go through str.format for the {d} and {abs} placeholders.
 ACCEPTED_INDEX = "must be 'exact' or {{hnsw: {{M: 16, ef_construction: 200, ef_search: 128}}}}"

@@ -19,9 +19,9 @@ import yaml
 from file_snapshots import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite_helpers import CliResult, golden_files
 from test_decision import run
 
-from conftest import CliResult, golden_files
 from pytest_embeval.golden.data_files import GoldenError, is_integer
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.qrels_files import HEADER_NAMES

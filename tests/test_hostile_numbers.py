@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 from file_snapshots import snapshot
+from suite_helpers import CliResult
 from test_decision import ROUTE_EN, run
 
-from conftest import CliResult
 from pytest_embeval.core import weighted_stats
 from pytest_embeval.core.stats import PairedComparison
 from pytest_embeval.core.verdict import NotANumber, TieReason, Verdict, classify_metric

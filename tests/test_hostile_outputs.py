@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from file_snapshots import snapshot
+from suite_helpers import CliResult, golden_files
 from test_decision import run
 
-from conftest import CliResult, golden_files
 from pytest_embeval.files.atomic import write_atomic
 from pytest_embeval.judging.pooling import pair_id
 

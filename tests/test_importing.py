@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from suite_helpers import CliResult, golden_files
 from test_sharding import MODELS, packs, plugin_report
 
-from conftest import CliResult, golden_files
 from pytest_embeval.arms.model_specs import resolve_model
 from pytest_embeval.cache.store import EmbeddingCache
 from pytest_embeval.cache.vector_import import ImportProblem, check_vectors, read_vectors

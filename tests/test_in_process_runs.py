@@ -1,13 +1,12 @@
 """The suite's own harness: what pytester's in-process runs keep of ``sys.modules`` and ``sys.meta_path``
-(see conftest.py)."""
+(`pytester_snapshots`, which conftest.py installs)."""
 
 from __future__ import annotations
 
 import sys
 
 import pytest
-
-import conftest
+import pytester_snapshots
 
 #: A module of an installed library (pytest's own dependency) that nothing else in the suite imports.
 LIBRARY_MODULE = "pygments.lexers._lasso_builtins"
@@ -44,7 +43,9 @@ def test_an_in_process_run_keeps_the_finders_libraries_added_and_drops_the_tests
         "sys.meta_path.insert(0, Finder())\n",
         encoding="utf-8",
     )
-    monkeypatch.setattr(conftest, "_LIBRARIES", (*conftest._LIBRARIES, str(site)))
+    monkeypatch.setattr(
+        pytester_snapshots, "INSTALLED_LIBRARIES", (*pytester_snapshots.INSTALLED_LIBRARIES, str(site))
+    )
     # The run's changes land in a copy, the process's own list comes back afterwards; the library's module
     # goes too (set, then deleted: monkeypatch removes a key it set that was absent).
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from suite_helpers import golden_files
 
-from conftest import golden_files
 from pytest_embeval.arms.model_specs import resolve_model
 from pytest_embeval.cache.store import EmbeddingCache
 

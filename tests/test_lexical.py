@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from suite_helpers import shared_collection
 from test_pipeline import make_golden
 
-from conftest import shared_collection
 from pytest_embeval.arms.bm25 import bm25_arm
 from pytest_embeval.arms.embedding import EncoderError
 from pytest_embeval.arms.resolve import resolve_arm

@@ -86,3 +86,18 @@ def test_mypy_strict_finds_nothing_and_a_planted_type_error_fails_it(tmp_path: P
     done = run("mypy", "pytest_embeval", cwd=copy)
     assert done.returncode == 1, done.stdout + done.stderr
     assert 'error: Incompatible return value type (got "str", expected "int")' in done.stdout, done.stdout
+
+
+def test_a_test_that_imports_from_conftest_fails_ruff(tmp_path: Path) -> None:
+    """conftest.py holds fixtures and hooks; the helpers a test imports live in ``tests/suite_helpers.py``
+    (ruff's banned-api rule, TID251, holds that: the run over the tests above finds none)."""
+    _tool("ruff")
+    shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_planted.py").write_text(
+        "import conftest\nfrom conftest import golden_files\n\nprint(conftest, golden_files)\n",
+        encoding="utf-8",
+    )
+    done = run("ruff", "check", "--no-cache", "tests", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.count("TID251 `conftest` is banned") == 2, done.stdout

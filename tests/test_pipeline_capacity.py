@@ -203,9 +203,9 @@ def test_the_largest_slice_at_the_whole_corpus_gives_exactly_the_single_size_ver
     assert sliced.candidate.ranked == single.candidate.ranked
     for stratum in make_golden().strata():
         one, other = evaluate_stratum(single, stratum), evaluate_stratum(sliced, stratum)
-        assert other.decision == one.decision
+        assert other.ruling == one.ruling
         assert other.comparisons == one.comparisons
-        assert other.slices[-1].verdict is one.decision.verdict
+        assert other.slices[-1].verdict is one.ruling.verdict
         assert other.slices[-1].comparison == one.comparisons["recall@10"]
 
 
@@ -223,7 +223,7 @@ def test_a_gap_that_moves_between_the_two_largest_slices_says_so() -> None:
     assert abs(deltas[2] - deltas[1]) > golden.tie_margin / 2
     assert outcome.gap_moving
     assert GAP_STILL_MOVING == "gap still moving: the models cannot be ranked at this size yet"
-    assert outcome.decision.verdict is outcome.slices[-1].verdict  # decided on the largest slice
+    assert outcome.ruling.verdict is outcome.slices[-1].verdict  # decided on the largest slice
 
 
 # ---------------------------------------------------------------------------------------- measured capacity

@@ -162,9 +162,11 @@ def test_a_run_imports_no_scipy_torch_endpoint_client_nor_what_it_did_not_ask_fo
 
         @pytest.hookimpl(trylast=True)
         def pytest_unconfigure(config):
-            heavy = ("scipy", "torch", "sentence_transformers", "openai", "matplotlib", "hnswlib", "numpy.ma")
+            heavy = ("scipy", "torch", "sentence_transformers", "openai", "matplotlib", "hnswlib", "numpy.ma",
+                     "chromadb", "lancedb")
             unasked = ("judge", "merging", "disagreement", "agreement", "pooling", "endpoint", "htmlpage",
-                       "markdown", "plot", "calibration_records", "grading")
+                       "markdown", "plot", "calibration_records", "grading", "search.engines.chroma",
+                       "search.engines.lance")
             loaded = [m for m in heavy if m in sys.modules]
             loaded += [m for m in unasked if "pytest_embeval." + m in sys.modules]
             print("HEAVY:", sorted(loaded))

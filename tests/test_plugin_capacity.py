@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import without_timings
+from pytest_embeval.reports.json_report import without_timings
 
 Golden = Callable[..., Path]
 

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import LANGUAGES
+from suite_helpers import LANGUAGES
 
 Golden = Callable[..., Path]
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import golden_files
+from suite_helpers import golden_files
 
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
 ARMS = ("--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models:bad")

@@ -9,9 +9,9 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from suite_helpers import golden_files
 from test_plugin import XDIST, Golden, run
 
-from conftest import golden_files
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.judging.provenance import (

@@ -8,8 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from conftest import run_good_against_bad_english
+from suite_helpers import run_good_against_bad_english
 
 Golden = Callable[..., Path]
 
@@ -118,7 +117,7 @@ def test_drawn_queries_weigh_frequency_over_inclusion(pytester: pytest.Pytester,
 def test_the_unweighted_numbers_are_those_of_the_file_without_the_key(
     pytester: pytest.Pytester, golden: Golden
 ) -> None:
-    from conftest import without_timings
+    from pytest_embeval.reports.json_report import without_timings
 
     _weighted(golden, pytester.path)
     weighted_path = pytester.path / "weighted.json"

@@ -1,4 +1,4 @@
-"""Progress lines: the steps of a golden set's run (`StepLine`, fed through `core.progress`), one line
+"""Progress lines: the steps of a golden set's run (`StepLine`, fed through `core.step_progress`), one line
 rewritten in place on a real terminal (checked under a pseudo-terminal), a line per step in a CI log,
 nothing with ``-q -q``, ``--embeval-no-progress`` or on xdist workers; and the `embeval` commands' line."""
 
@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embeval.core import progress as steps
-from pytest_embeval.reports import progress
+from pytest_embeval.core import step_progress
+from pytest_embeval.reports import progress_lines
 
-# --- core.progress: who hears of a step -------------------------------------------------------------------
+# --- core.step_progress: who hears of a step ---------------------------------------------------------------
 
 
 class Recorder:
-    """A `core.progress.Progress` that records what it is told."""
+    """A `core.step_progress.Progress` that records what it is told."""
 
     def __init__(self) -> None:
         self.told: list[tuple[str, object]] = []
@@ -46,32 +46,32 @@ class Recorder:
 
 def test_steps_reach_whoever_reports_and_only_inside() -> None:
     recorder = Recorder()
-    with steps.step("unheard"):
+    with step_progress.step("unheard"):
         pass
     with (
-        steps.reporting(recorder),
-        steps.labelled("candidate"),
-        steps.step("loading model m", total=3) as advance,
+        step_progress.reporting(recorder),
+        step_progress.labelled("candidate"),
+        step_progress.step("loading model m", total=3) as advance,
     ):
         advance(2)
-    with steps.step("unheard again"):
+    with step_progress.step("unheard again"):
         pass
     assert recorder.told == [("begin", ("loading model m", 3, "candidate")), ("advance", 2), ("end", None)]
 
 
 def test_a_step_ends_when_its_work_raises() -> None:
     recorder = Recorder()
-    with pytest.raises(RuntimeError), steps.reporting(recorder), steps.step("failing"):
+    with pytest.raises(RuntimeError), step_progress.reporting(recorder), step_progress.step("failing"):
         raise RuntimeError("boom")
     assert recorder.told[-1] == ("end", None)
 
 
 def test_a_counted_step_begins_with_its_first_count_and_one_never_counted_is_never_begun() -> None:
     recorder = Recorder()
-    with steps.reporting(recorder):
-        with steps.counting("encoding document texts"):
+    with step_progress.reporting(recorder):
+        with step_progress.counting("encoding document texts"):
             pass  # every text was in the cache
-        with steps.counting("encoding query texts") as advance:
+        with step_progress.counting("encoding query texts") as advance:
             advance(64, 100)
             advance(100, 100)
     assert recorder.told == [
@@ -107,9 +107,9 @@ class Clock:
         return self.now
 
 
-def stepline(tty: bool) -> tuple[progress.StepLine, FakeTerminal, Clock]:
+def stepline(tty: bool) -> tuple[progress_lines.StepLine, FakeTerminal, Clock]:
     terminal, clock = FakeTerminal(tty), Clock()
-    return progress.StepLine("support", terminal, clock=clock, tick=None), terminal, clock
+    return progress_lines.StepLine("support", terminal, clock=clock, tick=None), terminal, clock
 
 
 def test_a_quick_step_prints_nothing() -> None:
@@ -198,7 +198,7 @@ def test_a_terminal_line_is_rewritten_each_second() -> None:
 def test_the_watching_thread_shows_a_step_that_counts_nothing() -> None:
     terminal = FakeTerminal(tty=False)
     clock = Clock()
-    line = progress.StepLine("support", terminal, clock=clock, tick=0.01)
+    line = progress_lines.StepLine("support", terminal, clock=clock, tick=0.01)
     with line:
         line.begin("incumbent loading model m")
         clock.now = 1.0
@@ -222,10 +222,10 @@ COUNTED = " 3,328/29,525 (3,283/s, ETA 8s)"
 
 
 def test_elided_keeps_a_texts_start_and_end() -> None:
-    assert progress.elided("support-search-hnsw", 19) == "support-search-hnsw"
-    assert progress.elided("support-search-hnsw", 12) == "suppor…-hnsw"  # 6 + the ellipsis + 5
-    assert progress.elided("abcdef", 2) == "a…"
-    assert [progress.elided("abcdef", width) for width in (1, 0)] == ["…", ""]
+    assert progress_lines.elided("support-search-hnsw", 19) == "support-search-hnsw"
+    assert progress_lines.elided("support-search-hnsw", 12) == "suppor…-hnsw"  # 6 + the ellipsis + 5
+    assert progress_lines.elided("abcdef", 2) == "a…"
+    assert [progress_lines.elided("abcdef", width) for width in (1, 0)] == ["…", ""]
 
 
 @pytest.mark.parametrize(
@@ -244,7 +244,7 @@ def test_elided_keeps_a_texts_start_and_end() -> None:
     ],
 )
 def test_the_demos_first_run_fits_the_terminal_with_its_count_whole(width: int, expected: str) -> None:
-    fitted = progress.fitted_line("embeval ", "support-search-hnsw", DEMO_STEPS, COUNTED, width)
+    fitted = progress_lines.fitted_line("embeval ", "support-search-hnsw", DEMO_STEPS, COUNTED, width)
     assert fitted == expected and len(fitted) == width
 
 
@@ -252,7 +252,7 @@ def test_the_demos_first_run_fits_the_terminal_with_its_count_whole(width: int, 
 @pytest.mark.parametrize("name", ["support", "a-golden-set-with-a-name-much-longer-than-any-terminal-" * 3])
 def test_every_line_of_a_step_line_fits_and_ends_with_what_moves(columns: int, name: str) -> None:
     terminal, clock = FakeTerminal(tty=True, width=columns - 1), Clock()
-    line = progress.StepLine(name, terminal, clock=clock, tick=None)
+    line = progress_lines.StepLine(name, terminal, clock=clock, tick=None)
     line.begin("building the demo model static-minilm-pca256 from all-MiniLM-L6-v2 once", label="candidate")
     line.begin("1/2 model2vec distillation of all-MiniLM-L6-v2 with a PCA to 256 dimensions")
     clock.now = 1.5
@@ -283,7 +283,7 @@ def test_every_line_of_a_step_line_fits_and_ends_with_what_moves(columns: int, n
 
 def test_a_ci_log_line_is_never_cut() -> None:
     terminal, clock = FakeTerminal(tty=False), Clock()
-    line = progress.StepLine("support-search-hnsw", terminal, clock=clock, tick=None)
+    line = progress_lines.StepLine("support-search-hnsw", terminal, clock=clock, tick=None)
     for what in DEMO_STEPS[:2]:
         line.begin(what)
     line.begin(DEMO_STEPS[2], total=29_525)
@@ -297,14 +297,14 @@ def test_a_ci_log_line_is_never_cut() -> None:
 
 def test_a_stream_terminal_rewrites_one_line_and_blanks_what_a_shorter_one_leaves() -> None:
     stream = FakeStream(tty=True)
-    terminal = progress.StreamTerminal(stream)
+    terminal = progress_lines.StreamTerminal(stream)
     terminal.line("embeval x: loading 1/20")
     terminal.line("embeval x: y")
     terminal.close()
     assert stream.getvalue() == "\rembeval x: loading 1/20\rembeval x: y           \n"
     log = FakeStream(tty=False)
-    progress.StreamTerminal(log).line("embeval x: y")
-    assert log.getvalue() == "embeval x: y\n" and progress.StreamTerminal(log).width is None
+    progress_lines.StreamTerminal(log).line("embeval x: y")
+    assert log.getvalue() == "embeval x: y\n" and progress_lines.StreamTerminal(log).width is None
 
 
 # --- on pytest's terminal: a pseudo-terminal, a CI log, quiet runs, xdist -------------------------------
@@ -441,7 +441,7 @@ SLOW_SPEC = textwrap.dedent(
     from pathlib import Path
 
     import fake_models
-    from pytest_embeval.core.progress import step
+    from pytest_embeval.core.step_progress import step
 
 
     def candidate():
@@ -538,9 +538,9 @@ class FakeStream(io.StringIO):
 
 def test_a_commands_progress_goes_to_its_stream_paced_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 5.0, 12.0, 14.0])
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(progress_lines.time, "perf_counter", lambda: next(clock))
     stream = FakeStream(tty=False)
-    line = progress.StreamProgress("embeval judge: pairs graded", stream)
+    line = progress_lines.StreamProgress("embeval judge: pairs graded", stream)
     for done in (0, 50, 120, 140):
         line(done, 140)
     assert stream.getvalue() == (
@@ -552,9 +552,9 @@ def test_a_commands_progress_goes_to_its_stream_paced_alike(monkeypatch: pytest.
 
 def test_a_commands_progress_on_a_terminal_is_one_line_rewritten(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 1.0, 2.0])
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(progress_lines.time, "perf_counter", lambda: next(clock))
     stream = FakeStream(tty=True)
-    line = progress.StreamProgress("embeval judge: pairs graded", stream)
+    line = progress_lines.StreamProgress("embeval judge: pairs graded", stream)
     for done in (0, 1_000, 2_000):
         line(done, 2_000)
     assert stream.getvalue() == (

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from suite_helpers import golden_files
 from test_sharding import MODELS, packs, subprocess_env
 
-from conftest import golden_files
 from pytest_embeval.arms.model_specs import resolve_model
 from pytest_embeval.cache.ray_data import RayError, fill_with_ray
 from pytest_embeval.cli import embeval as cli

@@ -21,7 +21,7 @@ from typing import Any
 import execnet
 import pytest
 
-from conftest import without_timings
+from pytest_embeval.reports.json_report import without_timings
 
 Golden = Callable[..., Path]
 

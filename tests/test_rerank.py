@@ -135,12 +135,12 @@ def test_a_reverse_reranker_changes_the_after_rerank_metrics_as_computed_by_hand
 def test_a_reranker_that_knows_the_labels_absorbs_the_first_stage_gain_and_the_stratum_says_so() -> None:
     run = run_golden(golden(rerank=RerankSpec("test_rerank:LABELS", depth=10)), THIRD, EXACT)
     outcome = evaluate_stratum(run, run.golden.strata()[0])
-    assert outcome.decision.verdict is Verdict.BETTER  # the first stage decides
+    assert outcome.ruling.verdict is Verdict.BETTER  # the first stage decides
     assert outcome.rerank is not None
-    assert outcome.rerank.first_stage_decision.verdict is Verdict.BETTER
+    assert outcome.rerank.first_stage_ruling.verdict is Verdict.BETTER
     after = outcome.rerank.after["mrr@10"]
     assert (after.incumbent_mean, after.candidate_mean, after.delta) == (1.0, 1.0, 0.0)
-    assert outcome.rerank.after_decision.verdict is Verdict.TIE
+    assert outcome.rerank.after_ruling.verdict is Verdict.TIE
     assert outcome.rerank.absorbed == "gain"
     record = stratum_record(run.golden, "g.yaml", 0, outcome)
     assert record["decided_by"] == "first_stage"
@@ -187,7 +187,7 @@ def test_the_markdown_report_and_the_html_page_show_both_comparisons_side_by_sid
 def test_with_decides_the_verdict_rests_on_the_after_rerank_comparison() -> None:
     run = run_golden(golden(rerank=RerankSpec("test_rerank:LABELS", depth=10, decides=True)), THIRD, EXACT)
     outcome = evaluate_stratum(run, run.golden.strata()[0])
-    assert outcome.decision.verdict is Verdict.TIE
+    assert outcome.ruling.verdict is Verdict.TIE
     assert outcome.comparisons["mrr@10"].delta == 0.0
     record = stratum_record(run.golden, "g.yaml", 0, outcome)
     assert record["decided_by"] == "rerank" and record["verdict"] == "TIE"
@@ -196,7 +196,7 @@ def test_with_decides_the_verdict_rests_on_the_after_rerank_comparison() -> None
 def test_a_worse_stratum_decided_after_rerank_says_so() -> None:
     run = run_golden(golden(rerank=RerankSpec("test_rerank:REVERSE", depth=3, decides=True)), THIRD, EXACT)
     outcome = evaluate_stratum(run, run.golden.strata()[0])
-    assert outcome.decision.verdict is Verdict.WORSE
+    assert outcome.ruling.verdict is Verdict.WORSE
     text = stratum_failure(stratum_record(run.golden, "g.yaml", 0, outcome))
     assert (
         "decided after the reranker, on 30 reranked queries (first stage on them: Δ +0.667, BETTER)" in text

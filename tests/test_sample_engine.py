@@ -18,8 +18,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import CliResult
+from suite_helpers import CliResult
 
 duckdb = pytest.importorskip("duckdb", reason="the columnar engine needs the [duckdb] extra")
 
@@ -333,7 +332,7 @@ def _recording(read: list[str], name: str, function: Callable[..., Any]) -> Call
 def test_a_long_read_shows_its_progress_on_stderr(
     tmp_path: Path, embeval: Embeval, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pytest_embeval.reports.progress.STEP_SHOW_AFTER", 0.0)
+    monkeypatch.setattr("pytest_embeval.reports.progress_lines.STEP_SHOW_AFTER", 0.0)
     log = write_parquet(tmp_path / "log.parquet", week(1) * 50)
     status, stdout, stderr = embeval("sample", log, *OPTIONS, "--out", tmp_path / "q.jsonl")
     assert status == 0 and stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from pytest_embeval.core.weighted_stats import weighted_mean
 from pytest_embeval.golden.data_files import Query
@@ -82,3 +83,13 @@ def test_frequency_over_inclusion_estimates_the_traffic_weighted_mean_and_freque
     # undrawn ones): the estimate leans to en's +0.15, here by more than 0.03 and 50 standard errors.
     bias = np.mean(by_frequency) - truth
     assert bias > 50 * frequency_se and bias > 0.03
+
+
+@pytest.mark.parametrize("by", [(), ("band",), ("language", "shape")])
+def test_a_draw_by_other_fields_than_the_log_was_read_by_is_refused(by: tuple[str, ...]) -> None:
+    """The strata are the fields the log was read by (``embeval sample --by`` reads it by them): a draw by
+    fewer or other fields would merge or split them, and is refused rather than drawn by the log's."""
+    log, _, _ = population()
+    with pytest.raises(ValueError) as refused:
+        draw_queries(log, by, size=60, floor=15, bands=BANDS, head_boost=1.0, seed=0)
+    assert str(refused.value) == f"--by {','.join(by)} is not what the log was read by (language)"

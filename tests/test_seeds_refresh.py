@@ -11,10 +11,10 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from suite_helpers import CliResult
 from test_cli import sheet_rows, write_report
 from test_judging import TOP_A, TOP_B, rankings, write_golden
 
-from conftest import CliResult
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.shelf_life import ShelfLife, parse_shelf_life
 from pytest_embeval.judging.provenance import Source, golden_sources, judgments_age

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_helpers import CliResult, golden_files
 
-from conftest import CliResult, golden_files, without_timings
 from pytest_embeval.arms.model_specs import resolve_model
 from pytest_embeval.cache.sharding import Shard, golden_blocks, parse_shard, shard_blocks
 from pytest_embeval.cache.store import EmbeddingCache
 from pytest_embeval.golden.loader import load_golden
+from pytest_embeval.reports.json_report import without_timings
 
 TESTS = Path(__file__).parent
 MODELS = ("fake_models:counted_good", "fake_models:counted_bad")

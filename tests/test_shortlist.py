@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from conftest import without_timings
 from pytest_embeval.arms.candidates import CandidateError, derived_name, name_candidates, split_named
 from pytest_embeval.cli import embeval as cli
 from pytest_embeval.plugin.xdist_scheduling import scope_of
+from pytest_embeval.reports.json_report import without_timings
 
 XDIST = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
 Golden = Callable[..., Path]
@@ -82,6 +82,11 @@ def test_names_are_given_or_derived_readably_from_the_spec() -> None:
     named = name_candidates(["fake_models:good", "b=fake_models:bad", "openai:"], "--embeval-candidate")
     assert [one.name for one in named] == ["good", "b", "candidate-3"]  # nothing readable: its place
     assert [one.model for one in named] == ["fake_models:good", "fake_models:bad", "openai:"]
+    # A spec whose own name is a role's is named by all of it; an object so named, by its place.
+    role_named = name_candidates(
+        ["slow_spec:candidate", "m.incumbent", type("M", (), {"name": "incumbent"})()], "w"
+    )
+    assert [one.name for one in role_named] == ["slow_spec-candidate", "m.incumbent", "incumbent-3"]
 
 
 @pytest.mark.parametrize(

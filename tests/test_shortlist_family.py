@@ -16,8 +16,8 @@ from pathlib import Path
 import fake_models
 import numpy as np
 import pytest
+from suite_helpers import golden_files
 
-from conftest import golden_files
 from pytest_embeval.core.verdict import Verdict
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.run.pipeline import GoldenRun, run_golden
@@ -61,7 +61,7 @@ def any_worse_rate(root: Path, replicates: int, **settings: object) -> float:
             for name, (run, _) in runs.items()
             for outcome in evaluate_golden(run, families=None if families is None else families[name])
         ]
-        hits += any(outcome.decision.verdict is Verdict.WORSE for outcome in outcomes)
+        hits += any(outcome.ruling.verdict is Verdict.WORSE for outcome in outcomes)
     return hits / replicates
 
 

@@ -15,7 +15,7 @@ import pytest
 from pytest_embeval.core.stats import PairedComparison, minimum_detectable_effect, paired_n
 from pytest_embeval.core.verdict import (
     ROUGH_BELOW,
-    Decision,
+    StratumRuling,
     TieReason,
     Verdict,
     classify_metric,
@@ -93,16 +93,16 @@ def test_verdict_table(
     delta: float, low: float, high: float, verdict: Verdict, tie_reason: TieReason | None
 ) -> None:
     c = comparison(delta, low, high)
-    decision = classify_metric(c, tie_margin=M, min_queries=FLOOR)
-    assert (decision.verdict, decision.tie_reason) == (verdict, tie_reason)
-    assert decision.reason.startswith(tie_reason.value if tie_reason else verdict.value.lower())
-    assert decide_metric(c, tie_margin=M, min_queries=FLOOR) == (decision.verdict, decision.reason)
+    ruling = classify_metric(c, tie_margin=M, min_queries=FLOOR)
+    assert (ruling.verdict, ruling.tie_reason) == (verdict, tie_reason)
+    assert ruling.reason.startswith(tie_reason.value if tie_reason else verdict.value.lower())
+    assert decide_metric(c, tie_margin=M, min_queries=FLOOR) == (ruling.verdict, ruling.reason)
     final = decide(c, tie_margin=M, min_queries=FLOOR)
     assert (final.verdict, final.primary, final.tie_reason, final.reason) == (
         verdict,
         verdict,
         tie_reason,
-        decision.reason,
+        ruling.reason,
     )
 
 
@@ -112,13 +112,13 @@ def test_verdict_table(
     ids=["would be better", "would be worse", "would be equivalent", "would be unresolved"],
 )
 def test_below_floor_never_passes_or_fails(delta: float, low: float, high: float) -> None:
-    decision = decide(comparison(delta, low, high, n=19), tie_margin=M, min_queries=FLOOR)
-    assert decision.verdict is Verdict.TIE
-    assert decision.tie_reason is TieReason.BELOW_FLOOR
-    assert decision.reason == (
+    ruling = decide(comparison(delta, low, high, n=19), tie_margin=M, min_queries=FLOOR)
+    assert ruling.verdict is Verdict.TIE
+    assert ruling.tie_reason is TieReason.BELOW_FLOOR
+    assert ruling.reason == (
         "below floor: n=19 < min_queries=20; a stratum under the floor never passes or fails"
     )
-    assert decision.queries_needed is None
+    assert ruling.queries_needed is None
 
 
 def test_exactly_the_floor_is_enough() -> None:
@@ -154,12 +154,12 @@ def test_tie_reasons_are_listed_in_precedence_order() -> None:
 
 def test_unresolved_reason_names_the_mde_and_the_queries_needed() -> None:
     c = comparison(0.021, -0.012, 0.030, n=48, sd=0.15, mde=0.041)
-    decision = decide(c, tie_margin=0.02, min_queries=FLOOR)
-    assert decision.reason == (
+    ruling = decide(c, tie_margin=0.02, min_queries=FLOOR)
+    assert ruling.reason == (
         "unresolved: CI [-0.012, +0.030] covers 0; MDE 0.041 at n=48; "
         "~442 queries needed to resolve a 0.020 margin"
     )
-    assert decision.queries_needed == 442 == paired_n(0.02, 0.15, alpha=0.05)
+    assert ruling.queries_needed == 442 == paired_n(0.02, 0.15, alpha=0.05)
 
 
 def test_queries_needed_use_alpha_one_minus_confidence() -> None:
@@ -169,12 +169,12 @@ def test_queries_needed_use_alpha_one_minus_confidence() -> None:
 
 def test_within_margin_reason_says_why_it_is_not_equivalent() -> None:
     c = comparison(0.009, -0.012, 0.030, n=48, sd=0.15, mde=0.041)
-    decision = decide(c, tie_margin=0.02, min_queries=FLOOR)
-    assert decision.reason == (
+    ruling = decide(c, tie_margin=0.02, min_queries=FLOOR)
+    assert ruling.reason == (
         "within margin: |Δ| 0.009 < 0.020 but CI [-0.012, +0.030] is not inside ±0.020; "
         "MDE 0.041 at n=48; ~442 queries needed to resolve a 0.020 margin"
     )
-    assert decision.queries_needed == 442
+    assert ruling.queries_needed == 442
 
 
 @pytest.mark.parametrize(
@@ -199,27 +199,27 @@ ALL_ZERO = comparison(0, 0, 0, sd=0, wins=0, losses=0, sign_p=1, note="all paire
 
 
 def test_numbers_get_more_decimals_rather_than_contradict_the_rule() -> None:
-    decision = decide(comparison(0.02999, -0.01, 0.07), tie_margin=M, min_queries=FLOOR)
-    assert decision.reason.startswith(
+    ruling = decide(comparison(0.02999, -0.01, 0.07), tie_margin=M, min_queries=FLOOR)
+    assert ruling.reason.startswith(
         "within margin: |Δ| 0.02999 < 0.03000 but CI [-0.01000, +0.07000] is not inside ±0.03000; "
     )
-    decision = decide(comparison(0.0300004, 0.0001, 0.06), tie_margin=M, min_queries=FLOOR)
-    assert decision.reason.startswith("better: Δ +0.030000 ≥ 0.030000 and CI [+0.000100, +0.060000]")
+    ruling = decide(comparison(0.0300004, 0.0001, 0.06), tie_margin=M, min_queries=FLOOR)
+    assert ruling.reason.startswith("better: Δ +0.030000 ≥ 0.030000 and CI [+0.000100, +0.060000]")
 
 
 def test_all_zero_differences_are_equivalent_and_say_so() -> None:
-    decision = decide(ALL_ZERO, tie_margin=M, min_queries=FLOOR)
-    assert decision.tie_reason is TieReason.EQUIVALENT
-    assert decision.reason == (
+    ruling = decide(ALL_ZERO, tie_margin=M, min_queries=FLOOR)
+    assert ruling.tie_reason is TieReason.EQUIVALENT
+    assert ruling.reason == (
         "equivalent: CI [+0.000, +0.000] lies inside ±0.030 (n=100; all paired differences are zero)"
     )
 
 
 def test_zero_margin_is_a_pure_significance_test() -> None:
     assert decide(comparison(0.001, 0.0005, 0.002), tie_margin=0, min_queries=FLOOR).verdict is Verdict.BETTER
-    decision = decide(ALL_ZERO, tie_margin=0, min_queries=FLOOR)
-    assert (decision.tie_reason, decision.queries_needed) == (TieReason.UNRESOLVED, None)
-    assert decision.reason == (
+    ruling = decide(ALL_ZERO, tie_margin=0, min_queries=FLOOR)
+    assert (ruling.tie_reason, ruling.queries_needed) == (TieReason.UNRESOLVED, None)
+    assert ruling.reason == (
         "unresolved: CI [+0.000, +0.000] covers 0; MDE 0.000 at n=100; all paired differences are zero"
     )
 
@@ -227,9 +227,9 @@ def test_zero_margin_is_a_pure_significance_test() -> None:
 def test_no_interval_above_a_tiny_floor_is_unresolved_with_the_note() -> None:
     nan = math.nan
     c = comparison(0.4, nan, nan, n=1, sd=nan, mde=nan, note="n=1: too few paired queries for an interval")
-    decision = decide(c, tie_margin=M, min_queries=1)
-    assert (decision.verdict, decision.tie_reason) == (Verdict.TIE, TieReason.UNRESOLVED)
-    assert decision.reason == "unresolved: n=1: too few paired queries for an interval"
+    ruling = decide(c, tie_margin=M, min_queries=1)
+    assert (ruling.verdict, ruling.tie_reason) == (Verdict.TIE, TieReason.UNRESOLVED)
+    assert ruling.reason == "unresolved: n=1: too few paired queries for an interval"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -241,24 +241,24 @@ WORSE_GUARD = comparison(-0.041, -0.062, -0.020, n=100)
 
 
 def test_guard_failure_overrides_a_better_primary() -> None:
-    decision = decide(
+    ruling = decide(
         BETTER_PRIMARY,
         tie_margin=M,
         min_queries=FLOOR,
         guards={"recall@50": (WORSE_GUARD, 0.02)},
         primary_metric="recall@5",
     )
-    assert decision.verdict is Verdict.WORSE
-    assert decision.primary is Verdict.BETTER
-    assert decision.reason == (
+    assert ruling.verdict is Verdict.WORSE
+    assert ruling.primary is Verdict.BETTER
+    assert ruling.reason == (
         "guard recall@50 WORSE by its own 0.02 margin: Δ -0.041 ≤ -0.020 and CI [-0.062, -0.020] excludes 0 "
         "(n=100); recall@5 alone would be BETTER: Δ +0.050 ≥ 0.030 and CI [+0.020, +0.080] excludes 0 (n=100)"
     )
-    (guard,) = decision.guards
+    (guard,) = ruling.guards
     assert (guard.metric, guard.margin, guard.verdict) == ("recall@50", 0.02, Verdict.WORSE)
     assert guard.failed
     assert guard.comparison is WORSE_GUARD
-    assert decision.queries_needed is None and decision.tie_reason is None
+    assert ruling.queries_needed is None and ruling.tie_reason is None
 
 
 def test_guard_is_judged_by_its_own_margin() -> None:
@@ -276,21 +276,21 @@ def test_guard_is_judged_by_its_own_margin() -> None:
     ids=["unresolved", "within margin", "better"],
 )
 def test_guard_that_is_not_worse_changes_nothing(guard: PairedComparison) -> None:
-    decision = decide(BETTER_PRIMARY, tie_margin=M, min_queries=FLOOR, guards={"recall@50": (guard, 0.02)})
+    ruling = decide(BETTER_PRIMARY, tie_margin=M, min_queries=FLOOR, guards={"recall@50": (guard, 0.02)})
     alone = decide(BETTER_PRIMARY, tie_margin=M, min_queries=FLOOR)
-    assert (decision.verdict, decision.reason) == (Verdict.BETTER, alone.reason)
-    assert not decision.guards[0].failed
+    assert (ruling.verdict, ruling.reason) == (Verdict.BETTER, alone.reason)
+    assert not ruling.guards[0].failed
 
 
 def test_guard_cannot_fail_a_stratum_below_the_floor() -> None:
     primary = comparison(0.05, 0.02, 0.08, n=12)  # e.g. the primary has fewer judged queries
-    decision = decide(primary, tie_margin=M, min_queries=FLOOR, guards={"judged@10": (WORSE_GUARD, 0.02)})
-    assert decision.verdict is Verdict.TIE and decision.tie_reason is TieReason.BELOW_FLOOR
-    assert decision.guards[0].verdict is Verdict.WORSE and not decision.guards[0].failed
+    ruling = decide(primary, tie_margin=M, min_queries=FLOOR, guards={"judged@10": (WORSE_GUARD, 0.02)})
+    assert ruling.verdict is Verdict.TIE and ruling.tie_reason is TieReason.BELOW_FLOOR
+    assert ruling.guards[0].verdict is Verdict.WORSE and not ruling.guards[0].failed
 
 
 def test_every_failing_guard_is_named_in_order() -> None:
-    decision = decide(
+    ruling = decide(
         BETTER_PRIMARY,
         tie_margin=M,
         min_queries=FLOOR,
@@ -300,28 +300,28 @@ def test_every_failing_guard_is_named_in_order() -> None:
             "ndcg@10": (WORSE_GUARD, 0.01),
         },
     )
-    assert decision.verdict is Verdict.WORSE
-    assert [g.metric for g in decision.guards] == ["recall@50", "mrr@10", "ndcg@10"]
-    assert [g.failed for g in decision.guards] == [True, False, True]
-    assert decision.reason.startswith("guard recall@50 WORSE")
-    assert "; guard ndcg@10 WORSE by its own 0.01 margin" in decision.reason
-    assert "mrr@10" not in decision.reason
+    assert ruling.verdict is Verdict.WORSE
+    assert [g.metric for g in ruling.guards] == ["recall@50", "mrr@10", "ndcg@10"]
+    assert [g.failed for g in ruling.guards] == [True, False, True]
+    assert ruling.reason.startswith("guard recall@50 WORSE")
+    assert "; guard ndcg@10 WORSE by its own 0.01 margin" in ruling.reason
+    assert "mrr@10" not in ruling.reason
 
 
 def test_guard_failure_with_a_worse_primary_still_names_the_guard() -> None:
     primary = comparison(-0.05, -0.08, -0.02)
-    decision = decide(primary, tie_margin=M, min_queries=FLOOR, guards={"recall@50": (WORSE_GUARD, 0.02)})
-    assert (decision.verdict, decision.primary) == (Verdict.WORSE, Verdict.WORSE)
-    assert decision.reason.startswith("guard recall@50 WORSE")
-    assert "; the primary metric alone would be WORSE: Δ -0.050" in decision.reason
+    ruling = decide(primary, tie_margin=M, min_queries=FLOOR, guards={"recall@50": (WORSE_GUARD, 0.02)})
+    assert (ruling.verdict, ruling.primary) == (Verdict.WORSE, Verdict.WORSE)
+    assert ruling.reason.startswith("guard recall@50 WORSE")
+    assert "; the primary metric alone would be WORSE: Δ -0.050" in ruling.reason
 
 
 def test_guard_failure_with_a_tied_primary_says_the_primary_would_tie() -> None:
     primary = comparison(0.04, -0.01, 0.09)
-    decision = decide(primary, tie_margin=M, min_queries=FLOOR, guards={"recall@50": (WORSE_GUARD, 0.02)})
-    assert (decision.verdict, decision.primary) == (Verdict.WORSE, Verdict.TIE)
+    ruling = decide(primary, tie_margin=M, min_queries=FLOOR, guards={"recall@50": (WORSE_GUARD, 0.02)})
+    assert (ruling.verdict, ruling.primary) == (Verdict.WORSE, Verdict.TIE)
     assert "; the primary metric alone would tie (unresolved: CI [-0.010, +0.090] covers 0;" in (
-        decision.reason
+        ruling.reason
     )
 
 
@@ -344,9 +344,9 @@ UP, DOWN = (0.05, 0.02, 0.08), (-0.05, -0.08, -0.02)  # delta, CI low, CI high o
     ],
 )
 def test_sign_disagreement(c: PairedComparison, disagrees: bool) -> None:
-    decision = decide(c, tie_margin=M, min_queries=FLOOR)
-    assert decision.sign_disagrees is disagrees
-    assert sign_test_disagrees(c, decision.verdict) is disagrees
+    ruling = decide(c, tie_margin=M, min_queries=FLOOR)
+    assert ruling.sign_disagrees is disagrees
+    assert sign_test_disagrees(c, ruling.verdict) is disagrees
 
 
 def test_sign_p_equal_to_alpha_disagrees() -> None:
@@ -358,9 +358,9 @@ def test_guard_failure_reports_the_guard_sign_test() -> None:
     shaky_guard = comparison(-0.041, -0.062, -0.020, wins=30, losses=28, sign_p=0.9)
     solid_primary = comparison(0.05, 0.02, 0.08, wins=50, losses=10, sign_p=1e-6)
     guards = {"recall@50": (shaky_guard, 0.02)}
-    decision = decide(solid_primary, tie_margin=M, min_queries=FLOOR, guards=guards)
-    assert decision.verdict is Verdict.WORSE
-    assert decision.sign_disagrees and decision.guards[0].sign_disagrees
+    ruling = decide(solid_primary, tie_margin=M, min_queries=FLOOR, guards=guards)
+    assert ruling.verdict is Verdict.WORSE
+    assert ruling.sign_disagrees and ruling.guards[0].sign_disagrees
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -393,11 +393,11 @@ def test_verdicts_serialise_as_their_names() -> None:
     assert TieReason("within margin") is TieReason.WITHIN_MARGIN
 
 
-def test_decision_is_frozen() -> None:
-    decision = decide(BETTER_PRIMARY, tie_margin=M, min_queries=FLOOR)
-    assert isinstance(decision, Decision)
+def test_a_ruling_is_frozen() -> None:
+    ruling = decide(BETTER_PRIMARY, tie_margin=M, min_queries=FLOOR)
+    assert isinstance(ruling, StratumRuling)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        decision.verdict = Verdict.WORSE  # type: ignore[misc]
+        ruling.verdict = Verdict.WORSE  # type: ignore[misc]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -407,13 +407,13 @@ def test_decision_is_frozen() -> None:
 def test_a_tie_within_margin_whose_interval_excludes_zero_says_so() -> None:
     # The 1,500-query stratum of issue 10: it used to ask for "~365 queries" it already had.
     c = comparison(-0.009, -0.012, -0.006, n=1500, sd=0.068, wins=400, losses=700)
-    decision = decide(c, tie_margin=0.01, min_queries=FLOOR)
-    assert (decision.verdict, decision.tie_reason) == (Verdict.TIE, TieReason.WITHIN_MARGIN)
-    assert decision.reason == (
+    ruling = decide(c, tie_margin=0.01, min_queries=FLOOR)
+    assert (ruling.verdict, ruling.tie_reason) == (Verdict.TIE, TieReason.WITHIN_MARGIN)
+    assert ruling.reason == (
         "within margin: |Δ| 0.009 < 0.010; CI [-0.012, -0.006] excludes 0 and reaches past -0.010: "
         "a real difference, not shown to be smaller than the margin; MDE 0.005 at n=1500"
     )
-    assert decision.queries_needed is None
+    assert ruling.queries_needed is None
     assert paired_n(0.01, 0.068) == 363  # what the old sentence would have asked for
 
 

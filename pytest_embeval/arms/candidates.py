@@ -2,7 +2,8 @@
 its spec (``fake_models:good`` -> ``good``, ``sentence-transformers/all-MiniLM-L6-v2`` ->
 ``all-MiniLM-L6-v2``, ``bm25?k1=1.2`` -> ``bm25-k1-1.2``). A name is what node ids (``overall[good]``),
 ``-k``, the reports and the run files call the candidate, so it is letters, digits, ``.``, ``_`` and ``-``
-only, and unique in the run; ``incumbent`` and ``candidate`` name roles, never a candidate.
+only, and unique in the run; ``incumbent`` and ``candidate`` name roles, never a candidate (a spec whose
+name would be one is named by the whole spec: ``my_models:candidate`` -> ``my_models-candidate``).
 
 Nothing here resolves a spec: names are checked before any model is loaded.
 """
@@ -97,6 +98,11 @@ def name_candidates(given: Mapping[str, object] | Sequence[object], where: str) 
         if name is None:
             # Nothing readable to name it by (an object without a name): its place in the list.
             name = _object_name(model) or f"candidate-{position}"
+            if name in RESERVED:
+                # A model called like a role (``my_models:candidate``) is a fine spec: named by all of it
+                # (``my_models-candidate``), or by its place, rather than refused.
+                whole = _readable(model.partition("?")[0]) if isinstance(model, str) else ""
+                name = whole if whole and whole not in RESERVED else f"{name}-{position}"
         elif not NAME.fullmatch(name):
             raise CandidateError(
                 f"{where}: candidate name {name!r} must be letters, digits, '.', '_' and '-', starting with "

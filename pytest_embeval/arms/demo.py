@@ -4,7 +4,7 @@
 * :func:`static_minilm` -- a static (model2vec) distillation of it, PCA to 256 dimensions (or ``dims``, the
   demo's shortlist also has 128): orders of magnitude faster and somewhat worse, the typical "cheaper model"
   candidate. Distilling takes 15-30 s, so the result is saved once to a cache folder and loaded from there
-  afterwards; the build is a progress step (`core.progress`) with the step of it under way, and the
+  afterwards; the build is a progress step (`core.step_progress`) with the step of it under way, and the
   vocabulary's encoding counted.
 
 :func:`minilm_arm` and :func:`static_minilm_arm` give the same models as arms fingerprinted from their
@@ -32,7 +32,7 @@ from unittest import mock
 
 from pytest_embeval.arms.embedding import Arm
 from pytest_embeval.arms.sentence_transformer import sentence_transformer_arm, weights_digest
-from pytest_embeval.core.progress import step
+from pytest_embeval.core.step_progress import step
 from pytest_embeval.files.digests import file_sha256
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
-"""An embedding arm: a bi-encoder's vectors searched with the golden set's declared index (exact, or an
-hnswlib graph with its recall against exact search measured on a sample of the queries), and the capacity
-figures one run measures of it.
+"""An embedding arm: a bi-encoder's vectors searched with the golden set's declared index (exact, an
+hnswlib graph, or a collection in a vector database, each approximate one with its recall against exact
+search measured on a sample of the queries), and the capacity figures one run measures of it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 from pytest_embeval.arms.capacity_measurement import TimedEncoder, measure_capacity
 from pytest_embeval.arms.embedding import Arm, EncoderError
 from pytest_embeval.arms.retriever import (
+    EngineStats,
     Hits,
     HnswStats,
     IndexStats,
@@ -23,8 +24,10 @@ from pytest_embeval.arms.retriever import (
 )
 from pytest_embeval.arms.usage import UsageCount
 from pytest_embeval.core.capacity import ArmCapacity, Latency
-from pytest_embeval.core.progress import counting, labelled
 from pytest_embeval.core.stats import stable_seed
+from pytest_embeval.core.step_progress import counting, labelled, step
+from pytest_embeval.golden.schema import IndexSpec
+from pytest_embeval.search.engine_search import EngineCollection
 from pytest_embeval.search.exact import exact_search
 from pytest_embeval.search.hnsw import HnswIndex, TargetNotReached, ann_recall, flat_query_seconds
 
@@ -98,7 +101,8 @@ class DenseRetriever:
 
 
 class DenseSearcher:
-    """Exact search or one HNSW graph (built on first use) over an embedding arm's vectors."""
+    """Exact search, one HNSW graph or one collection in a vector database (built on first use) over an
+    embedding arm's vectors."""
 
     def __init__(
         self,
@@ -117,6 +121,9 @@ class DenseSearcher:
         #: an endpoint arm's counts while its documents and its queries were embedded
         self.usage = usage
         self._hnsw: HnswIndex | None = None
+        self._collection: EngineCollection | None = None
+        #: whether the collection's search parameter was chosen for the recall target (once)
+        self._engine_tuned = False
         #: the ef searched with: ef_search, or the one reaching the recall target (chosen on first search)
         self._ef: int | None = None
         #: measured once per depth: the capacity reuses the latency the report shows
@@ -129,8 +136,76 @@ class DenseSearcher:
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
         return DenseSearcher(task, self.arm, self.documents[rows], self.queries)
 
-    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.queries, self.documents
+    def vectors(self) -> tuple[np.ndarray, np.ndarray] | None:
+        # An engine's similarities are its own (float32, or quantised): a tie group it cut off at the depth
+        # cannot be completed by a scan of exact scores.
+        return None if self.task.engine is not None else (self.queries, self.documents)
+
+    def exact_twin(self) -> DenseSearcher | None:
+        """Exact search of these vectors, when this arm searches a vector database."""
+        if self.task.engine is None:
+            return None
+        twin = dataclasses.replace(self.task, index=IndexSpec("exact"), engine=None, measure=False)
+        return DenseSearcher(twin, self.arm, self.documents, self.queries)
+
+    def close(self) -> None:
+        """Drop this arm's collection from the engine (unless it is to be kept)."""
+        if self._collection is not None:
+            self._collection.drop()
+
+    def _engine(self) -> EngineCollection:
+        """The arm's collection, built on first use, in the engine the golden set opened for its arms."""
+        if self._collection is None:
+            opened = self.task.engine
+            if opened is None:
+                raise ValueError(f"index {self.task.index.kind!r} needs an opened engine")
+            fields = self.task.doc_fields or [{}] * len(self.task.doc_ids)
+            what = f"building {opened.index.engine} collection of {self.documents.shape[0]:,} vectors"
+            with labelled(self.task.role), step(what):
+                self._collection = EngineCollection(
+                    opened.index,
+                    self.documents,
+                    doc_ids=self.task.doc_ids,
+                    fields=fields,
+                    golden=opened.golden,
+                    arm=self.task.role,
+                    keep=opened.keep,
+                )
+        return self._collection
+
+    def _tuned(self, depth: int) -> EngineCollection:
+        """The arm's collection, with a recall target searching at the smallest value of the engine's
+        search parameter that reaches it on the sampled queries, chosen at its first search's depth (as
+        ``_ef_for`` chooses an ef)."""
+        collection, spec = self._engine(), self.task.index.engine
+        if spec is None or spec.recall_target is None or self._engine_tuned:
+            return collection
+        self._engine_tuned = True
+        sample = self._sample()
+        exact = self._exact_on_sample(sample, depth)
+        key = f"index.{spec.engine}.recall_target" if spec.engine != "service" else "index.recall_target"
+        if collection.search_parameter(depth) is None:
+            raise RecallTargetError(
+                f"{self.task.role}: {key}: {collection.engine.engine}'s adapter offers no search parameter "
+                "to tune for this collection (TunableIndex)"
+            )
+        try:
+            collection.parameter_for_recall(
+                self.queries[sample],
+                exact,
+                spec.recall_target,
+                allowed=self.task.allowed_for(sample),
+                filters=self.task.filters,
+            )
+        except TargetNotReached as missed:
+            parameter = collection.search_parameter(depth)
+            name = "its search parameter" if parameter is None else parameter.name
+            raise RecallTargetError(
+                f"{self.task.role}: {key} {missed.target:g} is out of reach: recall@{depth} "
+                f"{missed.recall:.4f} against exact search on {sample.size} sampled queries at the largest "
+                f"{name}, {missed.ef}; lower the target, or change how the collection is indexed"
+            ) from None
+        return collection
 
     def _graph(self) -> HnswIndex:
         if self._hnsw is None:
@@ -176,7 +251,13 @@ class DenseSearcher:
 
     def search(self, rows: np.ndarray, depth: int) -> Hits:
         allowed = self.task.allowed_for(rows)
-        if self.task.index.kind == "hnsw":
+        if self.task.engine is not None:
+            positions, scores = self._tuned(depth).search(
+                self.queries[rows], depth, allowed=allowed, filters=self.task.filters
+            )
+            if _every_row(rows, self.queries.shape[0]):
+                self._every_query[depth] = positions
+        elif self.task.index.kind == "hnsw":
             positions, scores = self._graph().search(
                 self.queries[rows], depth, ef_search=self._ef_for(depth), allowed=allowed
             )
@@ -210,6 +291,8 @@ class DenseSearcher:
 
     def _measure(self, depth: int) -> IndexStats:
         dimension = int(self.documents.shape[1])
+        if self.task.engine is not None:
+            return self._measure_engine(depth)
         if self.task.index.kind != "hnsw":
             # A flat index holds the float32 vectors and nothing else.
             return IndexStats(dimension=dimension, memory_bytes=int(self.documents.shape[0] * dimension * 4))
@@ -234,6 +317,39 @@ class DenseSearcher:
         )
         return IndexStats(dimension=dimension, memory_bytes=graph.memory_bytes(), hnsw=hnsw)
 
+    def _measure_engine(self, depth: int) -> IndexStats:
+        """The collection against exact search on the sampled queries, and its latency through the
+        engine's client; its memory is counted as the float32 vectors it holds at least."""
+        collection, spec = self._tuned(depth), self.task.index.engine
+        opened = self.task.engine
+        assert spec is not None and opened is not None  # only called for an engine index
+        sample = self._sample()
+        queries, allowed = self.queries[sample], self.task.allowed_for(sample)
+        if depth in self._every_query:
+            approximate = self._every_query[depth][sample]
+        else:
+            approximate, _ = collection.search(queries, depth, allowed=allowed, filters=self.task.filters)
+        parameter = collection.search_parameter(depth)
+        engine = EngineStats(
+            engine=opened.index.engine,
+            address=opened.index.address,
+            version=opened.index.version,
+            collection=collection.name,
+            parameters=collection.parameters(),
+            search_parameter=None if parameter is None else parameter.name,
+            ann_recall=ann_recall(approximate, self._exact_on_sample(sample, depth)),
+            sample=int(sample.size),
+            latency=Latency.of(
+                collection.query_seconds(queries, depth, allowed=allowed, filters=self.task.filters)
+            ),
+            exact_latency=Latency.of(flat_query_seconds(queries, self.documents, depth, allowed=allowed)),
+            recall_target=spec.recall_target,
+            filtered=allowed is not None,
+            kept=opened.keep,
+        )
+        n, dimension = self.documents.shape
+        return IndexStats(dimension=int(dimension), memory_bytes=int(n * dimension * 4), engine=engine)
+
     def _exact_on_sample(self, sample: np.ndarray, depth: int) -> np.ndarray:
         """Exact search's positions for the sampled queries (filtered as they are), computed once per depth
         for choosing the ef and measuring recall."""
@@ -253,6 +369,8 @@ class DenseSearcher:
         stats = self.index_stats(depth)
         if stats.hnsw is not None:
             latency, ef = stats.hnsw.latency, stats.hnsw.parameters["ef"]
+        elif stats.engine is not None:
+            latency, ef = stats.engine.latency, None
         else:  # exact search is timed here, on hnswlib's flat index, on the queries hnsw would sample
             sample = self._sample()
             allowed = self.task.allowed_for(sample)

@@ -17,7 +17,7 @@ import numpy as np
 
 from pytest_embeval.arms.batching import Batching, completed, plan
 from pytest_embeval.arms.usage import TokenUsage
-from pytest_embeval.core.progress import step
+from pytest_embeval.core.step_progress import step
 
 if TYPE_CHECKING:
     from pytest_embeval.arms.devices import DeviceRecord

@@ -54,6 +54,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_KEY_ENV",
     "EndpointEncoder",
+    "EndpointOptions",
     "EndpointSettings",
     "arm_from_spec",
     "connection",
@@ -219,38 +220,87 @@ class EndpointEncoder:
 # ------------------------------------------------------------------------------------------------ the arm
 
 
-def openai_arm(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key_env: str = DEFAULT_KEY_ENV,
-    dimensions: int | None = None,
-    prompts: Mapping[str, str] | None = None,
-    price_per_million_tokens: float | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    token_budget: int | None = DEFAULT_TOKEN_BUDGET,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    timeout: float = DEFAULT_TIMEOUT,
-    encoding_format: str | None = None,
-    name: str | None = None,
-) -> Arm:
-    """An arm for ``model`` behind an OpenAI-compatible embeddings endpoint; nothing is sent (nor imported)
-    until a text must be encoded.
+@dataclasses.dataclass(frozen=True, slots=True)
+class EndpointOptions:
+    """How an endpoint arm reaches its server and what it asks of it, as given (`openai_arm` checks each,
+    naming the spec in a one-line error, into `EndpointSettings`).
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's; the key is read from the environment
     variable ``api_key_env`` when the first request is sent. ``dimensions`` is asked of models that can
     shorten their vectors (``text-embedding-3-*``). ``prompts`` (``{"query": ..., "document": ...}``) are
-    prepended to the texts, as the model card asks (E5: ``"query: "`` / ``"passage: "``).
-    ``price_per_million_tokens`` is what reports cost the endpoint's token counts at. A request holds at most
-    ``batch_size`` texts and ``token_budget`` estimated tokens (None: no budget); ``concurrency`` requests are
-    in flight at once; the client retries each up to ``max_retries`` times and waits ``timeout`` seconds for
-    an answer. ``encoding_format`` ("float" or "base64") is sent when given (the client asks for base64 and
-    also reads floats). ``name`` is what reports show (default ``"openai:MODEL"``).
+    prepended to the texts, as the model card asks (E5: ``"query: "`` / ``"passage: "``). A request holds at
+    most ``batch_size`` texts and ``token_budget`` estimated tokens (None: no budget); ``concurrency``
+    requests are in flight at once; the client retries each up to ``max_retries`` times and waits
+    ``timeout`` seconds for an answer. ``encoding_format`` ("float" or "base64") is sent when given (the
+    client asks for base64 and also reads floats)."""
+
+    base_url: str | None = None
+    api_key_env: str = DEFAULT_KEY_ENV
+    dimensions: int | None = None
+    prompts: Mapping[str, str] | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    token_budget: int | None = DEFAULT_TOKEN_BUDGET
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_retries: int = DEFAULT_MAX_RETRIES
+    timeout: float = DEFAULT_TIMEOUT
+    encoding_format: str | None = None
+
+
+def openai_arm(
+    model: str,
+    options: EndpointOptions | None = None,
+    *,
+    price_per_million_tokens: float | None = None,
+    name: str | None = None,
+) -> Arm:
+    """An arm for ``model`` behind an OpenAI-compatible embeddings endpoint, reached and asked as ``options``
+    say (default: `EndpointOptions`' defaults); nothing is sent (nor imported) until a text must be encoded.
+
+    ``price_per_million_tokens`` is what reports cost the endpoint's token counts at. ``name`` is what
+    reports show (default ``"openai:MODEL"``).
     """
+    settings = _endpoint_settings(model, options if options is not None else EndpointOptions())
+    label = f"{ENDPOINT_PREFIX}{model}"
+    if price_per_million_tokens is not None and not (
+        _is_number(price_per_million_tokens) and 0 <= price_per_million_tokens <= MAX_PRICE
+    ):
+        raise EncoderError(
+            f"model spec {label!r}: price_per_million_tokens must be a number from 0 to {MAX_PRICE:,}, "
+            f"got {price_per_million_tokens!r}"
+        )
+    usage = TokenUsage()
+    fingerprint = canonical_json(
+        {
+            "provider": "openai-compatible",
+            "endpoint": settings.endpoint,
+            "model": model,
+            "dimensions": settings.dimensions,
+            "prompts": settings.prompts,
+            "normalize": "l2",
+        }
+    )
+    return Arm(
+        spec=name if name is not None else label,
+        encoder=EndpointEncoder(settings, usage),
+        fingerprint=fingerprint,
+        prompts=settings.prompts,
+        price_per_million_tokens=None
+        if price_per_million_tokens is None
+        else float(price_per_million_tokens),
+        usage=usage,
+    )
+
+
+def _endpoint_settings(model: str, given: EndpointOptions) -> EndpointSettings:
+    """``given`` checked into the settings an `EndpointEncoder` sends requests with, or an `EncoderError`
+    naming the spec and the first option that is wrong."""
     try:
         where = connection(
-            model, base_url=base_url, api_key_env=api_key_env, max_retries=max_retries, timeout=timeout
+            model,
+            base_url=given.base_url,
+            api_key_env=given.api_key_env,
+            max_retries=given.max_retries,
+            timeout=given.timeout,
         )
     except EndpointError as error:
         raise EncoderError(str(error)) from None
@@ -261,55 +311,29 @@ def openai_arm(
             raise EncoderError(f"model spec {label!r}: {problem}")
 
     check(
-        dimensions is None or _is_int(dimensions, 1),
-        f"dimensions must be an integer >= 1, got {dimensions!r}",
+        given.dimensions is None or _is_int(given.dimensions, 1),
+        f"dimensions must be an integer >= 1, got {given.dimensions!r}",
     )
     check(
-        price_per_million_tokens is None
-        or (_is_number(price_per_million_tokens) and 0 <= price_per_million_tokens <= MAX_PRICE),
-        f"price_per_million_tokens must be a number from 0 to {MAX_PRICE:,}, "
-        f"got {price_per_million_tokens!r}",
-    )
-    check(
-        encoding_format is None or encoding_format in _ENCODING_FORMATS,
-        f"encoding_format must be 'float' or 'base64', got {encoding_format!r}",
+        given.encoding_format is None or given.encoding_format in _ENCODING_FORMATS,
+        f"encoding_format must be 'float' or 'base64', got {given.encoding_format!r}",
     )
     try:
-        batching = Batching(size=batch_size, token_budget=token_budget, concurrency=concurrency)
+        batching = Batching(
+            size=given.batch_size, token_budget=given.token_budget, concurrency=given.concurrency
+        )
     except ValueError as error:
         raise EncoderError(f"model spec {label!r}: {error}") from None
-    applied = _prompts(prompts, label)
-    settings = EndpointSettings(
+    return EndpointSettings(
         model=model,
         base_url=where.base_url,
-        api_key_env=api_key_env,
-        dimensions=dimensions,
-        prompts=applied,
+        api_key_env=given.api_key_env,
+        dimensions=given.dimensions,
+        prompts=_prompts(given.prompts, label),
         batching=batching,
-        max_retries=max_retries,
+        max_retries=given.max_retries,
         timeout=where.timeout,
-        encoding_format=encoding_format,
-    )
-    usage = TokenUsage()
-    fingerprint = canonical_json(
-        {
-            "provider": "openai-compatible",
-            "endpoint": settings.endpoint,
-            "model": model,
-            "dimensions": dimensions,
-            "prompts": applied,
-            "normalize": "l2",
-        }
-    )
-    return Arm(
-        spec=name if name is not None else label,
-        encoder=EndpointEncoder(settings, usage),
-        fingerprint=fingerprint,
-        prompts=applied,
-        price_per_million_tokens=None
-        if price_per_million_tokens is None
-        else float(price_per_million_tokens),
-        usage=usage,
+        encoding_format=given.encoding_format,
     )
 
 
@@ -353,7 +377,7 @@ def connection(
     )
 
 
-#: What a spec's parameters are read as; ``query_prompt`` / ``document_prompt`` become `openai_arm`'s prompts.
+#: What a spec's parameters are read as; ``query_prompt`` / ``document_prompt`` become the prompts.
 _SPEC_PARAMETERS: dict[str, Callable[[str], object]] = {
     "dimensions": int,
     "base_url": str,
@@ -371,10 +395,10 @@ _SPEC_PARAMETERS: dict[str, Callable[[str], object]] = {
 
 
 def arm_from_spec(spec: str) -> Arm:
-    """The arm of ``openai:MODEL[?name=value&...]``, with `openai_arm`'s keyword arguments as parameters
-    (``query_prompt`` and ``document_prompt`` for its prompts), percent-encoded as in a URL query string (a
-    literal ``+`` is ``%2B``; ``+`` is a space). Unknown parameters and bad values are one-line errors, which
-    never quote a value that could be a key."""
+    """The arm of ``openai:MODEL[?name=value&...]``, with `EndpointOptions`' fields and `openai_arm`'s
+    ``price_per_million_tokens`` as parameters (``query_prompt`` and ``document_prompt`` for the prompts),
+    percent-encoded as in a URL query string (a literal ``+`` is ``%2B``; ``+`` is a space). Unknown
+    parameters and bad values are one-line errors, which never quote a value that could be a key."""
     try:
         model, options = spec_parameters(
             spec, _SPEC_PARAMETERS, example="openai:text-embedding-3-small?dimensions=256"
@@ -382,7 +406,13 @@ def arm_from_spec(spec: str) -> Arm:
     except EndpointError as error:
         raise EncoderError(str(error)) from None
     prompts = {kind: str(options.pop(f"{kind}_prompt", "")) for kind in KINDS}
-    return openai_arm(model, prompts=prompts, name=spec, **options)  # type: ignore[arg-type]
+    price = options.pop("price_per_million_tokens", None)
+    return openai_arm(
+        model,
+        EndpointOptions(prompts=prompts, **options),  # type: ignore[arg-type]
+        price_per_million_tokens=price,  # type: ignore[arg-type]
+        name=spec,
+    )
 
 
 def spec_parameters(

@@ -136,6 +136,10 @@ class FusedSearcher(EmbedsNothing):
             self.k, tuple(part.restrict(task, rows) for part in self.parts), tie_ranks(task.doc_ids)
         )
 
+    def close(self) -> None:
+        for part in self.parts:
+            part.close()
+
 
 def rrf_fuse(rankings: Sequence[Hits], *, k: int, depth: int, ranks: np.ndarray) -> Hits:
     """Reciprocal rank fusion of rankings of the same queries (rows aligned), to ``depth`` per query.

@@ -36,7 +36,7 @@ from pytest_embeval.arms.sentence_transformer import (
     load_model,
     sentence_transformer_arm,
 )
-from pytest_embeval.core.progress import step
+from pytest_embeval.core.step_progress import step
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -38,7 +38,7 @@ from pytest_embeval.arms.embedding import error_summary as summary
 from pytest_embeval.arms.model_specs import import_attr
 from pytest_embeval.arms.sentence_transformer import folder_identity
 from pytest_embeval.core.stats import PairedComparison
-from pytest_embeval.core.verdict import Decision, Verdict
+from pytest_embeval.core.verdict import StratumRuling, Verdict
 from pytest_embeval.golden.schema import RerankSpec
 from pytest_embeval.search.exact import tie_ranks, top_k
 
@@ -206,9 +206,9 @@ class RerankOutcome:
 
     #: the first stage on the reranked queries, every declared metric
     first_stage: Mapping[str, PairedComparison]
-    first_stage_decision: Decision
+    first_stage_ruling: StratumRuling
     after: Mapping[str, PairedComparison]
-    after_decision: Decision
+    after_ruling: StratumRuling
     #: the verdict rests on ``after``
     decides: bool
     #: the stratum's queries were sampled (fewer reranked than it has)
@@ -218,7 +218,7 @@ class RerankOutcome:
     def absorbed(self) -> str | None:
         """ "gain" or "loss" when the first stage is BETTER or WORSE on these queries and the after-rerank
         comparison is not: the reranker absorbs the difference the first stage showed."""
-        before, after = self.first_stage_decision.primary, self.after_decision.primary
+        before, after = self.first_stage_ruling.primary, self.after_ruling.primary
         if before is Verdict.BETTER and after is not Verdict.BETTER:
             return "gain"
         if before is Verdict.WORSE and after is not Verdict.WORSE:

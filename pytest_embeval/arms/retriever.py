@@ -8,7 +8,10 @@ may need a second, deeper search), each query restricted to the records its filt
 the first stage (folding, reranking, scoring, the control check) is the same code for every kind of arm.
 
 With ``index.hnsw.recall_target``, an embedding arm searches at the smallest ef that reaches the target on the
-sampled queries, against exact search with the same filters (`RecallTargetError` if none does). With
+sampled queries, against exact search with the same filters (`RecallTargetError` if none does). With a vector
+database as the index, an embedding arm builds its collection in the engine the golden set opened
+(`RetrievalTask.engine`), offers its exact twin (`Searcher.exact_twin`) and drops the collection when it is
+closed (`Searcher.close`). With
 ``production``, an embedding arm times its encoder and measures its capacity (`capacity_measurement`); an arm
 that embeds nothing has none. A corpus slice is searched by restricting an opened arm to the slice's records
 (`Searcher.restrict`): an embedding arm reuses its vectors, a BM25 arm indexes the slice afresh (its term
@@ -22,17 +25,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from pytest_embeval.arms.embedding import embed
 from pytest_embeval.core.capacity import ArmCapacity, Latency
-from pytest_embeval.golden.filters import Allowed
+from pytest_embeval.golden.filters import Allowed, Filter
 from pytest_embeval.golden.schema import IndexSpec
 from pytest_embeval.search.graphs import GraphStore
+from pytest_embeval.search.vector_index import OpenedEngine
 
 __all__ = [
+    "EngineStats",
     "Hits",
     "HnswStats",
     "IndexStats",
@@ -84,6 +89,12 @@ class RetrievalTask:
     measure: bool = False
     #: where HNSW graphs built over the same vectors are kept and found (None: built every time)
     graphs: GraphStore | None = None
+    #: the filter of each of ``allowed``'s mask rows, from which an engine generates its filter syntax
+    filters: Sequence[Filter] = ()
+    #: each record's filterable fields, which an engine's collection stores
+    doc_fields: Sequence[Mapping[str, tuple[str, ...]]] = ()
+    #: the vector database ``index`` declares, opened once for the golden set; None for exact and hnsw
+    engine: OpenedEngine | None = None
 
     def allowed_for(self, rows: np.ndarray) -> Allowed | None:
         return None if self.allowed is None else self.allowed.select(rows)
@@ -107,16 +118,46 @@ class HnswStats:
 
 
 @dataclass(frozen=True, slots=True)
+class EngineStats:
+    """How an arm's collection in a vector database compares with exact search of the same vectors,
+    measured on a sample of its queries, as `HnswStats` measures a graph."""
+
+    #: the engine, where it is and what its adapter reports of its version
+    engine: str
+    address: str
+    version: str
+    collection: str
+    #: as the engine reports them: how the collection is indexed, and the search parameter as searched
+    parameters: Mapping[str, Any]
+    #: the parameter a recall target tunes (``ef_search``, ``nprobes``); None for an adapter with none
+    search_parameter: str | None
+    #: mean share of the exact top-depth documents the engine returned (both filtered alike)
+    ann_recall: float
+    sample: int
+    #: per query, through the adapter's client
+    latency: Latency
+    exact_latency: Latency
+    recall_target: float | None = None
+    filtered: bool = False
+    #: left in the engine after the run
+    kept: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStats:
-    """What one embedding arm's index held and cost; ``hnsw`` is None for exact search."""
+    """What one embedding arm's index held and cost; ``hnsw`` and ``engine`` are None for exact search."""
 
     dimension: int
-    #: exact: the float32 document vectors; hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph)
+    #: exact and an engine: the float32 document vectors (an engine's own overhead is not visible through
+    #: its client); hnsw: `HnswIndex.memory_bytes` (vectors, labels and graph)
     memory_bytes: int
     hnsw: HnswStats | None = None
+    engine: EngineStats | None = None
 
     @property
     def kind(self) -> str:
+        if self.engine is not None:
+            return self.engine.engine
         return "exact" if self.hnsw is None else "hnsw"
 
 
@@ -147,10 +188,19 @@ class Searcher(Protocol):
         subset's records, the same queries, and the filters over the subset."""
         ...
 
+    def exact_twin(self) -> Searcher | None:
+        """This arm searched exactly on the same vectors, when it searches a vector database (the twin the
+        report splits Δ with); None otherwise."""
+        ...
+
+    def close(self) -> None:
+        """Drop what the arm built outside this process (an engine's collections)."""
+        ...
+
 
 class EmbedsNothing:
     """The `Searcher` answers of an arm with no vectors of its own (BM25, a fusion): no index to measure,
-    no capacity to project, no vectors to scan for tied scores."""
+    no capacity to project, no vectors to scan for tied scores, no exact twin, nothing to drop."""
 
     def index_stats(self, depth: int) -> None:
         return None
@@ -159,6 +209,12 @@ class EmbedsNothing:
         return None
 
     def vectors(self) -> None:
+        return None
+
+    def exact_twin(self) -> None:
+        return None
+
+    def close(self) -> None:
         return None
 
 

@@ -26,8 +26,8 @@ from pytest_embeval.cli.support import EXIT_OK, EXIT_USAGE, CliError, check_out
 from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
-from pytest_embeval.core.progress import reporting
 from pytest_embeval.core.sampling import TAIL, band_names, parse_bands
+from pytest_embeval.core.step_progress import reporting
 from pytest_embeval.core.text_table import table
 from pytest_embeval.files.atomic import write_atomic
 from pytest_embeval.files.columnar import (
@@ -49,7 +49,7 @@ from pytest_embeval.golden.draws import draw_path, draw_text
 from pytest_embeval.golden.qrels_files import judged_document_ids_in
 from pytest_embeval.golden.query_draw import QueryDraw, draw_queries
 from pytest_embeval.golden.query_log import DEFAULT_TEXT_FIELD, QueryLog, read_query_log
-from pytest_embeval.reports.progress import StepLine, StreamTerminal
+from pytest_embeval.reports.progress_lines import StepLine, StreamTerminal
 
 __all__ = ["add_commands"]
 

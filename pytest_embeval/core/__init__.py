@@ -8,7 +8,7 @@ its design and variance (`sample_design`, `design_variance`), drawing a sample f
 the verdict rule (`verdict`), capacity projections (`capacity`), the interval simulations that check an
 interval's coverage (`interval_simulation`), canonical JSON lines and text keys (`canonical`), plain-text
 tables (`text_table`), and the protocol through which long steps tell their progress to whoever prints it
-(`progress`).
+(`step_progress`).
 
 May import: nothing of the package outside ``core`` (numpy and scipy only).
 """

@@ -46,10 +46,10 @@ from pytest_embeval.core.stats import MDE_POWER, PairedComparison, paired_n, z_s
 __all__ = [
     "MULTIPLE_COMPARISONS",
     "ROUGH_BELOW",
-    "Decision",
     "GuardOutcome",
-    "MetricDecision",
+    "MetricRuling",
     "NotANumber",
+    "StratumRuling",
     "TieReason",
     "Verdict",
     "classify_metric",
@@ -86,7 +86,7 @@ class TieReason(str, Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class MetricDecision:
+class MetricRuling:
     """The rule applied to one metric: its verdict and a sentence a person can act on."""
 
     verdict: Verdict
@@ -113,7 +113,12 @@ class GuardOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class StratumRuling:
+    """The verdict rule applied to one stratum (`decide`): its final verdict, the reason, what it rests on.
+
+    Not the golden file's declared ``decision:`` (to proceed, route or change the target), which
+    `run.decision` reaches from every stratum's ruling."""
+
     verdict: Verdict  # final verdict of the stratum (WORSE if a guard failed)
     reason: str
     primary: Verdict  # the primary metric's own verdict
@@ -143,15 +148,15 @@ def _check_min_queries(value: int) -> int:
     return int(value)
 
 
-def classify_metric(c: PairedComparison, *, tie_margin: float, min_queries: int) -> MetricDecision:
+def classify_metric(c: PairedComparison, *, tie_margin: float, min_queries: int) -> MetricRuling:
     """Apply the verdict table to one comparison (see the module docstring for the TIE precedence)."""
     return _classify(c, _check_margin(tie_margin, "tie_margin"), _check_min_queries(min_queries))
 
 
 def decide_metric(c: PairedComparison, *, tie_margin: float, min_queries: int) -> tuple[Verdict, str]:
     """``(verdict, reason)`` of one metric under its margin; see ``classify_metric``."""
-    decision = classify_metric(c, tie_margin=tie_margin, min_queries=min_queries)
-    return decision.verdict, decision.reason
+    ruling = classify_metric(c, tie_margin=tie_margin, min_queries=min_queries)
+    return ruling.verdict, ruling.reason
 
 
 def sign_test_disagrees(c: PairedComparison, verdict: Verdict) -> bool:
@@ -175,7 +180,7 @@ def decide(
     min_queries: int,
     guards: Mapping[str, tuple[PairedComparison, float]] = _NO_GUARDS,
     primary_metric: str = "the primary metric",
-) -> Decision:
+) -> StratumRuling:
     """The stratum's verdict: the primary metric's, unless a guard is WORSE under its own margin.
 
     ``guards`` maps a guard metric's name to its comparison on this stratum and its margin; guards are
@@ -212,7 +217,7 @@ def decide(
             alone = f"{primary_metric} alone would tie ({main.reason})"
         else:
             alone = f"{primary_metric} alone would be {main.verdict.value}: {main.detail}"
-        return Decision(
+        return StratumRuling(
             verdict=Verdict.WORSE,
             reason=f"{'; '.join(failures)}; {alone}",
             primary=main.verdict,
@@ -220,7 +225,7 @@ def decide(
             sign_disagrees=any(g.sign_disagrees for g in outcomes if g.failed),
             queries_needed=None,
         )
-    return Decision(
+    return StratumRuling(
         verdict=main.verdict,
         reason=main.reason,
         primary=main.verdict,
@@ -251,7 +256,7 @@ def _decimals(*values: float) -> int:
     return 6
 
 
-def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
+def _classify(c: PairedComparison, m: float, floor: int) -> MetricRuling:
     n, delta, low, high = c.n, c.delta, c.ci_low, c.ci_high
     k = _decimals(delta, low, high, m, -m)
 
@@ -269,7 +274,7 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
         raise NotANumber(f"the number of queries held against min_queries is not a number (n={n})")
     if c.floor_n < floor:
         counted = f"n={n}" if c.kish_n is None else f"traffic-weighted n={n} counts as {c.kish_n:.1f} (Kish)"
-        return MetricDecision(
+        return MetricRuling(
             Verdict.TIE,
             TieReason.BELOW_FLOOR,
             f"{counted} < min_queries={floor}; a stratum under the floor never passes or fails{note}",
@@ -280,16 +285,16 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
     if not (math.isfinite(delta) and math.isfinite(low) and math.isfinite(high)):
         if c.note is None:
             raise NotANumber(f"no finite interval ({ci}, Δ {delta}, {sized}) and no reason why")
-        return MetricDecision(Verdict.TIE, TieReason.UNRESOLVED, c.note, None)
+        return MetricRuling(Verdict.TIE, TieReason.UNRESOLVED, c.note, None)
     if low > 0 and delta >= m:
         detail = f"Δ {signed(delta)} ≥ {plain(m)} and {ci} excludes 0 ({sized}{note})"
-        return MetricDecision(Verdict.BETTER, None, detail, None)
+        return MetricRuling(Verdict.BETTER, None, detail, None)
     if high < 0 and delta <= -m:
         detail = f"Δ {signed(delta)} ≤ {plain(-m)} and {ci} excludes 0 ({sized}{note})"
-        return MetricDecision(Verdict.WORSE, None, detail, None)
+        return MetricRuling(Verdict.WORSE, None, detail, None)
     if -m < low and high < m:
         detail = f"{ci} lies inside ±{plain(m)} ({sized}{note})"
-        return MetricDecision(Verdict.TIE, TieReason.EQUIVALENT, detail, None)
+        return MetricRuling(Verdict.TIE, TieReason.EQUIVALENT, detail, None)
 
     needed = None
     if m > 0 and math.isfinite(c.sd) and c.sd > 0:
@@ -310,12 +315,12 @@ def _classify(c: PairedComparison, m: float, floor: int) -> MetricDecision:
             )
         else:
             detail = f"|Δ| {plain(abs(delta))} < {plain(m)} but {ci} is not inside ±{plain(m)}; {resolution}"
-        return MetricDecision(Verdict.TIE, TieReason.WITHIN_MARGIN, detail, needed)
+        return MetricRuling(Verdict.TIE, TieReason.WITHIN_MARGIN, detail, needed)
     if low <= 0 <= high:
         detail = f"{ci} covers 0; {resolution}"
     else:  # only for a Δ outside its own interval, which a bootstrap of real data does not produce
         detail = f"Δ {signed(delta)} lies outside its {ci}; {resolution}"
-    return MetricDecision(Verdict.TIE, TieReason.UNRESOLVED, detail, needed)
+    return MetricRuling(Verdict.TIE, TieReason.UNRESOLVED, detail, needed)
 
 
 # ------------------------------------------------------------------------------------------------------

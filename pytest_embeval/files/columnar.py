@@ -5,7 +5,7 @@ It reads JSONL, CSV/TSV and Parquet, compressed or not, many files at once; it a
 reader hands Python only what the aggregation leaves (the distinct rows), never the rows. An `Engine` is one
 in-memory connection with a memory limit and its own temporary folder for what it spills, removed when the
 engine closes (nothing is left in the user's folder, even on failure). A long statement reports its progress
-through `core.progress` (the engine's own estimate of the share done, polled from a second thread); the
+through `core.step_progress` (the engine's own estimate of the share done, polled from a second thread); the
 rows it stands for are the caller's to say (``total``).
 
 Every engine error becomes an `EngineError` of one line (the engine's first line, the hints it appends
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_embeval.core.progress import step
+from pytest_embeval.core.step_progress import step
 from pytest_embeval.files.compressed import compression_of
 from pytest_embeval.files.sources import Source, is_parquet
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from pytest_embeval.core.progress import step
 from pytest_embeval.core.sampling import NORMAL_ASCII, normalise_query
+from pytest_embeval.core.step_progress import step
 from pytest_embeval.files.columnar import Engine, EngineError, sql_list, sql_string
 from pytest_embeval.files.compressed import compression_of
 from pytest_embeval.files.digests import file_sha256

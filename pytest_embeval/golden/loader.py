@@ -29,7 +29,8 @@ Decisions the schema leaves open, taken here:
   so the fingerprint of a file without them is unchanged. ``corpus_sample.seed`` defaults to ``seed``;
   ``sizes`` are fractions in (0, 1], kept sorted.
 * ``index.hnsw.recall_target`` (in (0, 1]) replaces ``ef_search``: giving both is an error. ``M`` is at
-  least 2 (hnswlib cannot build a graph with M = 1).
+  least 2 (hnswlib cannot build a graph with M = 1). A vector database (``index: {chroma: …}``,
+  ``{lancedb: …}``, ``{service: module:attr, …}``) is read by `engine_spec`.
 * ``weights: frequency`` makes every verdict rest on the traffic-weighted means, each query weighted by its
   ``frequency`` (which every query must then have), over its ``inclusion`` when the queries have one
   (`data_files.Query.traffic_weight`); it is part of the plan, in its fingerprint only when given. When the
@@ -73,6 +74,7 @@ from pytest_embeval.golden.data_files import (
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
 from pytest_embeval.golden.decision_spec import read_decision
 from pytest_embeval.golden.drawn_design import drawn_design
+from pytest_embeval.golden.engine_spec import ENGINES, read_engine
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
@@ -390,7 +392,10 @@ class _GoldenLoader(DataReader):
                 return IndexSpec(str(node.value))
             raise self.error(node, "index", f"must be {expected}, got {describe_node(node)}")
         entries = self.entries(node, "index")
-        self.check_keys(entries, ("hnsw",), "index")
+        if "service" in entries or any(name in entries for name in ENGINES):
+            engine = read_engine(self, entries)
+            return IndexSpec(engine.engine, engine=engine)
+        self.check_keys(entries, ("hnsw", *ENGINES, "service"), "index")
         if "hnsw" not in entries:
             raise self.error(node, "index", f"must be {expected}, got an empty mapping")
         params_node = entries["hnsw"][1]
@@ -400,7 +405,7 @@ class _GoldenLoader(DataReader):
         self.check_keys(params, (*HNSW_DEFAULTS, HNSW_RECALL_TARGET), "index.hnsw")
         # M = 1 makes hnswlib's level multiplier 1/log(M) infinite: it cannot build the graph.
         minimum = {"M": 2}
-        values = {
+        values: dict[str, Any] = {
             name: self.integer(node, f"index.hnsw.{name}", minimum.get(name, 1))
             for name, (_, node) in params.items()
             if name != HNSW_RECALL_TARGET

@@ -173,8 +173,11 @@ def draw_queries(
     head_boost: float,
     seed: int,
 ) -> QueryDraw:
-    """The stratified sample (see the module). `ValueError` when ``size`` exceeds the distinct queries or
-    the strata's floors add up to more than ``size``."""
+    """The stratified sample (see the module). `ValueError` when ``by`` (``band`` aside) is not the fields
+    the log was read by, ``size`` exceeds the distinct queries or the strata's floors add up to more than
+    ``size``."""
+    if tuple(name for name in by if name != BAND) != log.fields:
+        raise ValueError(f"--by {','.join(by)} is not what the log was read by ({','.join(log.fields)})")
     names = band_names(bands)
     banded = BAND in by
     distinct = log.distinct

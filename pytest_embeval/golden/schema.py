@@ -25,6 +25,7 @@ from pytest_embeval.golden.data_files import (
     Query,
 )
 from pytest_embeval.golden.decision_spec import DecisionSpec
+from pytest_embeval.golden.engine_spec import EngineSpec
 from pytest_embeval.golden.folding import FoldSpec
 from pytest_embeval.golden.shelf_life import DEFAULT_SHELF_LIFE, ShelfLife
 
@@ -131,16 +132,20 @@ TRAFFIC_BY_INCLUSION = "frequency / inclusion"
 
 @dataclass(frozen=True, slots=True)
 class IndexSpec:
-    kind: str  # "exact" | "hnsw"
+    kind: str  # "exact" | "hnsw" | an engine: "chroma", "lancedb", "service"
     M: int = HNSW_DEFAULTS["M"]
     ef_construction: int = HNSW_DEFAULTS["ef_construction"]
     ef_search: int = HNSW_DEFAULTS["ef_search"]
     #: when set, each arm searches at the smallest ef whose ANN recall reaches it, and ef_search is unused
     recall_target: float | None = None
+    #: a vector database (``kind`` is its engine); None for exact search and hnsw
+    engine: EngineSpec | None = None
 
-    def as_dict(self) -> dict[str, str | int | float]:
+    def as_dict(self) -> dict[str, Any]:
         """The declared index, plain types only; HNSW parameters appear only for ``hnsw``, and either the ef
-        searched with or the recall target that chooses it."""
+        searched with or the recall target that chooses it; an engine's as `EngineSpec.as_dict`."""
+        if self.engine is not None:
+            return self.engine.as_dict()
         if self.kind != "hnsw":
             return {"kind": self.kind}
         declared: dict[str, str | int | float] = {

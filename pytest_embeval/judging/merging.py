@@ -208,18 +208,57 @@ def merge_sheets(
     check_max_grade(max_grade)
     if resolve not in (None, "max", "min", "first"):
         raise ValueError(f"resolve must be 'max', 'min', 'first' or None, got {resolve!r}")
+    by_pair, judges, problems = _graded_pairs(golden, sheets, max_grade)
+    new: list[Judgment] = []
+    rejudged: list[Rejudgment] = []
+    unchanged = resolved = set_aside = 0
+    for pair, graded_by in by_pair.items():
+        people = [g for g in graded_by if not is_model_judge(g.judge)]
+        grades = people or graded_by
+        if not people and not refresh and pair[1] in golden.qrels.get(pair[0], {}):
+            set_aside += len(grades)  # a model's grades of a pair the qrels already judge
+            continue
+        set_aside += len(graded_by) - len(grades)
+        if len({g.grade for g in grades}) > 1:
+            if resolve is None:
+                problems.append(_disagreement(sheets, pair, grades))
+                continue
+            resolved += 1
+        chosen = _chosen(grades, resolve)
+        existing = golden.qrels.get(pair[0], {}).get(pair[1])
+        day = judged_on[chosen.sheet] if chosen.sheet < len(judged_on) else None
+        judgment = Judgment(pair[0], pair[1], chosen.grade, chosen.judge, day, chosen.seed or None)
+        if existing is None:
+            new.append(judgment)
+        elif refresh:
+            rejudged.append(Rejudgment(judgment, existing))
+        elif existing == chosen.grade:
+            unchanged += 1
+        else:
+            problems.append(_regraded(pair, chosen, existing))
+    if problems:
+        raise SheetError([f"{sheets[i].name}: row {row}: {text}" for i, row, text in sorted(problems)])
+    position = {query.id: i for i, query in enumerate(golden.queries)}
+    new.sort(key=lambda j: (position[j.query_id], j.doc_id))
+    rejudged.sort(key=lambda r: (position[r.new.query_id], r.new.doc_id))
+    return MergeResult(tuple(new), unchanged, judges, resolved, set_aside, tuple(rejudged))
+
+
+#: A bad row: its sheet (an index into the sheets), its row number, and what is wrong with it.
+_Problem = tuple[int, int, str]
+
+
+def _graded_pairs(
+    golden: GoldenSet, sheets: Sequence[Sheet], max_grade: int
+) -> tuple[dict[Pair, list[_Graded]], dict[str, int], list[_Problem]]:
+    """Every sheet's rows read: each pair's grades, one per judge, in sheet and row order; how many rows
+    each judge graded; and a problem for each row that names no pair of ``golden`` or has no grade on the
+    scale, and for each judge who graded a pair twice differently."""
     query_ids = {query.id for query in golden.queries}
     doc_ids = {doc.id for doc in golden.documents}
-    problems: list[tuple[int, int, str]] = []
+    problems: list[_Problem] = []
     by_pair: dict[Pair, list[_Graded]] = {}
     judges: dict[str, int] = {}
-
-    def refer(graded: _Graded, here: _Graded) -> str:
-        """How a message about ``here`` names the row of ``graded``."""
-        if graded.sheet == here.sheet:
-            return f"row {graded.row}"
-        return f"{sheets[graded.sheet].name} row {graded.row}"
-
     for index, sheet in enumerate(sheets):
         for row in sheet.rows:
             pair = (row.query_id, row.doc_id)
@@ -242,63 +281,51 @@ def merge_sheets(
                         index,
                         row.row,
                         f"judge {judge!r} graded {_describe_pair(pair)} {grade} here and "
-                        f"{same_judge.grade} on {refer(same_judge, graded)}",
+                        f"{same_judge.grade} on {_refer(sheets, same_judge, graded)}",
                     )
                 )
+    return by_pair, judges, problems
 
-    new: list[Judgment] = []
-    rejudged: list[Rejudgment] = []
-    unchanged = resolved = set_aside = 0
-    for pair, graded_by in by_pair.items():
-        grades = [g for g in graded_by if not is_model_judge(g.judge)] or graded_by
-        judged = pair[1] in golden.qrels.get(pair[0], {})
-        if judged and not refresh and not [g for g in graded_by if not is_model_judge(g.judge)]:
-            set_aside += len(grades)  # a model's grades of a pair the qrels already judge
-            continue
-        set_aside += len(graded_by) - len(grades)
-        chosen = grades[0]
-        if len({g.grade for g in grades}) > 1:
-            if resolve is None:
-                other = next(g for g in grades if g.grade != chosen.grade)
-                problems.append(
-                    (
-                        other.sheet,
-                        other.row,
-                        f"judges {chosen.judge!r} ({chosen.grade} on {refer(chosen, other)}) and "
-                        f"{other.judge!r} ({other.grade} here) disagree on {_describe_pair(pair)}; "
-                        "reconcile the grades or pass --resolve max|min|first",
-                    )
-                )
-                continue
-            resolved += 1
-            if resolve == "max":
-                chosen = max(grades, key=lambda g: g.grade)
-            elif resolve == "min":
-                chosen = min(grades, key=lambda g: g.grade)
-        existing = golden.qrels.get(pair[0], {}).get(pair[1])
-        day = judged_on[chosen.sheet] if chosen.sheet < len(judged_on) else None
-        judgment = Judgment(pair[0], pair[1], chosen.grade, chosen.judge, day, chosen.seed or None)
-        if existing is None:
-            new.append(judgment)
-        elif refresh:
-            rejudged.append(Rejudgment(judgment, existing))
-        elif existing == chosen.grade:
-            unchanged += 1
-        else:
-            problems.append(
-                (
-                    chosen.sheet,
-                    chosen.row,
-                    f"{_describe_pair(pair)} are already judged {existing} in the qrels, this row grades "
-                    f"{chosen.grade} (to revise a judgment, edit the qrels file)",
-                )
-            )
-    if problems:
-        raise SheetError([f"{sheets[i].name}: row {row}: {text}" for i, row, text in sorted(problems)])
-    position = {query.id: i for i, query in enumerate(golden.queries)}
-    new.sort(key=lambda j: (position[j.query_id], j.doc_id))
-    rejudged.sort(key=lambda r: (position[r.new.query_id], r.new.doc_id))
-    return MergeResult(tuple(new), unchanged, judges, resolved, set_aside, tuple(rejudged))
+
+def _chosen(grades: Sequence[_Graded], resolve: Resolve | None) -> _Graded:
+    """The grade kept of a pair's ``grades``: the first, unless ``resolve`` asks for the highest or lowest
+    (the first of those)."""
+    if resolve == "max":
+        return max(grades, key=lambda g: g.grade)
+    if resolve == "min":
+        return min(grades, key=lambda g: g.grade)
+    return grades[0]
+
+
+def _disagreement(sheets: Sequence[Sheet], pair: Pair, grades: Sequence[_Graded]) -> _Problem:
+    """Judges who graded ``pair`` differently, with no ``resolve`` to choose: on the row of the first grade
+    that differs from the first."""
+    first = grades[0]
+    other = next(g for g in grades if g.grade != first.grade)
+    return (
+        other.sheet,
+        other.row,
+        f"judges {first.judge!r} ({first.grade} on {_refer(sheets, first, other)}) and "
+        f"{other.judge!r} ({other.grade} here) disagree on {_describe_pair(pair)}; "
+        "reconcile the grades or pass --resolve max|min|first",
+    )
+
+
+def _regraded(pair: Pair, chosen: _Graded, existing: int) -> _Problem:
+    """A pair the qrels hold with another grade, graded without ``refresh``."""
+    return (
+        chosen.sheet,
+        chosen.row,
+        f"{_describe_pair(pair)} are already judged {existing} in the qrels, this row grades "
+        f"{chosen.grade} (to revise a judgment, edit the qrels file)",
+    )
+
+
+def _refer(sheets: Sequence[Sheet], graded: _Graded, here: _Graded) -> str:
+    """How a message about the row ``here`` names the row of ``graded``."""
+    if graded.sheet == here.sheet:
+        return f"row {graded.row}"
+    return f"{sheets[graded.sheet].name} row {graded.row}"
 
 
 def qrels_file(golden: GoldenSet) -> Path:

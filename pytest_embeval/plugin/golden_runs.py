@@ -13,13 +13,20 @@ process reaches the same verdicts.
 An arm that fails is its own items' error: the incumbent's (or the golden set's inputs') is every item's,
 a candidate's (its model, its comparison's control, its route) only its own; the others are still
 decided, and the family is the candidates that ran.
+
+With a vector database as the golden set's index, each `GoldenArms.run` opens it for the arms it runs
+(`pipeline.engine_opened`: an engine that cannot be opened is the error of those arms), and each arm builds
+its own collection, named by the arm (``incumbent``, ``candidate NAME``) and a random token, and drops it
+when it is done: the incumbent's is built once per process whatever number of candidates it is paired with,
+as its vectors are embedded once; under xdist each process searches the arms it runs in collections of its
+own, never another's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pytest_embeval.arms.rerank import RerankError
 from pytest_embeval.arms.retriever import Embedder, RecallTargetError, Retriever
@@ -33,10 +40,12 @@ from pytest_embeval.run.pipeline import (
     ArmResult,
     GoldenRun,
     arm_inputs,
+    engine_opened,
     pair_arms,
     run_arm_on,
 )
 from pytest_embeval.run.stratum_evaluation import StrataFamilies, StratumOutcome
+from pytest_embeval.search.vector_index import EngineError
 
 __all__ = ["INCUMBENT", "ArmFailure", "GoldenArms"]
 
@@ -44,7 +53,7 @@ __all__ = ["INCUMBENT", "ArmFailure", "GoldenArms"]
 INCUMBENT = "incumbent"
 
 #: What running an arm may raise that makes it its items' error rather than a failure of ours.
-ARM_ERRORS = (ArmFault, RerankError, ControlMismatch, RecallTargetError)
+ARM_ERRORS = (ArmFault, RerankError, ControlMismatch, RecallTargetError, EngineError)
 
 
 @dataclasses.dataclass
@@ -116,13 +125,16 @@ class GoldenArms:
         cache: object,
         labels: Callable[[str], str | None],
         tag: Callable[[str, Record], Record],
+        keep_collections: bool = False,
     ) -> bool:
         """Run the incumbent and each candidate of ``names`` not run here yet, in that order, and pair each
         with the incumbent (and run the arm its decision routes to). Every arm is resolved first (a model
         a fixture or a function builds is built then), and nothing runs unless the incumbent and some
         candidate resolve. ``arm_of`` resolves an arm by name (`INCUMBENT` or a candidate's; it raises
         `ArmFault`), ``labels`` names a candidate in its progress and errors, ``tag`` adds a candidate's
-        name to its error record. Whether anything was tried."""
+        name to its error record; ``keep_collections`` leaves each arm's collection in the vector database
+        the golden set declares (`pipeline.engine_opened`, opened for the arms of this call). Whether
+        anything was tried."""
         wanted = [name for name in names if name not in self.comparisons]
         if not self.pending(wanted):
             return False
@@ -149,20 +161,45 @@ class GoldenArms:
         if isinstance(self.inputs, ArmFailure):
             self.results[INCUMBENT] = self.inputs
             return True
+        try:
+            with engine_opened(self.inputs, keep=keep_collections) as inputs:
+                self._compare(inputs, incumbent_arm, resolved, embedder, labels, tag)
+        except ARM_ERRORS as error:
+            # The golden set's vector database could not be opened: the error of the arms this call was to
+            # run (the incumbent's, when it is one of them, is every item's).
+            if INCUMBENT not in self.results:
+                self.results[INCUMBENT] = self._failure(error)
+            for name in resolved:
+                if name not in self.comparisons:
+                    tagged = functools.partial(tag, name)
+                    self.results[name] = self.comparisons[name] = self._failure(error, tagged)
+        return True
+
+    def _compare(
+        self,
+        inputs: ArmInputs,
+        incumbent_arm: Retriever,
+        resolved: Mapping[str, Retriever],
+        embedder: Embedder,
+        labels: Callable[[str], str | None],
+        tag: Callable[[str, Record], Record],
+    ) -> None:
+        """Run the incumbent (unless it ran already) and each candidate of ``resolved`` on ``inputs``, and
+        pair each candidate with the incumbent."""
         if INCUMBENT not in self.results:
-            self.results[INCUMBENT] = self._run_arm(incumbent_arm, INCUMBENT, None, None)
+            self.results[INCUMBENT] = self._run_arm(inputs, incumbent_arm, INCUMBENT, None, None)
         incumbent = self.results[INCUMBENT]
         if isinstance(incumbent, ArmFailure):
-            return True
+            return
         for name, arm in resolved.items():
             tagged = functools.partial(tag, name)
-            result = self._run_arm(arm, "candidate", labels(name), tagged)
+            result = self._run_arm(inputs, arm, "candidate", labels(name), tagged)
             self.results[name] = result
             if isinstance(result, ArmFailure):
                 self.comparisons[name] = result
                 continue
             try:
-                comparison = pair_arms(self.inputs, incumbent, result)
+                comparison = pair_arms(inputs, incumbent, result)
                 # The route's own arm (``decision.route.to``) runs here too: its faults are the items' errors.
                 target = route_target(comparison, incumbent.arm, result.arm, embedder=embedder)
             except ARM_ERRORS as error:
@@ -171,18 +208,17 @@ class GoldenArms:
             self.comparisons[name] = comparison
             if target is not None:
                 self.route_targets[name] = target
-        return True
 
     def _run_arm(
         self,
+        inputs: ArmInputs,
         arm: Retriever,
         role: str,
         label: str | None,
         tag: Callable[[Record], Record] | None,
     ) -> ArmResult | ArmFailure:
-        assert isinstance(self.inputs, ArmInputs)
         try:
-            return run_arm_on(self.inputs, arm, "incumbent" if role == INCUMBENT else "candidate", label)
+            return run_arm_on(inputs, arm, "incumbent" if role == INCUMBENT else "candidate", label)
         except ARM_ERRORS as error:
             return self._failure(error, tag)
 

@@ -32,7 +32,7 @@ from pytest_embeval.arms.resolve import resolve_arm
 from pytest_embeval.arms.retriever import Retriever
 from pytest_embeval.cache.store import CacheStats
 from pytest_embeval.core.metrics import NoRelevantDocumentsWarning
-from pytest_embeval.core.progress import labelled, reporting
+from pytest_embeval.core.step_progress import labelled, reporting
 from pytest_embeval.core.verdict import NotANumber, Verdict
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.decision_spec import CHANGE_TARGET, ROUTED
@@ -272,6 +272,7 @@ class GoldenItem(pytest.Function):
                     cache=state.cache,
                     labels=self._label,
                     tag=self._tagged,
+                    keep_collections=state.settings.keep_collections,
                 )
         finally:
             self._warn_once(caught)
@@ -424,11 +425,11 @@ class StratumItem(GoldenItem):
         outcomes, decision = self._evaluated()
         outcome = outcomes[self.stratum.name]
         record = self._named(stratum_record(self.golden, self.golden_path, self.order, outcome))
-        worse = outcome.decision.verdict is Verdict.WORSE
+        worse = outcome.ruling.verdict is Verdict.WORSE
         if worse and decision is not None and decision.outcome == ROUTED:
             record["covered_by_routing"] = True  # only then: a report without a decision keeps its shape
         self.user_properties.extend(stratum_properties(record))
-        if outcome.decision.verdict is Verdict.TIE:
+        if outcome.ruling.verdict is Verdict.TIE:
             # In the test case's system-out of a JUnit file (with junit_logging = system-out or all).
             self.add_report_section("call", "stdout", f"{self.stratum.name}: TIE — {record['reason']}\n")
         self.stash[ITEM_RECORDS] = ItemRecords(stratum=record, golden=golden)

@@ -46,6 +46,8 @@ class Settings:
     plot_path: Path | None = None
     #: the device of the models whose spec does not say (``device=``): auto, cpu, cuda, cuda:N or mps
     device: str = "auto"
+    #: leave each arm's collection in the vector database a golden set declares, after the run
+    keep_collections: bool = False
 
     def outputs(self) -> dict[str, Path]:
         """Every output asked for: the option (or variable) that names it and its value -> its path."""
@@ -62,7 +64,16 @@ class Settings:
 
 
 def add_options(parser: pytest.Parser) -> None:
+    """Every option and ini key, in the group ``pytest --help`` shows them under."""
     group = parser.getgroup("embeval", "embedding-model regression tests (pytest-embeval)")
+    _run_options(group)
+    _output_options(group)
+    _cache_and_pool_options(group)
+    _ini_keys(parser)
+
+
+def _run_options(group: pytest.OptionGroup) -> None:
+    """What runs: the switch, the arms, where the models run, what the run leaves behind and shows."""
     group.addoption(
         "--embeval",
         action="store_true",
@@ -85,6 +96,31 @@ def add_options(parser: pytest.Parser) -> None:
         "run, each named NAME (default: derived from SPEC) in node ids and reports.",
     )
     group.addoption(
+        "--embeval-device",
+        metavar="DEVICE",
+        default=None,
+        help="where sentence-transformers models run: auto (CUDA if torch sees one, else MPS, else the CPU; "
+        "the default), cpu, cuda, cuda:N or mps (overrides the ini key embeval_device; a spec's own "
+        "?device= wins over both).",
+    )
+    group.addoption(
+        "--embeval-keep-collections",
+        action="store_true",
+        default=False,
+        help="leave each arm's collection in the vector database a golden file's index names (Chroma, "
+        "LanceDB, a service adapter) after the run, to inspect it; by default each is dropped.",
+    )
+    group.addoption(
+        "--embeval-no-progress",
+        action="store_true",
+        default=False,
+        help="do not print progress lines while models load, texts are encoded and graphs built.",
+    )
+
+
+def _output_options(group: pytest.OptionGroup) -> None:
+    """The reports written at the end of the session."""
+    group.addoption(
         "--embeval-json",
         metavar="PATH",
         default=None,
@@ -95,39 +131,6 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="DIR",
         default=None,
         help="write TREC run files (qid Q0 docid rank score tag), one per arm per golden set, into DIR.",
-    )
-    group.addoption(
-        "--embeval-no-progress",
-        action="store_true",
-        default=False,
-        help="do not print progress lines while models load, texts are encoded and graphs built.",
-    )
-    group.addoption(
-        "--embeval-cache-dir",
-        metavar="DIR",
-        default=None,
-        help="cache embeddings in DIR (overrides the ini key embeval_cache_dir; default: .embeval_cache "
-        "in the rootdir). Shared safely by xdist workers and by machines.",
-    )
-    group.addoption(
-        "--embeval-pool",
-        metavar="DIR",
-        default=None,
-        help="after the run, write a blind judging sheet per golden set into DIR: every arm's top "
-        "--embeval-pool-depth documents per query not judged yet (see `embeval pool`).",
-    )
-    group.addoption(
-        "--embeval-pool-depth",
-        metavar="K",
-        type=int,
-        default=20,
-        help="documents per arm and query pooled by --embeval-pool (1 to 100, default 20).",
-    )
-    group.addoption(
-        "--embeval-no-cache",
-        action="store_true",
-        default=False,
-        help="neither read nor write the embedding cache: embed every text.",
     )
     group.addoption(
         "--embeval-md",
@@ -155,14 +158,40 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="draw the forest plot of every golden set into a PNG picture (needs the [plot] extra).",
     )
+
+
+def _cache_and_pool_options(group: pytest.OptionGroup) -> None:
+    """The embedding cache, and the judging sheet pooled from what the run retrieved."""
     group.addoption(
-        "--embeval-device",
-        metavar="DEVICE",
+        "--embeval-cache-dir",
+        metavar="DIR",
         default=None,
-        help="where sentence-transformers models run: auto (CUDA if torch sees one, else MPS, else the CPU; "
-        "the default), cpu, cuda, cuda:N or mps (overrides the ini key embeval_device; a spec's own "
-        "?device= wins over both).",
+        help="cache embeddings in DIR (overrides the ini key embeval_cache_dir; default: .embeval_cache "
+        "in the rootdir). Shared safely by xdist workers and by machines.",
     )
+    group.addoption(
+        "--embeval-no-cache",
+        action="store_true",
+        default=False,
+        help="neither read nor write the embedding cache: embed every text.",
+    )
+    group.addoption(
+        "--embeval-pool",
+        metavar="DIR",
+        default=None,
+        help="after the run, write a blind judging sheet per golden set into DIR: every arm's top "
+        "--embeval-pool-depth documents per query not judged yet (see `embeval pool`).",
+    )
+    group.addoption(
+        "--embeval-pool-depth",
+        metavar="K",
+        type=int,
+        default=20,
+        help="documents per arm and query pooled by --embeval-pool (1 to 100, default 20).",
+    )
+
+
+def _ini_keys(parser: pytest.Parser) -> None:
     parser.addini("embeval_incumbent", "incumbent model spec (see --embeval-incumbent).", default=None)
     parser.addini("embeval_device", "device of the models (see --embeval-device).", default=None)
     parser.addini(
@@ -249,6 +278,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         pool_dir=Path(pool_dir) if pool_dir else None,
         pool_depth=pool_depth,
         device=device,
+        keep_collections=bool(config.getoption("--embeval-keep-collections")),
         **reports,
     )
 

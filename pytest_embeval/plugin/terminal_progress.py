@@ -1,5 +1,5 @@
-"""The progress line on pytest's terminal: a `progress.StepLine` writing past pytest's output capture (as
-live logging does), between the results of a golden file's items; and, before pytest's terminal reporter
+"""The progress line on pytest's terminal: a `progress_lines.StepLine` writing past pytest's output capture
+(as live logging does), between the results of a golden file's items; and, before pytest's terminal reporter
 exists, the progress of resolving the model specs the session was given (`spec_progress`: resolving the
 demo's candidate distils it, for minutes on a first run), on standard output.
 
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from pytest_embeval.core.progress import reporting, step
-from pytest_embeval.reports.progress import StepLine, StreamTerminal
+from pytest_embeval.core.step_progress import reporting, step
+from pytest_embeval.reports.progress_lines import StepLine, StreamTerminal
 
 __all__ = ["PytestTerminal", "spec_progress", "step_line"]
 
@@ -56,7 +56,7 @@ def spec_progress(config: pytest.Config, where: str, spec: str, *, shown: bool =
 
 
 class PytestTerminal:
-    """A `progress.Terminal` on pytest's terminal reporter, for the steps of item ``nodeid``."""
+    """A `progress_lines.Terminal` on pytest's terminal reporter, for the steps of item ``nodeid``."""
 
     def __init__(self, reporter: Any, capture: Any, nodeid: str) -> None:
         self.reporter = reporter

@@ -3,7 +3,7 @@ report (`json_report`, an arm's records in `arm_records`), TREC runs (`trec_runs
 and the JUnit properties (`decision_report`), GitHub annotations (`annotations`), a shortlist's record
 (`shortlist`), what every readable format shows (`contents`, `capacity_contents`, `pipeline_contents`,
 `shortlist_contents`), rendered for the terminal (`terminal`), Markdown (`markdown`), an HTML page
-(`html_page`, with `charts`) and a PNG (`forest_png`); and progress lines (`progress`).
+(`html_page`, with `charts`) and a PNG (`forest_png`); and progress lines (`progress_lines`).
 
 May import: ``judging`` (coverage), ``run``, ``arms``, ``search``, ``golden``, ``files``, ``core``.
 Never pytest, never ``plugin``.

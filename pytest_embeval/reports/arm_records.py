@@ -29,22 +29,38 @@ def _latency_record(latency: Latency) -> Record:
 
 
 def index_record(stats: IndexStats) -> Record:
-    """One arm's index: kind, dimension, memory; for hnsw also its parameters as built, its ANN recall against
-    exact search and, under ``timings``, its per-query latency and exact search's."""
+    """One arm's index: kind, dimension, memory; for hnsw also its parameters as built, for a vector database
+    its version and parameters as the engine reports them; for both their ANN recall against exact search
+    and, under ``timings``, their per-query latency and exact search's (and an engine's address and
+    collection, which change from run to run)."""
     record: Record = {"kind": stats.kind, "dimension": stats.dimension, "memory_bytes": stats.memory_bytes}
+    measured = stats.hnsw or stats.engine
     if stats.hnsw is not None:
-        hnsw = stats.hnsw
-        record.update(hnsw.parameters)
-        if hnsw.recall_target is not None:
-            record["recall_target"] = hnsw.recall_target
-        record["ann_recall"] = number(hnsw.ann_recall)
-        record["sample"] = hnsw.sample
-        if hnsw.filtered:
+        record.update(stats.hnsw.parameters)
+    if stats.engine is not None:
+        engine = stats.engine
+        record.update(
+            version=engine.version,
+            parameters=dict(engine.parameters),
+            search_parameter=engine.search_parameter,
+        )
+    if measured is not None:
+        if measured.recall_target is not None:
+            record["recall_target"] = measured.recall_target
+        record["ann_recall"] = number(measured.ann_recall)
+        record["sample"] = measured.sample
+        if measured.filtered:
             record["filtered"] = True
+        if stats.engine is not None and stats.engine.kept:
+            record["kept"] = True
         record["timings"] = {
-            "latency_ms": _latency_record(hnsw.latency),
-            "exact_latency_ms": _latency_record(hnsw.exact_latency),
+            "latency_ms": _latency_record(measured.latency),
+            "exact_latency_ms": _latency_record(measured.exact_latency),
         }
+    if stats.engine is not None:
+        # Where this run found the engine and what it named the collection: a fresh name (and, without a
+        # path, a temporary folder) every run, so, like a timing, they differ between runs that agree.
+        record["timings"].update(address=stats.engine.address, collection=stats.engine.collection)
     return record
 
 

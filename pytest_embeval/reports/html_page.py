@@ -38,7 +38,7 @@ from pytest_embeval.reports.contents import (
     strata_notes,
     strata_table,
 )
-from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+from pytest_embeval.reports.pipeline_contents import index_split_block, pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import (
     reading_order,
     shortlist_caption,
@@ -144,14 +144,18 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
 def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
     parts = [f"<p>{_e(note)}</p>" for note in pipeline_notes(golden)]
-    rerank = rerank_block(golden, golden["strata"])
-    if rerank is not None:
-        parts += [
-            "<h3>After the reranker</h3>",
-            f"<p>{_e(rerank.caption)}</p>",
-            html_table(rerank.table),
-            *(f"<p>{_e(n)}</p>" for n in rerank.notes),
-        ]
+    blocks = (
+        ("The model's part and the engine's", index_split_block(golden, golden["strata"])),
+        ("After the reranker", rerank_block(golden, golden["strata"])),
+    )
+    for title, block in blocks:
+        if block is not None:
+            parts += [
+                f"<h3>{_e(title)}</h3>",
+                f"<p>{_e(block.caption)}</p>",
+                html_table(block.table),
+                *(f"<p>{_e(n)}</p>" for n in block.notes),
+            ]
     return parts
 
 

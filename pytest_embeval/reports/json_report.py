@@ -33,6 +33,7 @@ from pytest_embeval.reports.arm_records import arm_record, device_record, number
 from pytest_embeval.reports.shortlist import CANDIDATE_NAME, CANDIDATE_ORDER, shortlist_record
 from pytest_embeval.run.control import short_digest
 from pytest_embeval.run.corpus_slices import GAP_STILL_MOVING
+from pytest_embeval.run.index_split import IndexSplit
 from pytest_embeval.run.pipeline import ArmResult, GoldenRun, ranked_depth
 from pytest_embeval.run.stratum_evaluation import Family, Mover, StratumOutcome
 
@@ -84,18 +85,18 @@ def _mover_record(mover: Mover) -> Record:
 def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOutcome) -> Record:
     """The record of one stratum item: the DESIGN.md per-stratum fields plus what the failure view needs."""
     primary = str(golden.metric)
-    decision = outcome.decision
+    ruling = outcome.ruling
     return {
         "golden": path,
         "order": order,
         "stratum": outcome.stratum.name,
         "metric": primary,
         **comparison_record(outcome.comparisons[primary]),
-        "verdict": decision.verdict.value,
-        "primary_verdict": decision.primary.value,
-        "reason": decision.reason,
-        "queries_needed": decision.queries_needed,
-        "sign_disagrees": decision.sign_disagrees,
+        "verdict": ruling.verdict.value,
+        "primary_verdict": ruling.primary.value,
+        "reason": ruling.reason,
+        "queries_needed": ruling.queries_needed,
+        "sign_disagrees": ruling.sign_disagrees,
         "tie_margin": golden.tie_margin,
         "confidence": golden.confidence,
         "guards": [
@@ -107,7 +108,7 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
                 "reason": guard.reason,
                 "failed": guard.failed,
             }
-            for guard in decision.guards
+            for guard in ruling.guards
         ],
         "metrics": {name: comparison_record(c) for name, c in outcome.comparisons.items()},
         "movers": [_mover_record(m) for m in outcome.movers],
@@ -118,6 +119,39 @@ def stratum_record(golden: GoldenSet, path: str, order: int, outcome: StratumOut
         **_slices_record(outcome),
         **({} if outcome.rerank is None else _rerank_stratum(outcome.rerank)),
         **_unweighted_record(golden, outcome),
+        **({} if outcome.split is None else {"index_split": _split_record(outcome.split)}),
+    }
+
+
+def _split_record(split: IndexSplit) -> Record:
+    """A stratum's Δ split: the model's part (the arms' exact twins compared, every metric, and the verdict
+    the rule gives them), and per arm the engine's part (its recall@k against its twin; the primary metric
+    under exact search and on the engine, the difference and its interval)."""
+    model, ruling = split.model[split.metric], split.model_ruling
+    return {
+        "metric": split.metric,
+        "k": split.k,
+        "model": {
+            **comparison_record(model),
+            "verdict": ruling.verdict.value,
+            "reason": ruling.reason,
+            "metrics": {name: comparison_record(c) for name, c in split.model.items()},
+        },
+        "engine": {
+            role: {
+                "recall": number(part.recall),
+                "n": part.comparison.n,
+                "exact": number(part.comparison.incumbent_mean),
+                "engine": number(part.comparison.candidate_mean),
+                "delta": number(part.comparison.delta),
+                "ci": [number(part.comparison.ci_low), number(part.comparison.ci_high)],
+                "better": part.comparison.wins,
+                "worse": part.comparison.losses,
+                "sign_p": number(part.comparison.sign_p),
+                "note": part.comparison.note,
+            }
+            for role, part in split.engine.items()
+        },
     }
 
 
@@ -129,18 +163,18 @@ def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
     unweighted = outcome.unweighted
     if golden.weights is None or unweighted is None:
         return {}
-    primary, decision = str(golden.metric), unweighted.decision
+    primary, ruling = str(golden.metric), unweighted.ruling
     return {
         "weights": golden.weights,
         "traffic_weight": golden.traffic_weighting,
         "unweighted": {
             **comparison_record(unweighted.comparisons[primary]),
-            "verdict": decision.verdict.value,
-            "reason": decision.reason,
-            "sign_disagrees": decision.sign_disagrees,
+            "verdict": ruling.verdict.value,
+            "reason": ruling.reason,
+            "sign_disagrees": ruling.sign_disagrees,
             "guards": [
                 {"metric": g.metric, **comparison_record(g.comparison), "verdict": g.verdict.value}
-                for g in decision.guards
+                for g in ruling.guards
             ],
             "metrics": {name: comparison_record(c) for name, c in unweighted.comparisons.items()},
         },
@@ -149,7 +183,7 @@ def _unweighted_record(golden: GoldenSet, outcome: StratumOutcome) -> Record:
 
 def _rerank_stratum(rerank: RerankOutcome) -> Record:
     """A stratum's two comparisons on its reranked queries, side by side, and which one decides."""
-    first, after = rerank.first_stage_decision, rerank.after_decision
+    first, after = rerank.first_stage_ruling, rerank.after_ruling
     return {
         "decided_by": "rerank" if rerank.decides else "first_stage",
         "rerank": {
@@ -191,7 +225,7 @@ def _tied_record(outcome: StratumOutcome, primary: str) -> Record | None:
         "metric": primary,
         "incumbent": incumbent,
         "candidate": candidate,
-        "could_change": ties.could_change(outcome.decision.verdict),
+        "could_change": ties.could_change(outcome.ruling.verdict),
         "verdicts": None if ties.verdicts is None else {o: v.value for o, v in ties.verdicts.items()},
         "across": {name: {"incumbent": i, "candidate": c} for name, (i, c) in ties.across.items()},
     }
@@ -255,6 +289,7 @@ def golden_record(run: GoldenRun, path: str) -> Record:
             },
             "ranked": {role: list(arm.ranked[i]) for role, arm in arms.items()},
             "similarities": {role: list(arm.similarities[i]) for role, arm in arms.items()},
+            **_exact_scores(arms, i),
         }
         if query.filters:
             record["filters"] = {name: list(values) for name, values in query.filters.items()}
@@ -317,6 +352,20 @@ def golden_record(run: GoldenRun, path: str) -> Record:
     }
 
 
+def _exact_scores(arms: Mapping[str, ArmResult], row: int) -> Record:
+    """With a vector database as the index: one query's scores under each arm's exact twin (the same
+    vectors searched exactly); nothing otherwise."""
+    exact = {role: arm.exact for role, arm in arms.items() if arm.exact is not None}
+    if not exact:
+        return {}
+    return {
+        "exact_scores": {
+            role: {name: number(float(values[row])) for name, values in twin.per_query.items()}
+            for role, twin in exact.items()
+        }
+    }
+
+
 def _after_rerank(arms: Mapping[str, ArmResult], row: int) -> Record:
     """One reranked query under both arms after the reranker: scores, ranking, the reranker's scores."""
     after = {role: arm.reranked for role, arm in arms.items() if arm.reranked is not None}
@@ -334,6 +383,9 @@ def _index_record(golden: GoldenSet) -> Record | str:
     index = golden.index
     if index.kind == "exact":
         return "exact"
+    if index.engine is not None:
+        declared = index.engine.as_dict()
+        return {str(declared.pop("kind")): declared}
     return {"hnsw": {key: value for key, value in index.as_dict().items() if key != "kind"}}
 
 

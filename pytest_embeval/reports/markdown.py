@@ -36,7 +36,7 @@ from pytest_embeval.reports.contents import (
     strata_notes,
     strata_table,
 )
-from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+from pytest_embeval.reports.pipeline_contents import index_split_block, pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import (
     reading_order,
     shortlist_caption,
@@ -122,10 +122,10 @@ def _capacity(golden: Mapping[str, Any]) -> list[str]:
 def _pipeline(golden: Mapping[str, Any]) -> list[str]:
     """The filters, the folding and the first-stage and after-rerank comparisons, when declared."""
     lines = [line for note in pipeline_notes(golden) for line in (md_text(note), "")]
-    rerank = rerank_block(golden, golden["strata"])
-    if rerank is not None:
-        lines += [md_text(rerank.caption), "", *md_table(rerank.table), ""]
-        lines += [line for n in rerank.notes for line in (md_text(n), "")]
+    for block in (index_split_block(golden, golden["strata"]), rerank_block(golden, golden["strata"])):
+        if block is not None:
+            lines += [md_text(block.caption), "", *md_table(block.table), ""]
+            lines += [line for n in block.notes for line in (md_text(n), "")]
     return lines
 
 

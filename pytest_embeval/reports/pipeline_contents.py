@@ -1,10 +1,12 @@
 """What a person reads of the pipeline a golden set declares besides retrieval: how many queries its filters
-restrict and how many chunks were folded into documents (`pipeline_notes`), and each stratum's first-stage
-and after-rerank comparison side by side with which one the verdict rests on (`rerank_block`).
+restrict and how many chunks were folded into documents (`pipeline_notes`), each stratum's first-stage
+and after-rerank comparison side by side with which one the verdict rests on (`rerank_block`), and with a
+vector database as the index each stratum's Δ split into the model's part and the engine's
+(`index_split_block`).
 
 Pure functions of one golden set of the merged JSON report, keyed on presence: a golden set without
-``filters``, ``fold`` or ``rerank`` gets nothing from here. The terminal, the Markdown and the HTML page
-render the same notes and block.
+``filters``, ``fold``, ``rerank`` or an engine gets nothing from here. The terminal, the Markdown and the HTML
+page render the same notes and blocks.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from pytest_embeval.reports.capacity_contents import Block
 from pytest_embeval.reports.contents import Table, fmt_interval, fmt_number
+from pytest_embeval.reports.json_report import ROLES
 
 
 def pipeline_notes(golden: Mapping[str, Any]) -> list[str]:
@@ -82,4 +85,68 @@ def rerank_block(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
             f"reranker: {timings.get('pairs_scored', 0):,} pairs scored, "
             f"{timings.get('pairs_from_cache', 0):,} from the cache",
         ),
+    )
+
+
+def index_split_block(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]]) -> Block | None:
+    """Each stratum's Δ of the primary metric (the engine's, which the verdict rests on), the model's part
+    (both arms searched exactly) with the verdict the rule gives it, and each arm's engine part (its recall
+    against exact search and what the engine changed of the metric); notes where the verdict under exact
+    search differs. None without a vector database."""
+    ran = [s for s in strata if "index_split" in s]
+    if not ran:
+        return None
+    first = ran[0]["index_split"]
+    metric, k = first["metric"], first["k"]
+    rows = []
+    notes = []
+    for s in ran:
+        split = s["index_split"]
+        model = split["model"]
+        rows.append(
+            (
+                str(s["stratum"]),
+                str(s["n"]),
+                f"{fmt_number(s['delta'], True)} {fmt_interval(s['ci'])}",
+                str(s["verdict"]),
+                f"{fmt_number(model['delta'], True)} {fmt_interval(model['ci'])}",
+                str(model["verdict"]),
+                *(_engine_cell(split["engine"].get(role)) for role in ROLES),
+            )
+        )
+        if model["verdict"] != s["verdict"]:
+            notes.append(
+                f"{s['stratum']}: {s['verdict']} on the engine, {model['verdict']} under exact search: what "
+                "moved the verdict is the engine, not the model alone"
+            )
+    return Block(
+        caption=(
+            f"{metric} Δ split (each arm also searched exactly on the same vectors): the model's part "
+            f"compares the exact searches, each engine part the engine against exact search (recall@{k} of "
+            "the exact top k; Δ of the metric); Δ = model + candidate's engine part - incumbent's:"
+        ),
+        table=Table(
+            header=(
+                "stratum",
+                "n",
+                "Δ (engine)",
+                "verdict",
+                "model Δ (exact)",
+                "exact verdict",
+                "incumbent engine",
+                "candidate engine",
+            ),
+            kinds=("id", "number", "number", "verdict", "number", "verdict", "number", "number"),
+            rows=tuple(rows),
+        ),
+        notes=tuple(notes),
+    )
+
+
+def _engine_cell(part: Mapping[str, Any] | None) -> str:
+    """One arm's engine part: ``recall 0.982, -0.004 [-0.010, +0.000]``."""
+    if part is None:
+        return "—"
+    return (
+        f"recall {fmt_number(part['recall'])}, {fmt_number(part['delta'], True)} {fmt_interval(part['ci'])}"
     )

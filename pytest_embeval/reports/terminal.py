@@ -20,6 +20,7 @@ from pytest_embeval.reports.contents import (
     COMPARISON,
     arm_title,
     coverage_notes,
+    engine_words,
     fmt_bytes,
     fmt_interval,
     fmt_number,
@@ -32,7 +33,7 @@ from pytest_embeval.reports.contents import (
     unweighted_row,
 )
 from pytest_embeval.reports.json_report import ROLES
-from pytest_embeval.reports.pipeline_contents import pipeline_notes, rerank_block
+from pytest_embeval.reports.pipeline_contents import index_split_block, pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import shortlist_caption, shortlist_notes, shortlist_table
 
 #: The terminal's strata table: golden-file order, with the MDE; the reasons, too long for a column, follow
@@ -66,18 +67,18 @@ def golden_table(golden: Mapping[str, Any], strata: Sequence[Mapping[str, Any]])
     for role in ROLES:
         # .get: reports written before arms carried an index record are still rendered.
         index = golden[role].get("index")
-        if index is not None and index["kind"] == "hnsw":
-            lines.append(_hnsw_line(f"{role} index", index, golden["depth"]))
+        if index is not None and "ann_recall" in index:
+            lines.append(_index_line(f"{role} index", index, golden["depth"]))
         for part in golden[role].get("components", ()):
-            if part["index"] is not None and part["index"]["kind"] == "hnsw":
-                lines.append(_hnsw_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
+            if part["index"] is not None and "ann_recall" in part["index"]:
+                lines.append(_index_line(f"{role} part {part['spec']}", part["index"], golden["depth"]))
     if "recall_target" in golden:
         lines.append(str(recall_target_note(golden)))
     lines += usage_lines(golden)
     lines += pipeline_notes(golden)
-    rerank = rerank_block(golden, strata)
-    if rerank is not None:
-        lines += _block_lines(rerank)
+    for block in (index_split_block(golden, strata), rerank_block(golden, strata)):
+        if block is not None:
+            lines += _block_lines(block)
     return [*lines, *slice_lines(golden, strata), *capacity_lines(golden), *decision_lines(golden)]
 
 
@@ -138,17 +139,22 @@ def decision_failure(record: Mapping[str, Any], settings: Mapping[str, Any]) -> 
     return "\n".join([record["line"], *_routed_table(settings, record)])
 
 
-def _hnsw_line(what: str, index: Mapping[str, Any], depth: int) -> str:
+def _index_line(what: str, index: Mapping[str, Any], depth: int) -> str:
+    """An approximate index (hnsw, or a vector database) against exact search, and its latency."""
     timings = index["timings"]
     latency, exact = timings["latency_ms"], timings["exact_latency_ms"]
+    times = (
+        f"latency p50 {_fmt_ms(latency['p50'])} / p95 {_fmt_ms(latency['p95'])} "
+        f"(exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
+    )
+    if "version" in index:
+        return f"{what}: {engine_words(index, depth)}, {times} through its client"
     reached = f" (smallest to reach recall {index['recall_target']:g})" if "recall_target" in index else ""
     filtered = ", filtered as the queries are" if index.get("filtered") else ""
     return (
         f"{what}: hnsw M={index['M']} ef_construction={index['ef_construction']} ef={index['ef']}"
         f"{reached}, ANN recall@{depth} {fmt_number(index['ann_recall'])} "
-        f"({index['sample']} queries{filtered}), "
-        f"{fmt_bytes(index['memory_bytes'])}, latency p50 {_fmt_ms(latency['p50'])} / "
-        f"p95 {_fmt_ms(latency['p95'])} (exact {_fmt_ms(exact['p50'])} / {_fmt_ms(exact['p95'])})"
+        f"({index['sample']} queries{filtered}), {fmt_bytes(index['memory_bytes'])}, {times}"
     )
 
 

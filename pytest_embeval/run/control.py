@@ -15,10 +15,11 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_embeval.arms.retriever import IndexStats
+from pytest_embeval.arms.retriever import EngineStats, IndexStats
 from pytest_embeval.core.canonical import KeyedTexts, hash_rows, json_line
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.search.hnsw import effective_ef
+from pytest_embeval.search.vector_index import OpenedEngine
 
 __all__ = [
     "Control",
@@ -63,7 +64,8 @@ class Control:
     #: every (query, document, grade) judgment
     qrels: str
     #: index kind and, for hnsw, M, ef_construction, the build seed and the ef searched with (or, with a
-    #: recall target, the target: each arm's ef is its own)
+    #: recall target, the target: each arm's ef is its own); for a vector database, its engine, version and
+    #: declared parameters as it reports them
     index: str
     #: documents ranked per query
     depth: str
@@ -184,10 +186,14 @@ def control_of(
     )
 
 
-def declared_index(golden: GoldenSet, depth: int) -> dict[str, Any]:
+def declared_index(golden: GoldenSet, depth: int, engine: OpenedEngine | None = None) -> dict[str, Any]:
     """The declared index, with the build seed and the ef a search of ``depth`` runs with, or the recall
-    target that chooses each arm's."""
+    target that chooses each arm's; a vector database's as the golden file declares it (`EngineSpec.as_dict`)
+    and, given the ``engine`` opened for it, the version its adapter reports."""
     spec = golden.index
+    if spec.engine is not None:
+        declared = spec.engine.as_dict()
+        return declared if engine is None else {**declared, "version": engine.index.version}
     index: dict[str, Any] = {"kind": spec.kind}
     if spec.kind == "hnsw":
         index.update(M=spec.M, ef_construction=spec.ef_construction, seed=golden.seed)
@@ -199,9 +205,28 @@ def declared_index(golden: GoldenSet, depth: int) -> dict[str, Any]:
     return index
 
 
-def _index_consumed(stats: IndexStats) -> dict[str, Any]:
+def _engine_consumed(declared: Mapping[str, Any], engine: EngineStats) -> dict[str, Any]:
+    """What a collection reports it was built and searched with: the engine's version and each declared
+    parameter as the engine reports it (as declared where it reports nothing of it), so an engine that
+    ignored a parameter makes the arms differ from the plan; with a recall target, the target if this arm's
+    search parameter reached it (else the recall it reached)."""
+    # The kind as declared (``service`` for an adapter, whatever it calls its engine).
+    consumed: dict[str, Any] = {"kind": declared.get("kind", engine.engine)}
+    for key, value in declared.items():
+        if key not in ("kind", "version", "recall_target"):
+            consumed[key] = engine.parameters.get(key, value)
+    consumed["version"] = engine.version
+    target = engine.recall_target
+    if target is not None:
+        consumed["recall_target"] = target if engine.ann_recall >= target else engine.ann_recall
+    return consumed
+
+
+def _index_consumed(declared: Mapping[str, Any], stats: IndexStats) -> dict[str, Any]:
     """What one index reports it was built and searched with; with a recall target, the target if this
     arm's ef reached it (else the recall it reached), instead of its ef."""
+    if stats.engine is not None:
+        return _engine_consumed(declared, stats.engine)
     if stats.hnsw is None:
         return {"kind": stats.kind}
     consumed: dict[str, Any] = {"kind": stats.kind, **stats.hnsw.parameters}
@@ -216,7 +241,7 @@ def consumed_index(declared: Mapping[str, Any], indexes: Sequence[IndexStats]) -
     """What the arm's vector indexes report they were built and searched with, not what was asked of them:
     one index (or several alike) gives its own; an arm with none (BM25) the declared one; indexes that
     disagree give them all, which matches nothing."""
-    consumed = [_index_consumed(stats) for stats in indexes]
+    consumed = [_index_consumed(declared, stats) for stats in indexes]
     if not consumed:
         return dict(declared)
     if all(one == consumed[0] for one in consumed):

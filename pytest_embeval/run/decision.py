@@ -232,7 +232,7 @@ def decide_run(
     if spec is None:
         raise ValueError(f"{golden.name}: no decision is declared")
     to = INCUMBENT if spec.route is None or spec.route.to is None else spec.route.to
-    verdicts = {outcome.stratum.name: outcome.decision.verdict for outcome in outcomes}
+    verdicts = {outcome.stratum.name: outcome.ruling.verdict for outcome in outcomes}
     blocking = _blocking(spec, verdicts)
     _, basis = traffic_share(golden, ())
     if not blocking:
@@ -254,7 +254,7 @@ def decide_run(
     served = run.incumbent if target is None else target
     system = dataclasses.replace(run, candidate=routed_arm(run.candidate, served, rows), slices=())
     routed_strata = evaluate(system)
-    routed_verdicts = {outcome.stratum.name: outcome.decision.verdict for outcome in routed_strata}
+    routed_verdicts = {outcome.stratum.name: outcome.ruling.verdict for outcome in routed_strata}
     where = "the incumbent" if to == INCUMBENT else to
     moved = f"route {', '.join(routable)} ({share:.0%} of traffic by {basis}) to {where}"
     still = _blocking(spec, routed_verdicts)

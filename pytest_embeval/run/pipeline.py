@@ -22,14 +22,20 @@ With ``corpus_sample``, each arm is opened on the largest slice once and searche
 verdicts are decided on the largest, and each stratum also gets its first-stage primary comparison per slice
 (`strata`; the reranker runs on the largest slice only). With ``production``, each embedding arm's capacity is
 measured (`capacity_measurement`) for the projection (`capacity`).
+
+With a vector database as the index (`vector_index`), it is opened for the arms of a golden set
+(`engine_opened`), each arm builds its own collection in it (once, however many candidates an incumbent is
+paired with) and drops it when done, and each arm is also searched exactly on the same vectors, its exact
+twin (`ArmResult.exact`), by which `index_split` splits each comparison's Δ, stratum by stratum.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -53,7 +59,7 @@ from pytest_embeval.core.capacity import ArmCapacity
 from pytest_embeval.core.metrics import evaluate
 from pytest_embeval.golden.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.golden.folding import ChunkMap, chunk_map, search_documents
-from pytest_embeval.golden.schema import GoldenSet
+from pytest_embeval.golden.schema import GoldenSet, RerankSpec
 from pytest_embeval.run.control import (
     Control,
     ControlMismatch,
@@ -70,6 +76,7 @@ from pytest_embeval.run.corpus_slices import CorpusSlice, corpus_slices, restric
 from pytest_embeval.search.exact import tie_ranks
 from pytest_embeval.search.graphs import GraphStore
 from pytest_embeval.search.scoring import ArmTies, score_arm
+from pytest_embeval.search.vector_index import OpenedEngine, opened_engine
 
 __all__ = [
     "ANN_SAMPLE",
@@ -92,6 +99,7 @@ __all__ = [
     "check_control",
     "control_differences",
     "embedded_texts",
+    "engine_opened",
     "golden_control",
     "pair_arms",
     "prepare",
@@ -154,6 +162,9 @@ class ArmResult:
     #: the tokens the arm's endpoint counted (and the cache saved) for this golden set; None for arms without
     #: `Arm.usage` (in-process models)
     usage: UsageCount | None = None
+    #: with a vector database as the index: the same vectors searched exactly (the exact twin: first stage,
+    #: scored alike, not reranked), what the report splits Δ with; None otherwise
+    exact: ArmResult | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -290,14 +301,16 @@ def _declared_parts(golden: GoldenSet, held: HeldConstant) -> dict[str, Any]:
     return parts
 
 
-def golden_control(golden: GoldenSet, held: HeldConstant | None = None) -> Control:
+def golden_control(
+    golden: GoldenSet, held: HeldConstant | None = None, engine: OpenedEngine | None = None
+) -> Control:
     """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
-    the ef a search of the ranked depth runs with), depth and plan, and its filters, folding and reranked
-    queries when declared."""
+    the ef a search of the ranked depth runs with, or the version of the ``engine`` opened for it), depth
+    and plan, and its filters, folding and reranked queries when declared."""
     held = held if held is not None else prepare(golden, warn=False)
     return control_of(
         inputs=held.inputs,
-        index=declared_index(golden, held.depth),
+        index=declared_index(golden, held.depth, engine),
         depth=held.depth,
         plan=golden.plan_fingerprint(),
         **_declared_parts(golden, held),
@@ -336,6 +349,7 @@ def _task(
     role: str,
     embedder: Embedder,
     graphs: GraphStore | None = None,
+    engine: OpenedEngine | None = None,
 ) -> RetrievalTask:
     return RetrievalTask(
         doc_ids=[doc.id for doc in golden.documents],
@@ -348,6 +362,9 @@ def _task(
         embedder=embedder,
         measure=golden.production is not None,
         graphs=graphs,
+        filters=() if held.filters is None else held.filters.filters,
+        doc_fields=[doc.fields for doc in golden.documents],
+        engine=engine,
     )
 
 
@@ -361,14 +378,18 @@ def run_arm(
     scorer: RerankScorer | None = None,
     graphs: GraphStore | None = None,
     label: str | None = None,
+    engine: OpenedEngine | None = None,
 ) -> ArmResult:
     """Retrieve, fold, rerank and score one arm; identical for both arms but for `arm`. ``held`` is
     `prepare`'s (made here when not given); ``scorer`` reranks (made here, uncached, when the golden set
     declares a reranker and none is given); ``graphs`` keeps and finds its HNSW graphs; ``label`` names the
-    arm in its progress and its encoder's errors (default: ``role``; a shortlist's candidate's name). With
-    ``corpus_sample``, the arm is opened on the largest slice and every smaller one is searched by
+    arm in its progress, its encoder's errors and its collection (default: ``role``; a shortlist's
+    candidate's name); ``engine`` is the vector database the golden set declares, opened for every arm
+    (opened and closed here when it declares one and none is given), in which the arm builds its collection,
+    dropped before this returns or raises, and which it is also searched exactly beside (`ArmResult.exact`).
+    With ``corpus_sample``, the arm is opened on the largest slice and every smaller one is searched by
     restricting it (an embedding arm embeds once). Raises `ArmFault` when the arm's encoder fails or returns
-    vectors that cannot be searched."""
+    vectors that cannot be searched, and `vector_index.EngineError` when its engine fails."""
     retriever = resolve_arm(arm)
     drawn = corpus_slices(golden)
     searched = searched_corpus(golden, drawn)
@@ -379,24 +400,37 @@ def run_arm(
     # The tokens an endpoint arm is billed for this golden set (`Arm.usage`); arms without one: None.
     counter = retriever.arm.usage if isinstance(retriever, DenseRetriever) else None
     before = counter.snapshot() if counter is not None else None
-    try:
-        searcher = retriever.open(_task(searched, held, label or role, embedder, graphs))
-    except EncoderError as error:
-        raise ArmFault(role, retriever.spec, str(error)) from error
-    usage = counter.snapshot() - before if counter is not None and before is not None else None
-    result = dataclasses.replace(_score(searched, retriever, searcher, held, role, scorer), usage=usage)
-    if len(drawn) < 2:
-        return result
-    # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by bisection.
-    largest = np.asarray(drawn[-1].rows)
-    smaller = []
-    for one in drawn[:-1]:
-        piece = restrict(golden, one.rows)
-        piece_held = prepare(piece, warn=False)
-        task = dataclasses.replace(_task(piece, piece_held, label or role, embedder, graphs), measure=False)
-        opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
-        smaller.append(_score(piece, retriever, opened, piece_held, role, None))
-    return dataclasses.replace(result, slices=tuple(smaller))
+    # Whatever happens, every searcher opened here drops what it built in an engine (last in, first out),
+    # before an engine opened here is closed.
+    with contextlib.ExitStack() as stack:
+        if golden.index.engine is not None and engine is None:
+            engine = stack.enter_context(opened_engine(golden.index.engine, golden.path))
+        try:
+            searcher = retriever.open(_task(searched, held, label or role, embedder, graphs, engine))
+        except EncoderError as error:
+            raise ArmFault(role, retriever.spec, str(error)) from error
+        stack.callback(searcher.close)
+        usage = counter.snapshot() - before if counter is not None and before is not None else None
+        result = _score(searched, retriever, searcher, held, role, scorer, engine)
+        twin = searcher.exact_twin()
+        exact = None if twin is None else _score(searched, retriever, twin, held, role, None, engine)
+        result = dataclasses.replace(result, usage=usage, exact=exact)
+        if len(drawn) < 2:
+            return result
+        # Slice rows are sorted and nested, so each smaller slice's rows are found in the largest's by
+        # bisection.
+        largest = np.asarray(drawn[-1].rows)
+        smaller = []
+        for one in drawn[:-1]:
+            piece = restrict(golden, one.rows)
+            piece_held = prepare(piece, warn=False)
+            task = dataclasses.replace(
+                _task(piece, piece_held, label or role, embedder, graphs, engine), measure=False
+            )
+            opened = searcher.restrict(task, np.searchsorted(largest, one.rows))
+            stack.callback(opened.close)
+            smaller.append(_score(piece, retriever, opened, piece_held, role, None, engine))
+        return dataclasses.replace(result, slices=tuple(smaller))
 
 
 def _score(
@@ -406,37 +440,14 @@ def _score(
     held: HeldConstant,
     role: Role,
     scorer: RerankScorer | None,
+    engine: OpenedEngine | None = None,
 ) -> ArmResult:
-    """Search the golden set's records with an opened arm, fold, rerank (with ``scorer``) and score."""
-    query_texts = [query.text for query in golden.queries]
-    depth = held.depth
-    rows = np.arange(len(query_texts))
-    if held.chunks is None:
-        hits = searcher.search(rows, depth)
-        positions, scores, records, searched = hits.positions, hits.scores, hits.positions, depth
-    else:
-
-        def chunk_hits(wanted: np.ndarray, chunk_depth: int) -> tuple[np.ndarray, np.ndarray]:
-            found = searcher.search(wanted, chunk_depth)
-            return found.positions, found.scores
-
-        positions, scores, records, searched = search_documents(
-            chunk_hits, len(query_texts), held.chunks, tie_ranks(held.result_ids), depth
-        )
+    """Search the golden set's records with an opened arm (`_searched`), fold, score each query, rerank
+    (with ``scorer``: `_reranked`) and record what the arm consumed."""
+    positions, scores, records, searched = _searched(searcher, held, len(golden.queries))
     index = searcher.index_stats(searched)
     parts = components(retriever, searcher, searched)
-    result_ids = held.result_ids
-    found = positions >= 0
-    if found.all():  # no row padded (no filter left a query fewer results): converted whole, in C
-        ranked = tuple(tuple(map(result_ids.__getitem__, row)) for row in positions.tolist())
-        similarities = tuple(map(tuple, np.asarray(scores, dtype=np.float64).tolist()))
-    else:
-        ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
-        similarities = tuple(
-            tuple(float(v) for v in row[keep]) for row, keep in zip(scores, found, strict=True)
-        )
-    query_ids = [query.id for query in golden.queries]
-    metrics = golden.all_metrics()
+    ranked, similarities = _ranked(positions, scores, held.result_ids)
     # Tie groups cut off by the depth are completed by an exact scan of the arm's vectors; an arm without
     # vectors of its own, a filtered or a folded search keeps the groups as ranked.
     vectors = searcher.vectors() if held.filters is None and held.chunks is None else None
@@ -450,33 +461,11 @@ def _score(
     )
     reranked = None
     if golden.rerank is not None and scorer is not None:
-        after, after_scores = rerank_top(
-            scorer,
-            positions,
-            records,
-            held.rerank_rows,
-            golden.rerank.depth,
-            result_ids,
-            [doc.embed_text for doc in golden.documents],
-            query_texts,
-        )
-        reranked_ids = [query_ids[i] for i in held.rerank_rows.tolist()]
-        after_per_query = {str(m): np.full(len(query_ids), np.nan) for m in metrics}
-        if reranked_ids:
-            values = evaluate(
-                {query_ids[i]: after[i] for i in held.rerank_rows.tolist()},
-                held.qrels,
-                metrics,
-                reranked_ids,
-                relevance_level=golden.relevance_level,
-            )
-            for name, array in values.items():
-                after_per_query[name][held.rerank_rows] = array
-        reranked = Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
+        reranked = _reranked(golden, golden.rerank, scorer, held, positions, records)
     control = control_of(
         inputs=held.inputs,
-        index=consumed_index(declared_index(golden, depth), _all_indexes(index, parts)),
-        depth=depth,
+        index=consumed_index(declared_index(golden, held.depth, engine), _all_indexes(index, parts)),
+        depth=held.depth,
         plan=golden.plan_fingerprint(),
         **_declared_parts(golden, held),
     )
@@ -495,11 +484,80 @@ def _score(
     )
 
 
+def _searched(
+    searcher: Searcher, held: HeldConstant, queries: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Every query's top ``held.depth`` results: (positions among the results, scores, positions among the
+    records searched, the depth searched). With chunks, the records are chunks folded to documents
+    (`folding.search_documents`, which searches deeper until each query has its documents)."""
+    rows = np.arange(queries)
+    if held.chunks is None:
+        hits = searcher.search(rows, held.depth)
+        return hits.positions, hits.scores, hits.positions, held.depth
+
+    def chunk_hits(wanted: np.ndarray, chunk_depth: int) -> tuple[np.ndarray, np.ndarray]:
+        found = searcher.search(wanted, chunk_depth)
+        return found.positions, found.scores
+
+    return search_documents(chunk_hits, queries, held.chunks, tie_ranks(held.result_ids), held.depth)
+
+
+def _ranked(
+    positions: np.ndarray, scores: np.ndarray, result_ids: Sequence[str]
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[float, ...], ...]]:
+    """Each query's ranked ids and similarities, without the padding (-1) a filter leaves."""
+    found = positions >= 0
+    if found.all():  # no row padded (no filter left a query fewer results): converted whole, in C
+        ranked = tuple(tuple(map(result_ids.__getitem__, row)) for row in positions.tolist())
+        return ranked, tuple(map(tuple, np.asarray(scores, dtype=np.float64).tolist()))
+    ranked = tuple(tuple(result_ids[p] for p in row if p >= 0) for row in positions.tolist())
+    similarities = tuple(tuple(float(v) for v in row[keep]) for row, keep in zip(scores, found, strict=True))
+    return ranked, similarities
+
+
+def _reranked(
+    golden: GoldenSet,
+    rerank: RerankSpec,
+    scorer: RerankScorer,
+    held: HeldConstant,
+    positions: np.ndarray,
+    records: np.ndarray,
+) -> Reranked:
+    """The reranked queries' top ``rerank.depth`` reordered by the reranker, and scored under every metric
+    (NaN for the queries not reranked)."""
+    query_ids = [query.id for query in golden.queries]
+    after, after_scores = rerank_top(
+        scorer,
+        positions,
+        records,
+        held.rerank_rows,
+        rerank.depth,
+        held.result_ids,
+        [doc.embed_text for doc in golden.documents],
+        [query.text for query in golden.queries],
+    )
+    reranked_ids = [query_ids[i] for i in held.rerank_rows.tolist()]
+    metrics = golden.all_metrics()
+    after_per_query = {str(m): np.full(len(query_ids), np.nan) for m in metrics}
+    if reranked_ids:
+        values = evaluate(
+            {query_ids[i]: after[i] for i in held.rerank_rows.tolist()},
+            held.qrels,
+            metrics,
+            reranked_ids,
+            relevance_level=golden.relevance_level,
+        )
+        for name, array in values.items():
+            after_per_query[name][held.rerank_rows] = array
+    return Reranked(ranked=tuple(after), scores=tuple(after_scores), per_query=after_per_query)
+
+
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class ArmInputs:
     """What every arm of one golden set runs with, made once however many arms run: the corpus slices drawn
     (``corpus_sample``), the golden set searched (the largest slice's, or the golden set), what is held
-    constant, the reranker's scorer, where HNSW graphs are kept, and the function that embeds."""
+    constant, the reranker's scorer, where HNSW graphs are kept, the function that embeds, and the vector
+    database the golden set declares while it is open for its arms (`engine_opened`)."""
 
     golden: GoldenSet
     drawn: tuple[CorpusSlice, ...]
@@ -508,6 +566,8 @@ class ArmInputs:
     scorer: RerankScorer | None
     graphs: GraphStore | None
     embedder: Embedder
+    #: set only inside `engine_opened`: each arm run with these inputs builds its collection in it
+    engine: OpenedEngine | None = None
 
 
 def arm_inputs(golden: GoldenSet, *, embedder: Embedder = embed, cache: Any = None) -> ArmInputs:
@@ -529,6 +589,21 @@ def arm_inputs(golden: GoldenSet, *, embedder: Embedder = embed, cache: Any = No
     )
 
 
+@contextlib.contextmanager
+def engine_opened(inputs: ArmInputs, *, keep: bool = False) -> Iterator[ArmInputs]:
+    """``inputs`` with the vector database their golden set declares opened for the arms run and paired
+    inside (`vector_index.opened_engine`: the leftovers of an interrupted run removed first, closed after;
+    ``keep`` leaves each arm's collection, else each is dropped when its arm is done), or as they are
+    without one. The arms run inside build one collection each, under its own name, so an incumbent run once
+    is built once whatever number of candidates it is paired with."""
+    spec = inputs.golden.index.engine
+    if spec is None:
+        yield inputs
+        return
+    with opened_engine(spec, inputs.golden.path, keep=keep) as engine:
+        yield dataclasses.replace(inputs, engine=engine)
+
+
 def run_arm_on(
     inputs: ArmInputs, arm: Arm | Retriever | object, role: Role, label: str | None = None
 ) -> ArmResult:
@@ -543,6 +618,7 @@ def run_arm_on(
         scorer=inputs.scorer,
         graphs=inputs.graphs,
         label=label,
+        engine=inputs.engine,
     )
 
 
@@ -559,7 +635,7 @@ def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> 
             "cached": scorer.cached,
         }
     if not drawn:
-        control = golden_control(golden, held)
+        control = golden_control(golden, held, inputs.engine)
         check_control(control, incumbent.control, candidate.control)
         return GoldenRun(
             golden=golden,
@@ -574,7 +650,7 @@ def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> 
     for one, (incumbent_slice, candidate_slice) in zip(drawn, pairs, strict=True):
         piece = inputs.searched if one is drawn[-1] else restrict(golden, one.rows)
         piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
-        control = golden_control(piece, piece_held)
+        control = golden_control(piece, piece_held, inputs.engine)
         check_control(control, incumbent_slice.control, candidate_slice.control)
         run = GoldenRun(
             golden=piece,
@@ -595,9 +671,12 @@ def run_golden(
     *,
     embedder: Embedder = embed,
     cache: Any = None,
+    keep_collections: bool = False,
 ) -> GoldenRun:
-    """Run both arms through `run_arm` on the golden set's `ArmInputs` and pair them (`pair_arms`)."""
-    inputs = arm_inputs(golden, embedder=embedder, cache=cache)
-    return pair_arms(
-        inputs, run_arm_on(inputs, incumbent, "incumbent"), run_arm_on(inputs, candidate, "candidate")
-    )
+    """Run both arms through `run_arm` on the golden set's `ArmInputs` and pair them (`pair_arms`); a vector
+    database the golden set declares is opened once for both (`engine_opened`), and each arm's collection is
+    dropped when the arm is done, unless ``keep_collections``."""
+    with engine_opened(arm_inputs(golden, embedder=embedder, cache=cache), keep=keep_collections) as inputs:
+        return pair_arms(
+            inputs, run_arm_on(inputs, incumbent, "incumbent"), run_arm_on(inputs, candidate, "candidate")
+        )

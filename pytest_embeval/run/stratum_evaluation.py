@@ -11,6 +11,10 @@ With a reranker, each stratum is also compared on the queries reranked for it, b
 reranker (`rerank.RerankOutcome`); with ``rerank.decides`` the verdict (and the family's p-values) rest on
 the after-rerank comparison, and the ties and slices stay the first stage's.
 
+With a vector database as the index, each stratum's Δ is also split into the model's part (the arms' exact
+twins compared) and each arm's engine part (engine against its twin), seeded as the stratum's own comparison
+(`index_split`).
+
 With ``weights: frequency`` every comparison is traffic-weighted (each query by `GoldenSet.query_weights`:
 its frequency, over its inclusion probability when it has one; with the design of the draw when the
 queries were drawn by ``embeval sample``, `GoldenSet.design`), the verdicts, the family and the ties rest
@@ -28,7 +32,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import numpy as np
 
 from pytest_embeval.arms.rerank import RerankOutcome
-from pytest_embeval.core.progress import step
 from pytest_embeval.core.sample_design import SampleDesign
 from pytest_embeval.core.stats import (
     DegenerateComparisonWarning,
@@ -36,10 +39,12 @@ from pytest_embeval.core.stats import (
     compare_paired,
     stable_seed,
 )
-from pytest_embeval.core.verdict import Decision, Verdict, decide, family_levels
+from pytest_embeval.core.step_progress import step
+from pytest_embeval.core.verdict import StratumRuling, Verdict, decide, family_levels
 from pytest_embeval.core.weighted_stats import kish_n
 from pytest_embeval.golden.schema import GoldenSet, Stratum
 from pytest_embeval.run.corpus_slices import SliceOutcome, gap_still_moving
+from pytest_embeval.run.index_split import IndexSplit, index_split
 from pytest_embeval.run.pipeline import GoldenRun
 from pytest_embeval.search.scoring import TIE_ORDERS
 
@@ -92,7 +97,7 @@ class StratumTies:
 class StratumOutcome:
     stratum: Stratum
     comparisons: Mapping[str, PairedComparison]  # every declared metric, primary first
-    decision: Decision
+    ruling: StratumRuling
     movers: tuple[Mover, ...]  # largest |Δ| first
     drivers: tuple[Mover, ...]  # largest contribution in the direction of Δ first
     family: Family | None = None
@@ -107,6 +112,9 @@ class StratumOutcome:
     gap_moving: bool = False
     #: with ``weights``: the stratum decided unweighted (every query once), shown beside; None without
     unweighted: Unweighted | None = None
+    #: with a vector database as the index: Δ split into the model's part and each arm's engine part
+    #: (`index_split`), on the first stage; None otherwise
+    split: IndexSplit | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -114,7 +122,7 @@ class Unweighted:
     """A weighted stratum's comparisons and verdict with every query counted once."""
 
     comparisons: Mapping[str, PairedComparison]
-    decision: Decision
+    ruling: StratumRuling
 
 
 def _movers(
@@ -168,7 +176,7 @@ def _compare(
 ) -> PairedComparison:
     """One metric on one stratum. The seed names the stratum and metric only (and the ``stage`` of a
     comparison around the reranker), so the same pairs give the same resamples at any confidence (the
-    family's first pass and its decision share them), weighted or not (the same queries are drawn)."""
+    family's first pass and its ruling share them), weighted or not (the same queries are drawn)."""
     seed = (golden.seed, stratum.name, name, stage) if stage else (golden.seed, stratum.name, name)
     with warnings.catch_warnings():
         # A degenerate comparison (an A/A run, a tiny stratum) is stated in its note and the verdict's
@@ -311,7 +319,7 @@ def evaluate_golden(
     # The same run without the key, decided as its own family: what the file without it would say.
     plain = evaluate_golden(_unweighted_run(run), selected, families=families.unweighted, method=method)
     return tuple(
-        dataclasses.replace(outcome, unweighted=Unweighted(one.comparisons, one.decision))
+        dataclasses.replace(outcome, unweighted=Unweighted(one.comparisons, one.ruling))
         for outcome, one in zip(outcomes, plain, strict=True)
     )
 
@@ -332,7 +340,7 @@ def _deciding(run: GoldenRun, stratum: Stratum) -> tuple[Scores, np.ndarray, str
 
 def _decided(
     golden: GoldenSet, stratum: Stratum, scores: Scores, rows: np.ndarray, confidence: float, stage: str = ""
-) -> tuple[dict[str, PairedComparison], Decision]:
+) -> tuple[dict[str, PairedComparison], StratumRuling]:
     """Every metric of the golden set compared on ``rows`` of both arms' ``scores``, and the verdict rule
     applied to them (primary and guards)."""
     weighting = _weighting(golden, rows)
@@ -349,14 +357,14 @@ def _decided(
         )
         for m in golden.all_metrics()
     }
-    decision = decide(
+    ruling = decide(
         comparisons[str(golden.metric)],
         tie_margin=golden.tie_margin,
         min_queries=golden.min_queries,
         guards={name: (comparisons[name], margin) for name, margin in golden.guards.items()},
         primary_metric=str(golden.metric),
     )
-    return comparisons, decision
+    return comparisons, ruling
 
 
 def _rerank_outcome(run: GoldenRun, stratum: Stratum, confidence: float) -> RerankOutcome | None:
@@ -368,19 +376,19 @@ def _rerank_outcome(run: GoldenRun, stratum: Stratum, confidence: float) -> Rera
     rows = held.rerank_samples[stratum.name]
     # The first stage is seeded as the stratum's own comparison is: reranking every query, its column
     # repeats the stratum's interval rather than one from other resamples of the same pairs.
-    first, first_decision = _decided(
+    first, first_ruling = _decided(
         golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
     )
-    reranked, reranked_decision = _decided(
+    reranked, reranked_ruling = _decided(
         golden, stratum, (before.per_query, after.per_query), rows, confidence, "after-rerank"
     )
     level = golden.relevance_level
     scorable = sum(any(g >= level for g in held.qrels[qid].values()) for qid in stratum.query_ids)
     return RerankOutcome(
         first_stage=first,
-        first_stage_decision=first_decision,
+        first_stage_ruling=first_ruling,
         after=reranked,
-        after_decision=reranked_decision,
+        after_ruling=reranked_ruling,
         decides=spec.decides,
         sampled=rows.size < scorable,
     )
@@ -395,7 +403,9 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     level = None if family is None or family.method == "none" else family.level
     confidence = golden.confidence if level is None else 1.0 - level
 
-    def decide_with(incumbent: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> Decision:
+    def decide_with(
+        incumbent: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]
+    ) -> StratumRuling:
         def compared(name: str) -> PairedComparison:
             return _compare(
                 golden, stratum, name, incumbent[name][rows], candidate[name][rows], confidence, "", weighting
@@ -411,17 +421,21 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
 
     primary = str(golden.metric)
     comparisons: Mapping[str, PairedComparison]
-    comparisons, decision = _decided(
+    comparisons, ruling = _decided(
         golden, stratum, (run.incumbent.per_query, run.candidate.per_query), rows, confidence
     )
 
-    first_stage, first_decision = comparisons, decision
+    first_stage, first_ruling = comparisons, ruling
+    # Each part seeded as the stratum's own comparison: the same resampled queries.
+    split = index_split(
+        run, rows, lambda name, a, b: _compare(golden, stratum, name, a, b, confidence, "", weighting)
+    )
     rerank = _rerank_outcome(run, stratum, confidence)
-    ties = _stratum_ties(run, rows, decide_with, decision.verdict)
+    ties = _stratum_ties(run, rows, decide_with, ruling.verdict)
     scores: Scores = (run.incumbent.per_query, run.candidate.per_query)
     if rerank is not None and rerank.decides:
         # The after-rerank comparison decides; its movers are the reranked queries'.
-        comparisons, decision, ties = rerank.after, rerank.after_decision, None
+        comparisons, ruling, ties = rerank.after, rerank.after_ruling, None
         scores, rows, _ = _deciding(run, stratum)
     incumbent = scores[0][primary][rows]
     candidate = scores[1][primary][rows]
@@ -438,13 +452,14 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     outcome = StratumOutcome(
         stratum=stratum,
         comparisons=comparisons,
-        decision=decision,
+        ruling=ruling,
         movers=_movers(texts, ids, incumbent, candidate, by_size),
         drivers=_movers(texts, ids, incumbent, candidate, by_contribution),
         family=family,
         ties=ties,
         consensus_failures=consensus_failures(run, _stratum_rows(golden, stratum)),
         rerank=rerank,
+        split=split,
     )
     if not run.slices:
         return outcome
@@ -452,11 +467,11 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
     smaller = [(one, evaluate_stratum(one.run, stratum)) for one in run.slices[:-1]]
     slices = (
         *(
-            SliceOutcome(one.fraction, one.documents, r.comparisons[primary], r.decision.verdict)
+            SliceOutcome(one.fraction, one.documents, r.comparisons[primary], r.ruling.verdict)
             for one, r in smaller
         ),
         SliceOutcome(
-            run.slices[-1].fraction, run.slices[-1].documents, first_stage[primary], first_decision.verdict
+            run.slices[-1].fraction, run.slices[-1].documents, first_stage[primary], first_ruling.verdict
         ),
     )
     return dataclasses.replace(outcome, slices=slices, gap_moving=gap_still_moving(slices, golden.tie_margin))
@@ -465,7 +480,7 @@ def evaluate_stratum(run: GoldenRun, stratum: Stratum, *, family: Family | None 
 def _stratum_ties(
     run: GoldenRun,
     rows: np.ndarray,
-    decide_with: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], Decision],
+    decide_with: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], StratumRuling],
     verdict: Verdict,
 ) -> StratumTies | None:
     """The stratum's ties; the verdict under each tie order only when some order moves a metric of its

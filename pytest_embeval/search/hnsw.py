@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_embeval.core.progress import step
+from pytest_embeval.core.step_progress import step
 from pytest_embeval.golden.filters import Allowed
 from pytest_embeval.search.exact import (
     SCRATCH_BYTES,

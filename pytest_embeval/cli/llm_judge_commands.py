@@ -30,7 +30,7 @@ from pytest_embeval.judging.disagreement import DEFAULT_ALPHA, DEFAULT_MIN_KAPPA
 from pytest_embeval.judging.grading import GradingRun, Spend, audit_path, grade_sheet
 from pytest_embeval.judging.llm_judge import Judge, JudgeError, Price, is_model_judge, judge_settings
 from pytest_embeval.judging.pooling import Sheet, SheetError
-from pytest_embeval.reports.progress import StreamProgress
+from pytest_embeval.reports.progress_lines import StreamProgress
 
 __all__ = ["add_parsers"]
 

@@ -181,7 +181,7 @@ def _duration(seconds: float) -> str:
 
 
 class StepLine:
-    """The steps of a golden set's run as one progress line (an `core.progress.Progress`): the open
+    """The steps of a golden set's run as one progress line (a `core.step_progress.Progress`): the open
     steps, outermost first, with the innermost's count, rate and ETA, or its time so far.
 
     A step is shown once one of the open steps has lasted `STEP_SHOW_AFTER`, so quick ones print nothing.
