@@ -38,7 +38,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_embeval.files.lines import HashedLines
-from pytest_embeval.golden.query_log import draw_queries, read_query_log
+from pytest_embeval.golden.query_draw import draw_queries
+from pytest_embeval.golden.query_log import read_query_log
 
 LANGUAGES = {"en": 0.55, "de": 0.25, "fr": 0.15, "ja": 0.05}
 VOCABULARY = 200_000
@@ -141,7 +142,8 @@ def bench_log(rows: int, repeat: int, folder: Path) -> None:
         f"smallest stratum drawn: {min(s.sampled for s in draw.strata)}"
     )
     rng = np.random.default_rng(1)
-    frequencies = np.array([q.frequency for q in log.distinct])
+    levels = log.distinct.levels()
+    frequencies = np.repeat([f for f, _ in levels], list(levels.values()))
     uniform = rng.choice(len(frequencies), size=SIZE, p=frequencies / frequencies.sum())
     print(
         f"distinct strings in the sample of {SIZE}: {len({q.id for q in draw.queries})} "

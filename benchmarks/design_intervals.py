@@ -21,7 +21,7 @@ traffic frequency:
   plus noise of its own sd: the candidate does better on popular queries).
 
 The true Δ is the population's traffic-weighted mean Σ f d / Σ f. Each simulated golden set is drawn from a
-query log of that population by ``embeval sample``'s own code (`golden.query_log.draw_queries`): bands
+query log of that population by ``embeval sample``'s own code (`golden.query_draw.draw_queries`): bands
 head=0.33,torso=0.33 (``--bands``, the command's default), the first boosted x2, ``--floor`` (default 20,
 the command's), stratified ``--by collection`` where the floor allows it (n >= 4 x floor) and by the bands
 alone below, each (stratum, band) cell drawn uniformly without replacement with the generator
@@ -62,7 +62,7 @@ import os
 import sys
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,8 @@ from pytest_embeval.core.design_variance import DesignResamples, design_resample
 from pytest_embeval.core.sample_design import CellLayout, SampleDesign, cell_layout
 from pytest_embeval.core.sampling import frequency_bands, parse_bands
 from pytest_embeval.core.stats import compare_paired, paired_bootstrap_ci
-from pytest_embeval.golden.query_log import DistinctQuery, QueryLog, draw_queries
+from pytest_embeval.golden.query_draw import draw_queries
+from pytest_embeval.golden.query_log import DistinctQuery, QueriesInMemory, QueryLog
 
 CONFIDENCE = 0.95
 BANDS = (("head", 0.33), ("torso", 0.33))
@@ -161,14 +162,20 @@ class Allocation:
     sampled: list[int]
 
 
-def query_log(population: Population) -> QueryLog:
+def query_log(population: Population, by: tuple[str, ...]) -> tuple[QueryLog, tuple[DistinctQuery, ...]]:
+    """The population as a log's distinct queries with the stratum fields ``by`` (as ``embeval sample --by``
+    reads a log), and those queries in the log's order (most frequent first, then by the key: the row's
+    number, zero-padded so that the order is the rows')."""
     order = np.lexsort((np.arange(population.values.size), -population.frequencies))
     distinct = tuple(
-        DistinctQuery(str(i), str(i), (str(population.strata[i]),), int(population.frequencies[i]))
+        DistinctQuery(
+            f"{i:07d}", str(i), (str(population.strata[i]),) if by else (), int(population.frequencies[i])
+        )
         for i in order.tolist()
     )
     rows = int(population.frequencies.sum())
-    return QueryLog(Path("log.jsonl"), "jsonl", BY, rows, 0, "sha256:-", distinct)
+    log = QueryLog(Path("log.jsonl"), "jsonl", by, rows, 0, "sha256:-", QueriesInMemory.of(distinct), ())
+    return log, distinct
 
 
 def stratified_by(n: int, floor: int) -> tuple[str, ...]:
@@ -177,15 +184,22 @@ def stratified_by(n: int, floor: int) -> tuple[str, ...]:
     return BY if n >= floor * len(COLLECTIONS) else ()
 
 
-def allocate(log: QueryLog, n: int, floor: int, bands: tuple[tuple[str, float], ...] = BANDS) -> Allocation:
+def allocate(
+    log: QueryLog,
+    distinct: Sequence[DistinctQuery],
+    n: int,
+    floor: int,
+    bands: tuple[tuple[str, float], ...] = BANDS,
+) -> Allocation:
     """The cells and their draws at size n, from ``draw_queries`` itself, and each cell's pool in the order
-    it draws from; the seed-0 and seed-1 draws of `draw` are checked against ``draw_queries``'."""
+    it draws from (``distinct``: the log's queries in its order); the seed-0 and seed-1 draws of `draw` are
+    checked against ``draw_queries``'."""
     by = stratified_by(n, floor)
-    band_of = frequency_bands([q.frequency for q in log.distinct], bands)
+    band_of = frequency_bands([q.frequency for q in distinct], bands)
     pools: dict[str, list[int]] = {}
-    for query, band in zip(log.distinct, band_of, strict=True):
+    for query, band in zip(distinct, band_of, strict=True):
         stratum = f"collection={query.values[0]}" if by else "overall"
-        pools.setdefault(f"{stratum}\0{band}", []).append(int(query.key))
+        pools.setdefault(f"{stratum}\0{band}", []).append(int(query.text))
     drawn = {}
     for seed in (0, 1):
         draw = draw_queries(log, by, size=n, floor=floor, bands=bands, head_boost=HEAD_BOOST, seed=seed)
@@ -437,8 +451,8 @@ class Row:
 
 
 def simulate(population: Population, n: int, args: argparse.Namespace) -> Row:
-    log = query_log(population)
-    allocation = allocate(log, n, args.floor, args.bands)
+    log, distinct = query_log(population, stratified_by(n, args.floor))
+    allocation = allocate(log, distinct, n, args.floor, args.bands)
     sizes = {name: pool.size for name, pool in zip(allocation.names, allocation.pools, strict=True)}
     whole = sum(k == sizes[name] for name, k in zip(allocation.names, allocation.sampled, strict=True))
     estimates = np.empty(args.simulations)

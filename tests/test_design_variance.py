@@ -301,26 +301,26 @@ def test_the_design_interval_keeps_its_coverage_on_draws_of_embeval_sample() -> 
 
     from pytest_embeval.core.interval_simulation import metric_population, zipf_frequencies
     from pytest_embeval.core.sampling import frequency_bands
-    from pytest_embeval.golden.query_log import DistinctQuery, QueryLog, draw_queries
+    from pytest_embeval.golden.query_draw import draw_queries
+    from pytest_embeval.golden.query_log import DistinctQuery, QueriesInMemory, QueryLog
 
     d = metric_population("better")
     frequencies = np.maximum(1, np.round(3000 * zipf_frequencies(d.size, 1.0, seed="design"))).astype(int)
     strata = np.where(np.arange(d.size) % 3 == 0, "a", "b")
     order = np.lexsort((np.arange(d.size), -frequencies))
+    # The key zero-padded: the log's order (most frequent first, then by the key) is the rows'.
+    distinct = [
+        DistinctQuery(f"{i:05d}", str(i), (str(strata[i]),), int(frequencies[i])) for i in order.tolist()
+    ]
+    memory = QueriesInMemory.of(distinct)
     log = QueryLog(
-        Path("log.jsonl"),
-        "jsonl",
-        ("stratum",),
-        int(frequencies.sum()),
-        0,
-        "sha256:-",
-        tuple(DistinctQuery(str(i), str(i), (str(strata[i]),), int(frequencies[i])) for i in order.tolist()),
+        Path("log.jsonl"), "jsonl", ("stratum",), int(frequencies.sum()), 0, "sha256:-", memory, ()
     )
     truth = float(np.dot(frequencies, d) / frequencies.sum())
     bands = (("head", 0.33), ("torso", 0.33))
     population: dict[str, int] = {}
-    band_of = frequency_bands([q.frequency for q in log.distinct], bands)
-    for query, band in zip(log.distinct, band_of, strict=True):
+    band_of = frequency_bands([q.frequency for q in distinct], bands)
+    for query, band in zip(distinct, band_of, strict=True):
         cell = f"{query.values[0]}/{band}"
         population[cell] = population.get(cell, 0) + 1
     rows = []

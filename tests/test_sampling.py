@@ -1,24 +1,33 @@
 """Drawing from production, the pure part (`core.sampling`): the apportionment computed by hand, frequency
-bands, query normalisation, and the reservoir's uniformity against the exact distribution."""
+bands (and their spans over levels of equal frequency, against the walk one query at a time), query
+normalisation (and the strings already in normal form), and the reservoir's uniformity against the exact
+distribution (and its counted offers against offers one at a time)."""
 
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from pytest_embeval.core.sampling import (
+    NORMAL_ASCII,
     TAIL,
     Reservoir,
     apportion,
     band_names,
+    band_spans,
     frequency_bands,
     normalise_query,
     parse_bands,
 )
+from pytest_embeval.golden.columnar_log import JSON_NORMAL_ASCII
 
 
 def test_apportion_equals_the_hand_computation_with_floors() -> None:
@@ -144,3 +153,73 @@ def test_a_reservoir_keeps_everything_of_a_short_stream_and_nothing_for_size_0()
     for item in "abc":
         empty.offer(item)
     assert empty.items == [] and empty.seen == 3
+
+
+def _walk(frequencies: list[int], bands: tuple[tuple[str, float], ...]) -> list[str]:
+    """The band rule as the sampler first applied it, one query at a time: the reference for
+    `band_spans`, which finds the same boundaries per frequency level."""
+    total = sum(frequencies)
+    bounds: list[float] = []
+    for _, share in bands:
+        bounds.append((bounds[-1] if bounds else 0.0) + share * total)
+    result, before, band = [], 0, 0
+    for frequency in frequencies:
+        while band < len(bounds) and before >= bounds[band] - 1e-9 * total:
+            band += 1
+        result.append(band_names(bands)[band])
+        before += frequency
+    return result
+
+
+BAND_SETS = ["head=0.33,torso=0.33", "head=0.5", "a=0.1,b=0.2,c=0.3", "h=0.25,t=0.25,x=0.25", "h=0.001"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.integers(1, 50) | st.integers(1, 3), min_size=1, max_size=80),
+    st.sampled_from(BAND_SETS),
+)
+def test_band_spans_are_the_walk_one_query_at_a_time(frequencies: list[int], bands: str) -> None:
+    # Many queries of one frequency (1 to 3 searches) put a boundary inside a level: the spans split it.
+    frequencies.sort(reverse=True)
+    declared = parse_bands(bands)
+    assert frequency_bands(frequencies, declared) == _walk(frequencies, declared)
+    levels = [(f, len(list(run))) for f, run in itertools.groupby(frequencies)]
+    spans = band_spans(levels, declared)
+    assert [sum(end - first for _, first, end in level) for level in spans] == [n for _, n in levels]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40), st.lists(st.integers(0, 3000), min_size=1, max_size=4), st.integers(0, 2**32))
+def test_offering_counted_positions_draws_as_offering_one_at_a_time(
+    size: int, counts: list[int], seed: int
+) -> None:
+    one_by_one: Reservoir[int] = Reservoir.of(size, np.random.default_rng(seed))
+    counted: Reservoir[int] = Reservoir.of(size, np.random.default_rng(seed))
+    for count in counts:
+        for _ in range(count):
+            one_by_one.offer(one_by_one.seen)
+        counted.offer_positions(count)
+    assert counted.items == one_by_one.items and counted.seen == one_by_one.seen
+    assert counted.rng.random() == one_by_one.rng.random()  # the generators are in the same state
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.characters(max_codepoint=0x7F), max_size=12) | st.text(max_size=8))
+def test_strings_in_normal_ascii_form_are_their_own_normal_form(text: str) -> None:
+    """A reader sends only the strings that do not match `NORMAL_ASCII` through `normalise_query`: the rest
+    must be their own normal form (and the JSON form of the pattern, a JSON string of such a text)."""
+    if re.fullmatch(NORMAL_ASCII, text):
+        assert normalise_query(text) == text
+    literal = json.dumps(text, ensure_ascii=False)
+    if re.fullmatch(JSON_NORMAL_ASCII, literal):
+        assert json.loads(literal) == literal[1:-1] and normalise_query(literal[1:-1]) == literal[1:-1]
+    assert bool(re.fullmatch(NORMAL_ASCII, text)) == bool(re.fullmatch(JSON_NORMAL_ASCII, literal)) or (
+        '"' in text or "\\" in text
+    )
+
+
+def test_normal_ascii_matches_what_it_should() -> None:
+    assert re.fullmatch(NORMAL_ASCII, "track my parcel #2 (fast)")
+    for text in ("Track my parcel", "track  my parcel", " track", "track ", "tr\tack", "café", ""):
+        assert not re.fullmatch(NORMAL_ASCII, text)

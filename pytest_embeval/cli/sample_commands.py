@@ -1,18 +1,24 @@
 """``embeval sample`` and ``embeval corpus-sample``: drawing a golden set's queries from a query log and its
 corpus from a production corpus, each with a draw sidecar saying how (`golden.draws`).
 
-``sample`` reads the log in one pass (`golden.query_log`), prints the allocation table and writes the
+``sample`` reads the log (one file or a glob pattern of many) into its distinct queries, in Python
+(`golden.query_log`) or with the columnar engine (`golden.columnar_log`; ``--engine``, `files.columnar`'s
+rule under ``auto``), draws from them (`golden.query_draw`), prints the allocation table and writes the
 queries file; ``corpus-sample`` makes one pass over the corpus keeping every judged document and a
-uniform draw of the rest (`golden.corpus_draw`). Every option is checked before a file is read, and every
-problem found in the inputs stops the command before anything is written: one line on stderr, exit 2.
+uniform draw of the rest (`golden.corpus_draw`). Both give the same output, byte for byte, whichever reads
+the input. Every option is checked before a file is read, and every problem found in the inputs stops the
+command before anything is written: one line on stderr, exit 2. A long read shows its progress on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,14 +27,29 @@ from pytest_embeval.cli.support import nonnegative_int as _nonnegative_int
 from pytest_embeval.cli.support import positive_int as _positive_int
 from pytest_embeval.cli.support import print_lines as _print
 from pytest_embeval.core.sampling import TAIL, band_names, parse_bands
+from pytest_embeval.core.step_progress import reporting
 from pytest_embeval.core.text_table import table
 from pytest_embeval.files.atomic import write_atomic
+from pytest_embeval.files.columnar import (
+    DEFAULT_MEMORY_LIMIT,
+    ENGINES,
+    EngineError,
+    EngineMissing,
+    choose_engine,
+    engine,
+)
+from pytest_embeval.files.compressed import compression_of
+from pytest_embeval.files.sources import Source, SourceError, is_parquet, resolve_source
+from pytest_embeval.golden.columnar_corpus import draw_columnar_corpus
+from pytest_embeval.golden.columnar_log import read_columnar_log
 from pytest_embeval.golden.corpus_draw import draw_corpus
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.data_sections import RESERVED_FIELDS
 from pytest_embeval.golden.draws import draw_path, draw_text
 from pytest_embeval.golden.qrels_files import judged_document_ids_in
-from pytest_embeval.golden.query_log import DEFAULT_TEXT_FIELD, QueryDraw, draw_queries, read_query_log
+from pytest_embeval.golden.query_draw import QueryDraw, draw_queries
+from pytest_embeval.golden.query_log import DEFAULT_TEXT_FIELD, QueryLog, read_query_log
+from pytest_embeval.reports.progress_lines import StepLine, StreamTerminal
 
 __all__ = ["add_commands"]
 
@@ -64,6 +85,15 @@ def _boost(text: str) -> float:
     return value
 
 
+_SIZE = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B|B)", re.IGNORECASE)
+
+
+def _memory(text: str) -> str:
+    if not _SIZE.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"expected a size such as 2GB or 500MB, got {text!r}")
+    return text.strip()
+
+
 def _outputs(args: argparse.Namespace, reads: Mapping[Path, str], example: str) -> tuple[Path, Path]:
     """``--out`` and its draw sidecar, once both can be written (before any work)."""
     sidecar = draw_path(Path(args.out))
@@ -73,8 +103,48 @@ def _outputs(args: argparse.Namespace, reads: Mapping[Path, str], example: str) 
     return out, sidecar
 
 
-def _source(path: Path, sha256: str, rows: int, kind: str) -> dict[str, Any]:
-    return {"path": str(path), "sha256": f"sha256:{sha256}", "format": kind, "rows": rows}
+def _source(
+    path: Path, sha256: str, rows: int, kind: str, files: Sequence[tuple[Path, str]] = ()
+) -> dict[str, Any]:
+    """The sidecar's ``source``; a glob's files, in the order read, under ``files``."""
+    record: dict[str, Any] = {"path": str(path), "sha256": f"sha256:{sha256}", "format": kind, "rows": rows}
+    if files:
+        record["files"] = [{"path": str(file), "sha256": f"sha256:{digest}"} for file, digest in files]
+    return record
+
+
+def _resolved(given: str) -> Source:
+    try:
+        return resolve_source(given)
+    except SourceError as error:
+        raise CliError(str(error)) from None
+
+
+@contextlib.contextmanager
+def _progress(command: str) -> Iterator[None]:
+    """A progress line on stderr for the steps the command takes (shown once one lasts a second)."""
+    with StepLine(command, StreamTerminal(sys.stderr)) as line, reporting(line):
+        yield
+
+
+@contextlib.contextmanager
+def _reader(command: str, requested: str, source: Source, memory_limit: str) -> Iterator[Any]:
+    """The open engine when ``--engine`` (or its rule) picks DuckDB, else None; a progress line either way,
+    and `CliError` for everything that goes wrong reading or drawing."""
+    try:
+        kind, note = choose_engine(requested, source)
+    except EngineMissing as error:
+        raise CliError(str(error)) from None
+    if note is not None:
+        print(f"embeval {command}: {note}", file=sys.stderr)
+    try:
+        with (
+            _progress(command),
+            engine(memory_limit) if kind == "duckdb" else contextlib.nullcontext() as opened,
+        ):
+            yield opened
+    except (GoldenError, ValueError, EngineError) as error:
+        raise CliError(str(error)) from None
 
 
 def _jsonl(records: Sequence[dict[str, Any]]) -> str:
@@ -128,13 +198,21 @@ def _sample(args: argparse.Namespace) -> int:
         raise CliError(f"--floor {args.floor} is larger than --size {args.size}")
     if args.text in args.by:
         raise CliError(f"--text {args.text!r} is also in --by: the query's text cannot be a stratum field")
+    if args.count is not None and args.count in (args.text, *args.by):
+        raise CliError(
+            f"--count {args.count!r} is also --text or in --by: name the field holding the searches"
+        )
     reserved = next((name for name in args.by if name in RESERVED_FIELDS), None)
     if reserved is not None:
         raise CliError(f"--by {reserved!r}: a key of the queries file written, not a stratum field")
-    log_path = Path(args.log)
-    out, sidecar = _outputs(args, {log_path: "the query log"}, "sample.jsonl")
-    try:
-        log = read_query_log(log_path, args.text, args.by)
+    source = _resolved(args.log)
+    reads = {path: "the query log" for path in source.files}
+    out, sidecar = _outputs(args, reads, "sample.jsonl")
+    with _reader("sample", args.engine, source, args.memory_limit) as opened:
+        if opened is None:
+            log = read_query_log(source, args.text, args.by, args.count)
+        else:
+            log = read_columnar_log(opened, source, args.text, args.by, args.count)
         draw = draw_queries(
             log,
             args.by,
@@ -144,15 +222,22 @@ def _sample(args: argparse.Namespace) -> int:
             head_boost=args.head_boost,
             seed=args.seed,
         )
-    except (GoldenError, ValueError) as error:
-        raise CliError(str(error)) from None
+    _write_sample(args, log, draw, out, sidecar, source)
+    return EXIT_OK
+
+
+def _write_sample(
+    args: argparse.Namespace, log: QueryLog, draw: QueryDraw, out: Path, sidecar: Path, source: Source
+) -> None:
     names = band_names(args.bands)
     queries = _jsonl([query.record() for query in draw.queries])
     empty = f" ({log.empty:,} with an empty {args.text!r} skipped)" if log.empty else ""
+    files = [(file.path, file.sha256) for file in log.files] if source.pattern else []
     record: dict[str, Any] = {
         "command": "sample",
-        "source": _source(log_path, log.sha256, log.rows, log.format),
+        "source": _source(log.path, log.sha256, log.rows, log.format, files),
         "text_field": args.text,
+        **({"count_field": args.count, "table_rows": log.table_rows} if args.count else {}),
         "by": list(args.by),
         "normalisation": NORMALISATION,
         "size": args.size,
@@ -176,8 +261,10 @@ def _sample(args: argparse.Namespace) -> int:
     }
     write_atomic(out, queries)
     write_atomic(sidecar, draw_text(record))
+    read = f" ({len(log.files):,} files)" if source.pattern else ""
+    counted = f"{log.table_rows:,} rows counting " if args.count else ""
     print(
-        f"{log_path}: {log.rows:,} searches{empty}, {len(log.distinct):,} distinct queries "
+        f"{log.path}{read}: {counted}{log.rows:,} searches{empty}, {len(log.distinct):,} distinct queries "
         "(case, whitespace and Unicode compatibility forms normalised)"
     )
     shares = ", ".join(f"{name} ({_percent(share)})" for name, share in args.bands)
@@ -190,7 +277,6 @@ def _sample(args: argparse.Namespace) -> int:
         f"{_percent(draw.traffic_covered)} of the traffic"
     )
     print(f"wrote {len(draw.queries):,} queries to {out}; how they were drawn: {sidecar}")
-    return EXIT_OK
 
 
 def _sha256(text: str) -> str:
@@ -200,10 +286,26 @@ def _sha256(text: str) -> str:
 # -------------------------------------------------------------------------------------------- corpus-sample
 
 
+def _is_tsv(source: Source) -> bool:
+    """Whether the corpus's first file is an uncompressed TSV file (its first line holds a tab, not a JSON
+    object); a file that cannot be read is not: its reader says why."""
+    path = source.files[0]
+    if is_parquet(path) or compression_of(path) is not None:
+        return False
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(1 << 16).decode("utf-8", "replace").lstrip("\ufeff \r\n")
+    except OSError:
+        return False
+    return not first.startswith("{") and "\t" in first
+
+
 def _corpus_sample(args: argparse.Namespace) -> int:
+    source = _resolved(args.corpus)
     corpus = Path(args.corpus)
     qrels = Path(args.keep_judged)
-    out, sidecar = _outputs(args, {corpus: "the corpus", qrels: "the judgments"}, "sample.jsonl")
+    reads = {**{path: "the corpus" for path in source.files}, qrels: "the judgments"}
+    out, sidecar = _outputs(args, reads, "sample.jsonl")
     try:
         judged = judged_document_ids_in(qrels)
     except GoldenError as error:
@@ -213,14 +315,18 @@ def _corpus_sample(args: argparse.Namespace) -> int:
             f"--size {args.size} is smaller than the {len(judged):,} documents {qrels} judges, "
             "which the sample keeps"
         )
-    try:
-        draw = draw_corpus(corpus, size=args.size, judged=judged, seed=args.seed)
-    except GoldenError as error:
-        raise CliError(str(error)) from None
+    # A TSV corpus is the Python reader's under auto, however large: the engine reads JSONL and Parquet.
+    requested = "python" if args.engine == "auto" and _is_tsv(source) else args.engine
+    with _reader("corpus-sample", requested, source, args.memory_limit) as opened:
+        if opened is None:
+            draw = draw_corpus(source, size=args.size, judged=judged, seed=args.seed)
+        else:
+            draw = draw_columnar_corpus(opened, source, size=args.size, judged=judged, seed=args.seed)
     text = "".join(line + "\n" for line in draw.lines)
+    files = list(draw.files) if source.pattern else []
     record: dict[str, Any] = {
         "command": "corpus-sample",
-        "source": _source(corpus, draw.sha256, draw.documents, draw.format),
+        "source": _source(corpus, draw.sha256, draw.documents, draw.format, files),
         "size": args.size,
         "seed": args.seed,
         "judged": {
@@ -233,7 +339,8 @@ def _corpus_sample(args: argparse.Namespace) -> int:
     }
     write_atomic(out, text)
     write_atomic(sidecar, draw_text(record))
-    print(f"{corpus}: {draw.documents:,} documents")
+    read = f" ({len(draw.files):,} files)" if source.pattern else ""
+    print(f"{corpus}{read}: {draw.documents:,} documents")
     print(f"{qrels}: {len(judged):,} judged documents, {draw.judged_found:,} in the corpus, all kept")
     if draw.missing:
         shown = ", ".join(draw.missing[:5]) + (", ..." if len(draw.missing) > 5 else "")
@@ -263,20 +370,46 @@ def _one_line_errors(parser: argparse.ArgumentParser) -> None:
     parser.error = error  # type: ignore[method-assign]
 
 
+def _engine_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="what reads the input: duckdb (the columnar engine, the [duckdb] extra), python, or auto "
+        "(default): duckdb for Parquet, compressed files and inputs of 32 MiB or more. The output is the "
+        "same, byte for byte.",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=_memory,
+        default=DEFAULT_MEMORY_LIMIT,
+        metavar="SIZE",
+        help="the engine's memory; it spills the rest to a temporary folder (default: half of this machine's "
+        "memory, %(default)s).",
+    )
+
+
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sample_parser = commands.add_parser(
         "sample",
         help="draw a golden set's queries from a query log: stratified, distinct, with a floor per stratum.",
-        description="Reads a query log (JSONL or TSV with a header; one row per search) in one pass, "
-        "normalises the query strings (Unicode NFKC, case, whitespace) and counts each distinct query, "
-        "splits the traffic into frequency bands, allocates --size across the strata (every combination of "
-        "the --by fields) in proportion to their traffic with --floor queries at least, and within a "
-        "stratum across the bands by traffic, the head's multiplied by --head-boost, then draws distinct "
-        "queries without replacement. Writes the queries file (with stratum fields, band, frequency, the "
-        "inclusion probability it was drawn with and a stable id) and its .draw.json sidecar with the "
-        "allocation table.",
+        description="Reads a query log (JSONL, TSV with a header or Parquet; one row per search, or one "
+        "per query and stratum values with --count; a file or a glob pattern of many), normalises the query "
+        "strings (Unicode NFKC, case, whitespace) and counts each distinct query, splits the traffic into "
+        "frequency bands, allocates --size across the strata (every combination of the --by fields) in "
+        "proportion to their traffic with --floor queries at least, and within a stratum across the bands by "
+        "traffic, the head's multiplied by --head-boost, then draws distinct queries without replacement. "
+        "Large, compressed and Parquet logs are read by the columnar engine (--engine; the [duckdb] extra), "
+        "with the same result. Writes the queries file (with stratum fields, band, frequency, the inclusion "
+        "probability it was drawn with and a stable id) and its .draw.json sidecar with the allocation "
+        "table.",
     )
-    sample_parser.add_argument("log", metavar="LOG", help="the query log (JSONL or TSV).")
+    sample_parser.add_argument(
+        "log",
+        metavar="LOG",
+        help="the query log: JSONL, TSV or Parquet, a file or a quoted glob pattern of many "
+        "('logs/2026-11-*.parquet').",
+    )
     sample_parser.add_argument(
         "--by",
         required=True,
@@ -315,11 +448,18 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--text",
         default=DEFAULT_TEXT_FIELD,
         metavar="FIELD",
-        help="the field (JSONL key or TSV column) holding the query's text (default %(default)s).",
+        help="the field (JSONL key, TSV or Parquet column) holding the query's text (default %(default)s).",
+    )
+    sample_parser.add_argument(
+        "--count",
+        metavar="FIELD",
+        help="the field holding the searches each row stands for, in a log already counted (a warehouse's or "
+        "Spark's GROUP BY of the query and the stratum fields): a whole number of at least 1.",
     )
     sample_parser.add_argument(
         "--seed", type=_nonnegative_int, default=0, metavar="S", help="the draw's seed (default %(default)s)."
     )
+    _engine_options(sample_parser)
     sample_parser.add_argument(
         "--out", required=True, metavar="QUERIES.jsonl", help="the queries file to write (JSONL)."
     )
@@ -330,13 +470,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     corpus_parser = commands.add_parser(
         "corpus-sample",
         help="draw a corpus sample in one pass: every judged document, and a uniform draw of the rest.",
-        description="One streaming pass over a corpus of any size (JSONL or TSV, as a golden set's corpus): "
+        description="One streaming pass over a corpus of any size (JSONL or TSV, as a golden set's corpus, "
+        "or Parquet with an _id column; a file or a glob pattern of many): "
         "every document the --keep-judged qrels judge is kept, and the others are a uniform random draw "
         "(reservoir sampling) up to --size documents in all, in corpus order. Refuses a size smaller than "
         "the judged set, and reports judged documents missing from the corpus. Writes the sample and its "
         ".draw.json sidecar (the corpus's sha256, the size, the seed), which the golden loader reads.",
     )
-    corpus_parser.add_argument("corpus", metavar="CORPUS", help="the corpus (JSONL or TSV).")
+    corpus_parser.add_argument(
+        "corpus",
+        metavar="CORPUS",
+        help="the corpus: JSONL, TSV or Parquet (an _id column; the sample is written as JSONL), a file or a "
+        "quoted glob pattern of many.",
+    )
     corpus_parser.add_argument(
         "--size", required=True, type=_positive_int, metavar="N", help="documents in the sample."
     )
@@ -349,8 +495,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     corpus_parser.add_argument(
         "--seed", type=_nonnegative_int, default=0, metavar="S", help="the draw's seed (default %(default)s)."
     )
+    _engine_options(corpus_parser)
     corpus_parser.add_argument(
-        "--out", required=True, metavar="SAMPLE.jsonl", help="the sample to write, in the corpus's format."
+        "--out",
+        required=True,
+        metavar="SAMPLE.jsonl",
+        help="the sample to write, in the corpus's format (JSONL for a Parquet corpus).",
     )
     corpus_parser.add_argument("--force", action="store_true", help="overwrite --out and its sidecar.")
     corpus_parser.set_defaults(run=_corpus_sample)

@@ -26,10 +26,12 @@ from typing import Generic, TypeVar
 import numpy as np
 
 __all__ = [
+    "NORMAL_ASCII",
     "TAIL",
     "Reservoir",
     "apportion",
     "band_names",
+    "band_spans",
     "frequency_bands",
     "normalise_query",
     "parse_bands",
@@ -39,6 +41,12 @@ __all__ = [
 TAIL = "tail"
 
 T = TypeVar("T")
+
+#: A regular expression (the same in Python's ``re`` and in RE2, DuckDB's) that only strings already in
+#: `normalise_query`'s form match: printable ASCII other than the capitals A-Z, in words one space apart.
+#: Such a string is its own normal form (ASCII is NFKC already, it has no capitals to fold and no whitespace
+#: to collapse), so a reader over millions of distinct strings sends only the others through the function.
+NORMAL_ASCII = r"[!-@\[-~]+( [!-@\[-~]+)*"
 
 
 def normalise_query(text: str) -> str:
@@ -95,19 +103,49 @@ def frequency_bands(frequencies: Sequence[int], bands: Sequence[tuple[str, float
     most frequent queries that together make at least a third of the traffic)."""
     if any(later > earlier for earlier, later in itertools.pairwise(frequencies)):
         raise ValueError("frequencies must be given most frequent first")
-    total = sum(frequencies)
+    levels = [(frequency, len(list(run))) for frequency, run in itertools.groupby(frequencies)]
+    names = band_names(bands)
+    return [
+        names[band]
+        for spans in band_spans(levels, bands)
+        for band, start, end in spans
+        for _ in range(start, end)
+    ]
+
+
+def band_spans(
+    levels: Sequence[tuple[int, int]], bands: Sequence[tuple[str, float]]
+) -> list[list[tuple[int, int, int]]]:
+    """`frequency_bands` for distinct queries counted by frequency: ``levels`` is (frequency, queries) for
+    each frequency, most frequent first, and each level's queries are given as spans of the one order
+    within it, (band index into `band_names`, first, end): all one band but where a boundary falls inside the
+    level. A log of millions of distinct queries has a few thousand levels, and at most one span more than
+    levels per declared band. The comparisons are `frequency_bands`' own: the traffic before a query (an
+    exact integer) against each bound less a relative 1e-9."""
+    total = sum(frequency * queries for frequency, queries in levels)
     bounds: list[float] = []
     for _, share in bands:
         bounds.append((bounds[-1] if bounds else 0.0) + share * total)
-    names = band_names(bands)
-    result: list[str] = []
+    reached = [bound - 1e-9 * total for bound in bounds]
+    result: list[list[tuple[int, int, int]]] = []
     before = 0
-    band = 0
-    for frequency in frequencies:
-        while band < len(bounds) and before >= bounds[band] - 1e-9 * total:
-            band += 1
-        result.append(names[band])
-        before += frequency
+    for frequency, queries in levels:
+        spans: list[tuple[int, int, int]] = []
+        first = 0
+        while first < queries:
+            band = sum(before + first * frequency >= bound for bound in reached)
+            end = queries
+            if band < len(reached):
+                # The first query at or past the next bound: from the division, then exactly.
+                end = min(queries, max(first + 1, math.ceil((reached[band] - before) / frequency)))
+                while end > first + 1 and before + (end - 1) * frequency >= reached[band]:
+                    end -= 1
+                while end < queries and before + end * frequency < reached[band]:
+                    end += 1
+            spans.append((band, first, end))
+            first = end
+        result.append(spans)
+        before += frequency * queries
     return result
 
 
@@ -219,3 +257,16 @@ class Reservoir(Generic[T]):
             self.items[int(self.rng.integers(self.size))] = (position, item)
             self._weight *= math.exp(math.log(self._uniform()) / self.size)
             self._skip()
+
+    def offer_positions(self: Reservoir[int], count: int) -> None:
+        """Offer the next ``count`` items, each item its own position, with the same draws as offering them
+        one at a time: the stream is then only counted, and the reservoir jumps from one replacement to the
+        next (a reader that knows how many items a file holds, and reads the kept ones afterwards)."""
+        end = self.seen + count
+        while self.seen < min(end, self.size):
+            self.offer(self.seen)
+        if self.size and self.seen >= self.size:  # full: from here on, only replacements draw
+            while self._next < end:
+                self.seen = self._next
+                self.offer(self.seen)
+        self.seen = end

@@ -16,11 +16,18 @@ import importlib
 import lzma
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from pytest_embeval.files.output_paths import read_problem
 
-__all__ = ["COMPRESSIONS", "CompressedFileError", "compression_of", "compression_of_bytes", "read_bytes"]
+__all__ = [
+    "COMPRESSIONS",
+    "CompressedFileError",
+    "compression_of",
+    "compression_of_bytes",
+    "open_stream",
+    "read_bytes",
+]
 
 #: File suffix -> the compression's name, as messages say it.
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "Zstandard"}
@@ -78,6 +85,26 @@ def read_bytes(path: Path) -> bytes:
                 raise  # the file system's error, not the stream's
             problem = str(error) or type(error).__name__
             raise CompressedFileError(f"is not a valid {COMPRESSIONS[suffix]} file: {problem}") from None
+
+
+def open_stream(path: Path) -> BinaryIO:
+    """The file's decompressed bytes as a stream, read a block at a time (a corpus too large to hold whole).
+    Raises ``OSError`` as opening the file does, and `CompressedFileError` for a missing module."""
+    suffix = compression_of(path)
+    if suffix is None:
+        return path.open("rb")
+    if suffix == ".gz":
+        return cast(BinaryIO, gzip.open(path, "rb"))
+    if suffix == ".bz2":
+        return cast(BinaryIO, bz2.open(path, "rb"))
+    if suffix == ".xz":
+        return cast(BinaryIO, lzma.open(path, "rb"))
+    try:
+        zstandard = importlib.import_module("zstandard")
+    except ImportError:
+        raise CompressedFileError(ZSTD_MISSING) from None
+    reader = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), read_across_frames=True)
+    return cast(BinaryIO, reader)
 
 
 def _reader(suffix: str) -> tuple[Callable[[BinaryIO], bytes], tuple[type[Exception], ...]]:

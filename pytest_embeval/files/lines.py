@@ -1,5 +1,5 @@
 """A UTF-8 file's lines in one streaming pass, with the sha256 of every byte read: a log or a corpus of any
-size is read in blocks, never whole."""
+size is read in blocks, never whole (decompressed as it is read, when asked: `compressed.open_stream`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from pytest_embeval.files.compressed import open_stream
 from pytest_embeval.files.output_paths import read_problem
 
 __all__ = ["BLOCK_BYTES", "HashedLines", "NotUtf8"]
@@ -25,17 +26,18 @@ class NotUtf8(ValueError):
 
 class HashedLines:
     """Iterate once over ``path``'s lines (text without the ``\\n``; a final line without one too), and
-    afterwards know the file's ``sha256`` (hex) and its ``lines``. Opening the file raises `OSError`;
-    a line that is not UTF-8, `NotUtf8`."""
+    afterwards know the file's ``sha256`` (hex) and its ``lines``; with ``decompressed``, of the file as its
+    compression's suffix says to decompress it. Opening the file raises `OSError`; a line that is not UTF-8,
+    `NotUtf8`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, decompressed: bool = False) -> None:
         refused = read_problem(path)  # /dev/zero: a line that never ends
         if refused is not None:
             raise refused
         self.path = path
         self.lines = 0
         self._digest = hashlib.sha256()
-        self._handle = path.open("rb")
+        self._handle = open_stream(path) if decompressed else path.open("rb")
 
     @property
     def sha256(self) -> str:

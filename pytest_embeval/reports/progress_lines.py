@@ -1,6 +1,7 @@
 """Progress lines: the one a golden set's run prints while its steps take long (`StepLine`: loading a
 model, building the demo candidate, encoding texts, building an HNSW graph, the bootstrap), and the one the
-`embeval` commands print on long work (`StreamProgress`: grading a sheet).
+`embeval` commands print on long work (`StreamProgress`: grading a sheet; a `StepLine` on a `StreamTerminal`:
+reading a query log or a corpus).
 
 On a terminal a line is fitted to its width (`fitted_line`): what moves (the count, the rate, the time left
 or so far) is always shown whole, and the fixed part (the golden set's name, the steps) gives way, its middle

@@ -1,0 +1,255 @@
+"""A corpus sample drawn with the columnar engine (`files.columnar`): JSONL (compressed or not) or Parquet,
+one file or many, the same sample `corpus_draw.draw_corpus` draws from the same JSONL and seed.
+
+The engine reads only the documents' ids, in one pass: it counts the documents, checks every id as the
+loader would, and finds the judged ones and where they are. The draw needs nothing else: which of the other
+documents the reservoir keeps depends on how many there are and on the seed (`corpus_draw.choose_documents`).
+The sample's lines are then read from the files in one more pass, byte for byte (JSONL), or fetched from the
+engine as JSON objects, one per row, its columns as keys (Parquet; the golden loader reads JSONL).
+
+A bad id or a judged document on two lines found in JSONL is reported by `draw_corpus` itself, reading the
+files (its message names the line); in Parquet, with the file and row.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime
+import json
+import uuid
+from collections.abc import Set
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_embeval.files.columnar import Engine, EngineError, sql_list, sql_string
+from pytest_embeval.files.digests import file_sha256
+from pytest_embeval.files.sources import Source, source_sha256
+from pytest_embeval.golden.columnar_log import estimated_rows, source_format
+from pytest_embeval.golden.corpus_draw import (
+    CorpusDraw,
+    choose_documents,
+    draw_corpus,
+    duplicate_problem,
+    picked_lines,
+)
+from pytest_embeval.golden.data_files import GoldenError, id_problem
+from pytest_embeval.golden.query_log import missing_field, opened
+
+__all__ = ["ID_FIELD", "draw_columnar_corpus"]
+
+#: The id of a document: the JSONL key, the Parquet column.
+ID_FIELD = "_id"
+#: Characters Python's ``\s`` matches in a string (`data_files.id_problem` refuses an id holding one).
+_WHITESPACE = (
+    r"[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+)
+_ID_TYPES = frozenset(
+    {"VARCHAR", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
+)
+
+
+def _function(source: Source, kind: str, *, rows: bool = False) -> str:
+    files = sql_list([str(path) for path in source.files])
+    if kind == "jsonl":
+        return f"read_json({files}, columns = {{'{ID_FIELD}': 'JSON'}}, format = 'newline_delimited')"
+    extra = "" if rows else ", filename = true, file_row_number = true"
+    return f"read_parquet({files}, union_by_name = true{extra})"
+
+
+def _check_parquet(engine: Engine, source: Source) -> None:
+    for path in source.files:
+        described = engine.rows(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})")
+        types = {str(name): str(kind) for name, kind, *_ in described}
+        if ID_FIELD not in types:
+            raise missing_field(path, None, ID_FIELD, list(types), "the file")
+        if types[ID_FIELD] not in _ID_TYPES:
+            raise GoldenError(path, ID_FIELD, None, f"must be a string, got a column of {types[ID_FIELD]}")
+
+
+def draw_columnar_corpus(
+    engine: Engine, source: Source, *, size: int, judged: Set[str], seed: int
+) -> CorpusDraw:
+    """Every judged document and a uniform draw of the rest (see the module); `GoldenError` as `draw_corpus`
+    gives it, and for a TSV corpus (which `draw_corpus` reads)."""
+    for path in source.files:
+        opened(path)  # a missing or unreadable file: the Python reader's error
+    kind = source_format(source, "JSONL (one object per line) or Parquet")
+    if kind == "tsv":
+        raise GoldenError(source.files[0], "format", None, "a TSV corpus is read by --engine python")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as hashing:
+        digests = (
+            hashing.submit(lambda: [file_sha256(path) for path in source.files])
+            if kind == "parquet"
+            else None
+        )
+        try:
+            if kind == "parquet":
+                _check_parquet(engine, source)
+            draw = _draw(engine, source, kind, size=size, judged=judged, seed=seed)
+        except EngineError as error:
+            raise GoldenError(source.given, None, None, f"the engine cannot read it: {error}") from None
+        positions, kept = draw
+        if kind == "jsonl":
+            lines, files = picked_lines(source, positions)
+        else:
+            lines = _parquet_lines(engine, source, positions)
+            assert digests is not None
+            files = list(zip(source.files, digests.result(), strict=True))
+    documents, found, ids = kept
+    return CorpusDraw(
+        kind,
+        documents,
+        source_sha256([digest for _, digest in files]),
+        len(found),
+        tuple(sorted(judged - ids)),
+        tuple(lines),
+        len(positions),
+        tuple(files),
+    )
+
+
+def _draw(
+    engine: Engine, source: Source, kind: str, *, size: int, judged: Set[str], seed: int
+) -> tuple[list[int], tuple[int, list[int], set[str]]]:
+    """The positions of the sample's documents, and (documents, positions of the judged ones, their ids)."""
+    if kind == "jsonl":
+        id_text = (
+            f"CASE WHEN json_type({ID_FIELD}) = 'VARCHAR' THEN json_extract_string({ID_FIELD}, '$') "
+            f"ELSE {ID_FIELD}::VARCHAR END"
+        )
+        # An id the loader refuses, or one it would read as another text (a JSON -0 is Python's 0).
+        bad = (
+            f"CASE json_type({ID_FIELD}) WHEN 'VARCHAR' THEN id = '' OR regexp_matches(id, '{_WHITESPACE}') "
+            f"WHEN 'UBIGINT' THEN NOT regexp_full_match(id, '0|[1-9][0-9]*') "
+            f"WHEN 'BIGINT' THEN NOT regexp_full_match(id, '-[1-9][0-9]*') ELSE true END"
+        )
+    else:
+        id_text = f"{ID_FIELD}::VARCHAR"
+        bad = f"id = '' OR regexp_matches(id, '{_WHITESPACE}')"
+    engine.execute("CREATE TEMP TABLE judged AS SELECT unnest(?::VARCHAR[]) AS id", [sorted(judged)])
+    engine.execute(
+        "CREATE TEMP TABLE corpus_ids AS SELECT count(*) AS documents, "
+        "min(position) FILTER (WHERE bad) AS first_bad, "
+        "list(struct_pack(position := position, id := documents_read.id) ORDER BY position) "
+        "FILTER (WHERE judged.id IS NOT NULL) AS kept FROM (SELECT position, id, "
+        f"coalesce({bad}, true) AS bad FROM (SELECT row_number() OVER () - 1 AS position, {id_text} AS id, "
+        f"{ID_FIELD} FROM {_function(source, kind)})) AS documents_read "
+        "LEFT JOIN judged ON documents_read.id = judged.id",
+        what=f"reading {source.given}",
+        total=estimated_rows(engine, source, kind),
+    )
+    ((documents, first_bad, kept),) = engine.rows("SELECT documents, first_bad, kept FROM corpus_ids")
+    if first_bad is not None:
+        raise _bad_id(engine, source, kind, int(first_bad), size, judged, seed)
+    if not documents:
+        raise GoldenError(source.given, None, None, "the corpus is empty: no documents")
+    found: dict[str, int] = {}
+    for entry in kept or []:
+        position, doc_id = int(entry["position"]), str(entry["id"])
+        if doc_id in found:
+            raise _duplicate(engine, source, kind, doc_id, found[doc_id], position, size, judged, seed)
+        found[doc_id] = position
+    judged_positions = np.array(sorted(found.values()), dtype=np.int64)
+    offered = choose_documents(int(documents) - len(found), size=size, keep=len(found), seed=seed)
+    # The i-th document not kept is document i + (the kept ones at or before it).
+    shifted = judged_positions - np.arange(len(judged_positions))
+    drawn = np.asarray(offered, dtype=np.int64)
+    drawn += np.searchsorted(shifted, drawn, side="right")
+    positions = sorted([*judged_positions.tolist(), *drawn.tolist()])
+    return positions, (int(documents), judged_positions.tolist(), set(found))
+
+
+def _python_error(
+    source: Source, size: int, judged: Set[str], seed: int, otherwise: GoldenError
+) -> GoldenError:
+    """`draw_corpus`'s error for the files, or ``otherwise`` when it finds none."""
+    try:
+        draw_corpus(source, size=size, judged=judged, seed=seed)
+    except GoldenError as error:
+        return error
+    return otherwise
+
+
+def _located(engine: Engine, source: Source, position: int) -> tuple[Path, int]:
+    """The Parquet file holding document ``position``, and its row there (from 1)."""
+    rows = dict(
+        engine.rows(
+            "SELECT file_name, num_rows FROM "
+            f"parquet_file_metadata({sql_list([str(p) for p in source.files])})"
+        )
+    )
+    for path in source.files:
+        if position < rows[str(path)]:
+            return path, position + 1
+        position -= int(rows[str(path)])
+    raise AssertionError("a position within the corpus is in one of its files")
+
+
+def _bad_id(
+    engine: Engine, source: Source, kind: str, position: int, size: int, judged: Set[str], seed: int
+) -> GoldenError:
+    if kind == "jsonl":
+        return _python_error(
+            source, size, judged, seed, GoldenError(source.given, ID_FIELD, None, "the engine refused an id")
+        )
+    path, row = _located(engine, source, position)
+    ((value,),) = engine.rows(
+        f"SELECT {ID_FIELD}::VARCHAR FROM (SELECT *, row_number() OVER () - 1 AS position FROM "
+        f"{_function(source, kind)}) WHERE position = ?",
+        [position],
+    )
+    problem = "missing required key" if value is None else id_problem(value) or "the engine refused it"
+    return GoldenError(path, ID_FIELD, row, problem)
+
+
+def _duplicate(
+    engine: Engine,
+    source: Source,
+    kind: str,
+    doc_id: str,
+    first: int,
+    again: int,
+    size: int,
+    judged: Set[str],
+    seed: int,
+) -> GoldenError:
+    if kind == "jsonl":
+        problem = f"duplicate document id {doc_id!r}"
+        return _python_error(source, size, judged, seed, GoldenError(source.given, ID_FIELD, None, problem))
+    where = _located(engine, source, first)
+    path, row = _located(engine, source, again)
+    return GoldenError(path, ID_FIELD, row, duplicate_problem(doc_id, where, path))
+
+
+def _json_value(value: object) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (uuid.UUID, datetime.timedelta)):
+        return str(value)
+    raise TypeError(type(value).__name__)
+
+
+def _parquet_lines(engine: Engine, source: Source, positions: list[int]) -> list[str]:
+    """The rows at ``positions`` as JSON objects, in order."""
+    query = (
+        f"SELECT * FROM (SELECT *, row_number() OVER () - 1 AS embeval_position FROM "
+        f"{_function(source, 'parquet', rows=True)}) WHERE embeval_position IN (SELECT unnest(?::BIGINT[])) "
+        "ORDER BY embeval_position"
+    )
+    names, rows = engine.named_rows(query, [positions])
+    lines = []
+    for row in rows:
+        record = dict(zip(names[:-1], row[:-1], strict=True))
+        try:
+            lines.append(json.dumps(record, ensure_ascii=False, default=_json_value))
+        except TypeError as error:
+            path, number = _located(engine, source, int(row[-1]))
+            raise GoldenError(
+                path, None, number, f"a value of type {error} cannot be written as JSON"
+            ) from None
+    return lines

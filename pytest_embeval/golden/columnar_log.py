@@ -1,0 +1,606 @@
+"""A query log read by the columnar engine (`files.columnar`): Parquet, JSONL or TSV, compressed or not, one
+file or many, counted or not, into the same distinct queries as `query_log`'s reader, so that
+`query_draw.draw_queries` draws the same sample from either.
+
+The engine aggregates the raw rows: one row per raw text and raw stratum values, with its searches and the
+position of its first row (`GROUP BY ALL`, out of core). Only the distinct raw strings reach Python, each
+once: those that are not already in normal form (`sampling.NORMAL_ASCII`: most are) go through
+`sampling.normalise_query` itself, and the distinct combinations of stratum values are read as the Python
+reader reads them. The engine then aggregates again by normalised text and stratum, keeps each query's first
+row (its text is the spelling of that row) and orders the distinct queries as `query_log.DistinctQueries`
+does (most frequent first, then the normalised text, then the values: strings compare by code point in both).
+Python receives two numeric arrays (frequencies, stratum indices) and, after the draw, the texts of the drawn
+queries.
+
+Bad input gives `query_log`'s errors: a missing column or a value of the wrong type found by the engine is
+reported, for JSONL and TSV, by reading the first file that holds one with `query_log`'s reader (its message
+names the line), and for Parquet with the file and row. A value the engine refuses that the Python reader
+would take (a JSON object with a key twice, a lone surrogate) is reported as the engine's, naming the file.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from pytest_embeval.core.sampling import NORMAL_ASCII, normalise_query
+from pytest_embeval.core.step_progress import step
+from pytest_embeval.files.columnar import Engine, EngineError, sql_list, sql_string
+from pytest_embeval.files.compressed import compression_of
+from pytest_embeval.files.digests import file_sha256
+from pytest_embeval.files.sources import Source, is_parquet, source_sha256
+from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.query_log import (
+    BAND,
+    Level,
+    LogFile,
+    QueryLog,
+    count_problem,
+    decoded_lines,
+    log_format,
+    missing_field,
+    opened,
+    read_query_log,
+    stratum_text,
+)
+
+__all__ = ["JSON_NORMAL_ASCII", "estimated_rows", "read_columnar_log", "source_format"]
+
+#: `NORMAL_ASCII` as a JSON string literal with no escape: its value is the text between the quotes.
+JSON_NORMAL_ASCII = r'"[!#-@\[\]-~]+( [!#-@\[\]-~]+)*"'
+_INTEGER_TYPES = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
+)
+_NUMBER_TYPES = _INTEGER_TYPES | {"FLOAT", "DOUBLE"}
+_WHOLE_DECIMAL = re.compile(r"DECIMAL\(\d+,0\)")
+_LOG_FORMATS = "JSONL (one object per line), TSV with a header row naming the text column {!r}, or Parquet"
+#: Bytes of a text file looked at to estimate its rows, for the progress line.
+_SAMPLE_BYTES = 1 << 16
+_COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _Relation:
+    """How the engine reads the log: its table function, the SQL of each needed column, of a row's problem,
+    and what the Python reader needs to report one."""
+
+    def __init__(self, engine: Engine, source: Source, names: Sequence[str], counted: bool) -> None:
+        self.engine, self.source, self.names, self.counted = engine, source, names, counted
+        self.format = source_format(source, _LOG_FORMATS.format(names[0]), names[0])
+        files = sql_list([str(path) for path in source.files])
+        columns = [_quoted(name) for name in names]
+        if self.format == "parquet":
+            self._check_parquet_columns()
+            self.function = (
+                f"read_parquet({files}, union_by_name = true, filename = true, file_row_number = true)"
+            )
+            self.columns = columns
+        elif self.format == "jsonl":
+            spec = ", ".join(f"{sql_string(name)}: 'JSON'" for name in dict.fromkeys(names))
+            self.function = (
+                f"read_json({files}, columns = {{{spec}}}, format = 'newline_delimited', filename = true)"
+            )
+            self.columns = columns
+        else:
+            header = self._tsv_header()
+            spec = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in header)
+            self.function = (
+                f"read_csv({files}, columns = {{{spec}}}, header = true, delim = '\\t', quote = '', "
+                "escape = '', "
+                "auto_detect = false, strict_mode = true, filename = true)"
+            )
+            self.columns = [f"coalesce({column}, '')" for column in columns]
+
+    # ------------------------------------------------------------------------------------------ columns
+
+    def _check_parquet_columns(self) -> None:
+        """Every file has the text, the fields and the count, each of a type the reader takes."""
+        for path in self.source.files:
+            described = self.engine.rows(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})")
+            types = {str(name): str(kind) for name, kind, *_ in described}
+            for i, name in enumerate(self.names):
+                if name not in types:
+                    raise missing_field(path, None, name, list(types), "the file")
+                kind = types[name]
+                if i == 0 and kind != "VARCHAR":
+                    raise GoldenError(path, name, None, f"must be a string, got a column of {kind}")
+                if self.counted and i == len(self.names) - 1:
+                    if kind not in _INTEGER_TYPES and not _WHOLE_DECIMAL.fullmatch(kind):
+                        raise GoldenError(path, name, None, count_problem(f"a column of {kind}"))
+                elif i and kind != "VARCHAR" and kind not in _NUMBER_TYPES and not kind.startswith("DECIMAL"):
+                    problem = f"must be a string or number, got a column of {kind}"
+                    raise GoldenError(path, name, None, problem)
+
+    def _tsv_header(self) -> list[str]:
+        """The header row every file shares (the Python reader's errors for a file without a column)."""
+        header: list[str] | None = None
+        for path in self.source.files:
+            stream = opened(path)
+            first = next(decoded_lines(path, stream), None)
+            if first is None:
+                continue
+            cells = [cell.strip() for cell in first[1].split("\t")]
+            for name in self.names:
+                if name not in cells:
+                    raise missing_field(path, first[0], name, cells, "the header row")
+            if header is not None and cells != header:
+                problem = (
+                    f"its header row differs from {self.source.files[0]}'s: the engine reads files that "
+                    "share "
+                    "one (--engine python reads each by its own)"
+                )
+                raise GoldenError(path, None, first[0], problem)
+            header = cells
+        return header or list(self.names)
+
+    # ----------------------------------------------------------------------------------------- problems
+
+    def problem(self, columns: Sequence[str], *, count: bool = True) -> str:
+        """SQL true for a row whose ``columns`` (the text, the fields, and the count when ``counted``) hold
+        what the Python reader refuses: a missing or null value, a wrong type, a bad count (``count``: look
+        at the count too)."""
+        text, *fields = columns[: len(columns) - self.counted]
+        tests: list[str] = []
+        if self.format == "jsonl":
+            tests.append(f"{text} IS NULL OR json_type({text}) <> 'VARCHAR'")
+            tests += [
+                f"{field} IS NULL OR json_type({field}) NOT IN ('VARCHAR', 'UBIGINT', 'BIGINT', 'DOUBLE')"
+                for field in fields
+            ]
+        elif self.format == "parquet":
+            tests += [f"{column} IS NULL" for column in (text, *fields)]
+        if self.counted and count:
+            tests.append(self.count_problem(columns[-1]))
+        return " OR ".join(f"({test})" for test in tests) or "false"
+
+    def count_problem(self, count: str) -> str:
+        """SQL true for a count the Python reader refuses."""
+        if self.format == "jsonl":
+            return (
+                f"{count} IS NULL OR json_type({count}) NOT IN ('UBIGINT', 'BIGINT') "
+                f"OR TRY_CAST({count} AS HUGEINT) < 1"
+            )
+        if self.format == "tsv":
+            whole = f"TRY_CAST({count} AS HUGEINT)"
+            return f"NOT regexp_full_match({count}, '[0-9]+') OR coalesce({whole} < 1, true)"
+        return f"{count} IS NULL OR {count} < 1"
+
+    def report(self, text_field: str, by: Sequence[str], count_field: str | None) -> GoldenError:
+        """The error for the first row with a problem, as the Python reader gives it."""
+        shown = f"file_row_number, {', '.join(self.columns)}" if self.format == "parquet" else "NULL"
+        row = self.engine.rows(
+            f"SELECT filename, {shown} FROM ("
+            f"SELECT *, row_number() OVER () AS position FROM {self.function}) "
+            f"WHERE {self.problem(self.columns)} ORDER BY position LIMIT 1"
+        )
+        if not row:
+            return GoldenError(self.source.given, None, None, "the engine found a row it could not read")
+        path = Path(row[0][0])
+        if self.format == "parquet":
+            return _parquet_problem(path, int(row[0][1]) + 1, self.names, row[0][2:], self.counted)
+        return python_error(path, text_field, by, count_field, "the engine could not read a value of it")
+
+
+def python_error(
+    path: Path, text_field: str, by: Sequence[str], count_field: str | None, otherwise: str
+) -> GoldenError:
+    """The Python reader's error for one file, or ``otherwise`` (naming the file) when it finds none."""
+    try:
+        read_query_log(Source(str(path), (path,), False), text_field, by, count_field)
+    except GoldenError as error:
+        return error
+    return GoldenError(path, None, None, f"{otherwise}; --engine python reads it")
+
+
+def _parquet_problem(
+    path: Path, row: int, names: Sequence[str], values: Sequence[object], counted: bool
+) -> GoldenError:
+    for i, (name, value) in enumerate(zip(names, values, strict=True)):
+        if counted and i == len(names) - 1:
+            return GoldenError(path, name, row, count_problem("null" if value is None else str(value)))
+        if value is None:
+            return GoldenError(
+                path, name, row, f"must be a {'string' if i == 0 else 'string or number'}, got null"
+            )
+    raise AssertionError("a row with a problem has one")
+
+
+def source_format(source: Source, expected: str, header: str | None = None) -> str:
+    """The format every file shares: Parquet by name or magic bytes, a compressed text file by the suffix
+    before its compression's, another by its first line (``expected`` names the formats, for the error;
+    ``header``, the one column a TSV file may hold)."""
+    kinds: list[str] = []
+    for path in source.files:
+        if is_parquet(path):
+            kind = "parquet"
+        elif compression_of(path) is not None:
+            inner = Path(path.stem).suffix.lower()
+            if inner not in _COMPRESSED_FORMATS:
+                problem = (
+                    f"cannot tell JSONL from TSV: name it {Path(path.stem).stem}.jsonl{path.suffix} or .tsv"
+                )
+                raise GoldenError(path, "format", None, problem)
+            kind = _COMPRESSED_FORMATS[inner]
+        else:
+            stream = opened(path)
+            first = next(decoded_lines(path, stream), None)
+            if first is None:
+                continue
+            kind = log_format(path, first, expected, header)
+        if kinds and kind != kinds[0]:
+            raise GoldenError(path, "format", None, f"is {kind} while the first file is {kinds[0]}")
+        kinds.append(kind)
+    return kinds[0] if kinds else "jsonl"
+
+
+def estimated_rows(engine: Engine, source: Source, kind: str) -> int | None:
+    """The rows the files hold, for the progress line: Parquet's metadata says; a text file's size over the
+    length of its first lines estimates it; a compressed one's is unknown."""
+    files = source.files
+    if kind == "parquet":
+        rows = engine.rows(
+            f"SELECT sum(num_rows) FROM parquet_file_metadata({sql_list([str(p) for p in files])})"
+        )
+        return int(rows[0][0] or 0)
+    if any(compression_of(path) is not None for path in files):
+        return None
+    with files[0].open("rb") as handle:
+        sample = handle.read(_SAMPLE_BYTES)
+    lines = sample.count(b"\n")
+    return round(source.bytes * lines / len(sample)) if lines else None
+
+
+def _stratum_values(kind: str, raw: Sequence[object]) -> tuple[str, ...] | None:
+    """One raw combination of stratum values as the Python reader reads it; None for one it refuses (a
+    missing or null value, a boolean, a list...)."""
+    values: list[str] = []
+    for value in raw:
+        if kind == "jsonl":
+            value = None if value is None else json.loads(str(value))
+        elif isinstance(value, Decimal):
+            value = int(value) if value == value.to_integral_value() else float(value)
+        text = stratum_text(value)
+        if text is None:
+            return None
+        values.append(text)
+    return tuple(values)
+
+
+def read_columnar_log(
+    engine: Engine, source: Source, text_field: str, by: Sequence[str], count_field: str | None = None
+) -> QueryLog:
+    """The log's distinct queries, aggregated by ``engine`` (see the module); the texts of the drawn ones
+    are looked up in it, so it must stay open while the log is drawn from. `GoldenError` as `query_log`'s
+    reader gives it."""
+    fields = tuple(name for name in by if name != BAND)
+    names = (text_field, *fields, *([count_field] if count_field else []))
+    counted = count_field is not None
+    for path in source.files:
+        opened(path)  # a missing or unreadable file: the Python reader's error
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as hashing:
+        digests = hashing.submit(lambda: [file_sha256(path) for path in source.files])
+        try:
+            relation = _Relation(engine, source, names, counted)
+            log = _aggregated(engine, relation, source, text_field, by, count_field)
+        except EngineError as error:
+            raise _engine_error(source, str(error), text_field, by, count_field) from None
+        files = tuple(
+            LogFile(path, digest) for path, digest in zip(source.files, digests.result(), strict=True)
+        )
+    return QueryLog(
+        Path(source.given),
+        relation.format,
+        fields,
+        log[0],
+        log[1],
+        source_sha256([file.sha256 for file in files]),
+        log[2],
+        files,
+        count_field,
+        log[3],
+    )
+
+
+def _engine_error(
+    source: Source, message: str, text_field: str, by: Sequence[str], count_field: str | None
+) -> GoldenError:
+    """An error the engine raised reading the files: for a text file it names, the Python reader's error for
+    that file when it has one; else the engine's line, naming the file when the message does."""
+    named = next((path for path in source.files if f'"{path}"' in message or f"'{path}'" in message), None)
+    if named is not None and is_parquet(named):
+        return GoldenError(named, None, None, f"cannot read: {message}")
+    if named is not None and compression_of(named) is None:
+        return python_error(named, text_field, by, count_field, f"the engine cannot read it: {message}")
+    return GoldenError(named or source.given, None, None, f"the engine cannot read it: {message}")
+
+
+def _aggregated(
+    engine: Engine,
+    relation: _Relation,
+    source: Source,
+    text_field: str,
+    by: Sequence[str],
+    count_field: str | None,
+) -> tuple[int, int, QueriesInEngine, int]:
+    """(searches, empty searches, the distinct queries, rows read) of the log."""
+    counted = count_field is not None
+    keys = relation.columns[: len(relation.columns) - counted]
+    named = ", ".join(f"{column} AS c{i}" for i, column in enumerate(keys))
+    grouped = ", ".join(f"c{i}" for i in range(len(keys)))
+    count = relation.columns[-1]
+    # Computed once per raw row, beside the aggregation: ``combination``, the stratum values as one number
+    # (joined to their stratum as one); ``normal``, whether the text is in normal form already; ``bad``,
+    # whether it is not a string (a JSON string's text starts with its quote). The stratum fields' problems
+    # are found on their few combinations (`_strata`), the counts' on every row.
+    combination = f"hash({', '.join(f'c{i}' for i in range(1, len(keys)))})" if len(keys) > 1 else "0"
+    jsonl = relation.format == "jsonl"
+    normal = f"regexp_full_match(c0::VARCHAR, {sql_string(JSON_NORMAL_ASCII if jsonl else NORMAL_ASCII)})"
+    bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
+    engine.execute(
+        f"CREATE TEMP TABLE raw AS SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
+        f"AS normal, {bad.get(relation.format, 'false')} AS bad, "
+        f"{'sum(searches)' if counted else 'count(*)'} AS searches, count(*) AS table_rows, "
+        f"min(position) AS first, {'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
+        f"SELECT {named}, "
+        + (
+            f"TRY_CAST({count} AS HUGEINT) AS searches, ({relation.count_problem(count)}) AS bad_count, "
+            if counted
+            else ""
+        )
+        + f"row_number() OVER () AS position FROM {relation.function}) GROUP BY {grouped}",
+        what=f"reading {source.given}",
+        total=estimated_rows(engine, source, relation.format),
+    )
+    ((table_rows, problems),) = engine.rows(
+        "SELECT coalesce(sum(table_rows), 0), coalesce(sum(bad_counts), 0) + count_if(bad) FROM raw"
+    )
+    if problems:
+        raise relation.report(text_field, by, count_field)
+    if not table_rows:
+        raise GoldenError(source.given, None, None, "the log is empty: no rows")
+    fields = keys[1:]
+    strata = _strata(engine, relation.format, len(fields))
+    if strata is None:
+        raise relation.report(text_field, by, count_field)
+    _normalise(engine, jsonl)
+    _distinct_queries(engine, jsonl)
+    with step("counting distinct queries by frequency and stratum"):
+        # The searches whose text is empty once normalised are the rows of the empty key.
+        counted_levels = engine.rows(
+            "SELECT frequency, stratum, key = '' AS empty, count(*) FROM distinct_queries GROUP BY ALL"
+        )
+    levels = {(int(f), int(s)): int(queries) for f, s, empty, queries in counted_levels if not empty}
+    empty = sum(int(f) * int(queries) for f, _, is_empty, queries in counted_levels if is_empty)
+    total = sum(frequency * queries for (frequency, _), queries in levels.items())
+    if not total:
+        what = "no rows" if not empty else f"every one of its {empty} rows has an empty {text_field!r}"
+        raise GoldenError(source.given, text_field, None, f"the log has no query: {what}")
+    return total, empty, QueriesInEngine(engine, strata, levels, jsonl), int(table_rows)
+
+
+def _distinct_queries(engine: Engine, jsonl: bool) -> None:
+    """A table ``distinct_queries`` (key, stratum, frequency, first: the position of its first row) of the
+    log's distinct queries, and of the searches whose text is empty once normalised (key ``''``, one row
+    per stratum). The raw rows whose text is respelt, or is the normal form of a respelt one, or whose
+    stratum several raw combinations share, merge with others; the rest, most of them, are distinct
+    queries already."""
+    plain = "(raw.c0::VARCHAR)[2:-2]" if jsonl else "raw.c0"
+    strata_join = "JOIN strata USING (combination)"
+    raw_text = """('"' || key || '"')::JSON""" if jsonl else "key"
+    with step("merging spellings"):
+        engine.execute(
+            "CREATE TEMP TABLE respelled AS SELECT c0, key FROM changed UNION ALL "
+            f"SELECT DISTINCT {raw_text} AS c0, key FROM changed "
+            f"WHERE regexp_full_match(key, {sql_string(NORMAL_ASCII)})"
+        )
+        engine.execute(
+            "CREATE TEMP TABLE distinct_queries AS WITH joined AS MATERIALIZED ("
+            f"SELECT coalesce(respelled.key, {plain}) AS key, strata.stratum, raw.searches, raw.first, "
+            "respelled.key IS NOT NULL OR strata.shared AS merging FROM raw "
+            f"LEFT JOIN respelled ON raw.c0::VARCHAR = respelled.c0 {strata_join}) "
+            f"SELECT key, stratum, frequency, first, substr(key, 1, {_PREFIXES[0]}) AS prefix FROM ("
+            "SELECT key, stratum, CAST(searches AS BIGINT) AS frequency, first FROM joined WHERE NOT merging "
+            "UNION ALL SELECT key, stratum, CAST(sum(searches) AS BIGINT), min(first) FROM joined "
+            "WHERE merging "
+            "GROUP BY key, stratum)"
+        )
+
+
+def _prefix(length: int) -> str:
+    """The SQL of a distinct query's first ``length`` characters (those of the first length are stored)."""
+    return "d.prefix" if length == _PREFIXES[0] else f"substr(d.key, 1, {length})"
+
+
+#: Distinct raw spellings normalised in one batch.
+_NORMALISED_AT_ONCE = 100_000
+#: The most rows of one prefix `QueriesInEngine` fetches to rank in Python; a larger bucket is split by a
+#: longer prefix.
+_BUCKET_ROWS = 4096
+#: The prefix lengths tried in turn, in characters.
+_PREFIXES = (3, 6, 10, 16, 32, 64, 128, 256, 1024)
+
+
+@dataclass(frozen=True, slots=True)
+class QueriesInEngine:
+    """`query_log.DistinctQueries` left in the engine: the counts by frequency and stratum fetched once, a
+    query at a rank found by prefix counts (no sort of them all): the queries of a frequency (and stratum)
+    counted by the first characters of their normal form, the count of each prefix in order telling which
+    prefix holds the rank, and that prefix's few rows ranked in Python (UTF-8 strings order by code point
+    in both)."""
+
+    engine: Engine
+    values: tuple[tuple[str, ...], ...]
+    counts: dict[Level, int]
+    jsonl: bool
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+    def levels(self) -> dict[Level, int]:
+        return dict(self.counts)
+
+    def split(self, frequency: int, count: int) -> dict[int, int]:
+        ((key, stratum, _),) = self._ranked([(frequency, None, count)])
+        return dict(
+            self.engine.rows(
+                "SELECT stratum, count(*) FROM distinct_queries WHERE frequency = ? AND key <> '' "
+                "AND (key < ? OR (key = ? AND stratum < ?)) GROUP BY stratum",
+                [frequency, key, key, stratum],
+            )
+        )
+
+    def pick(self, wanted: Mapping[Level, Sequence[int]]) -> dict[Level, list[tuple[str, str]]]:
+        requests = [
+            (frequency, stratum, rank) for (frequency, stratum), ranks in wanted.items() for rank in ranks
+        ]
+        with step("finding the queries drawn"):
+            found = self._ranked(requests)
+            spellings = dict(
+                self.engine.rows(
+                    "SELECT first, c0::VARCHAR FROM raw WHERE first IN (SELECT unnest(?::BIGINT[]))",
+                    [[first for _, _, first in found]],
+                )
+            )
+        drawn = iter(found)
+        picked: dict[Level, list[tuple[str, str]]] = {}
+        for level, ranks in wanted.items():
+            for _ in ranks:
+                key, _, first = next(drawn)
+                text = json.loads(spellings[first]) if self.jsonl else spellings[first]
+                picked.setdefault(level, []).append((key, " ".join(text.split())))
+        return picked
+
+    def _ranked(self, requests: Sequence[tuple[int, int | None, int]]) -> list[tuple[str, int, int]]:
+        """(key, stratum, first) of the query at each (frequency, stratum or None for all, rank), in the
+        order (by key, then stratum)."""
+        # Each request narrowed to a bucket: (frequency, stratum, rank within it, its prefix), the prefix of
+        # the length of the round before (all the same, so the join is on equal values, not a filter).
+        pending = {i: (f, s, rank, "") for i, (f, s, rank) in enumerate(requests)}
+        found: dict[int, tuple[str, int, int]] = {}
+        before = 0
+        for length in _PREFIXES:
+            if not pending:
+                break
+            buckets = self._buckets(pending.values(), before, length)
+            fetch: dict[int, tuple[int, int | None, int, str]] = {}
+            for i, (f, s, rank, prefix) in pending.items():
+                counts = buckets[(f, s, prefix)]
+                for bucket in sorted(counts):
+                    if rank < counts[bucket]:
+                        break
+                    rank -= counts[bucket]
+                narrowed = (f, s, rank, bucket)
+                if counts[bucket] <= _BUCKET_ROWS or len(bucket) < length or length == _PREFIXES[-1]:
+                    fetch[i] = narrowed
+                else:
+                    pending[i] = narrowed
+            for i in fetch:
+                del pending[i]
+            found.update(self._fetched(fetch, length))
+            before = length
+        return [found[i] for i in range(len(requests))]
+
+    def _join(
+        self, narrowed: Iterable[tuple[int, int | None, int, str]], length: int
+    ) -> tuple[str, list[object]]:
+        """``distinct_queries`` joined with the buckets (their prefixes of ``length`` characters), and the
+        parameters."""
+        groups = sorted({(f, -1 if s is None else s, prefix) for f, s, _, prefix in narrowed})
+        by_stratum = any(s != -1 for _, s, _ in groups)
+        on = "d.frequency = g.f" + (" AND d.stratum = g.s" if by_stratum else "")
+        if length:
+            on += f" AND {_prefix(length)} = g.p"
+        return (
+            "distinct_queries AS d JOIN (SELECT unnest(?::BIGINT[]) AS f, unnest(?::BIGINT[]) AS s, "
+            "unnest(?::VARCHAR[]) AS p) AS g "
+            f"ON {on} AND d.key <> ''",
+            [[g[i] for g in groups] for i in range(3)],
+        )
+
+    def _buckets(
+        self, narrowed: Iterable[tuple[int, int | None, int, str]], before: int, length: int
+    ) -> dict[tuple[int, int | None, str], dict[str, int]]:
+        """(frequency, stratum, prefix of ``before`` characters) -> the count of each prefix of ``length``."""
+        join, parameters = self._join(list(narrowed), before)
+        counts: dict[tuple[int, int | None, str], dict[str, int]] = {}
+        for f, s, prefix, bucket, queries in self.engine.rows(
+            f"SELECT g.f, g.s, g.p, {_prefix(length)}, count(*) FROM {join} GROUP BY ALL", parameters
+        ):
+            counts.setdefault((int(f), None if s == -1 else int(s), prefix), {})[bucket] = int(queries)
+        return counts
+
+    def _fetched(
+        self, fetch: Mapping[int, tuple[int, int | None, int, str]], length: int
+    ) -> dict[int, tuple[str, int, int]]:
+        """The queries at the requests' ranks within their buckets (prefixes of ``length``), ranked here."""
+        if not fetch:
+            return {}
+        join, parameters = self._join(fetch.values(), length)
+        rows: dict[tuple[int, int | None, str], list[tuple[str, int, int]]] = {}
+        for f, s, prefix, key, stratum, first in self.engine.rows(
+            f"SELECT g.f, g.s, g.p, d.key, d.stratum, d.first FROM {join}", parameters
+        ):
+            rows.setdefault((int(f), None if s == -1 else int(s), prefix), []).append(
+                (key, int(stratum), int(first))
+            )
+        for bucket in rows.values():
+            bucket.sort(key=lambda row: (row[0], row[1]))
+        return {i: rows[(f, s, prefix)][rank] for i, (f, s, rank, prefix) in fetch.items()}
+
+
+def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ...] | None:
+    """The stratum values of the log, sorted, and a table ``strata`` from each raw combination's number
+    (``combination``) to its index among them; None when a combination holds a value the Python reader
+    refuses. Two combinations of one number (a collision of the 64-bit hash) stop the command."""
+    shown = ", ".join(f"c{i}::VARCHAR" if kind == "jsonl" else f"c{i}" for i in range(1, fields + 1))
+    rows = engine.rows(f"SELECT DISTINCT combination{', ' + shown if fields else ''} FROM raw")
+    if len({row[0] for row in rows}) < len(rows):
+        raise EngineError("two combinations of stratum values have one hash; stratify by other fields")
+    read = [_stratum_values(kind, row[1:]) for row in rows]
+    combinations = [value for value in read if value is not None]
+    if len(combinations) < len(read):
+        return None
+    values = tuple(sorted(set(combinations)))
+    index = {value: i for i, value in enumerate(values)}
+    # A stratum several raw combinations read as (a JSON 1 and "1") merges their rows.
+    shared = {value for value, times in Counter(combinations).items() if times > 1}
+    engine.execute(
+        "CREATE TEMP TABLE strata AS SELECT unnest(?::UBIGINT[]) AS combination, "
+        "unnest(?::BIGINT[]) AS stratum, unnest(?::BOOLEAN[]) AS shared",
+        [
+            [int(row[0]) for row in rows],
+            [index[value] for value in combinations],
+            [value in shared for value in combinations],
+        ],
+    )
+    return values
+
+
+def _normalise(engine: Engine, jsonl: bool) -> None:
+    """A table ``changed`` from each distinct raw text not already in normal form to its normal form,
+    `normalise_query` called once for each, a batch of them at a time (memory holds one batch)."""
+    engine.execute("CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw WHERE NOT normal")
+    engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
+    ((total,),) = engine.rows("SELECT count(*) FROM spellings")
+    batch = "SELECT c0::VARCHAR AS c0 FROM spellings WHERE rowid >= ? AND rowid < ?"
+    with step("normalising distinct spellings", total) as advance:
+        for start in range(0, total, _NORMALISED_AT_ONCE):
+            bounds = [start, start + _NORMALISED_AT_ONCE]
+            read = [text for (text,) in engine.rows(batch, bounds)]
+            keys = [normalise_query(json.loads(text) if jsonl else text) for text in read]
+            # The batch again, in the same order (a table's scan keeps it), beside its normal forms.
+            engine.execute(
+                f"INSERT INTO changed SELECT spelt.c0, normal.key FROM ({batch}) AS spelt "
+                "POSITIONAL JOIN (SELECT unnest(?::VARCHAR[]) AS key) AS normal",
+                [*bounds, keys],
+            )
+            advance(min(total, start + _NORMALISED_AT_ONCE))
