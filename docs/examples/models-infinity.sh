@@ -1,5 +1,5 @@
-# The incumbent, all-MiniLM-L6-v2, served by Infinity on 127.0.0.1 from the bundled folder; the candidate is
-# the demo's static model, in process. The same command twice: the second run is served by the cache.
+# The incumbent, all-MiniLM-L6-v2, served by Infinity on 127.0.0.1 from the bundled folder; the candidates are
+# the demo's static models (its conftest.py's shortlist), in process. The same command twice: the second run is served by the cache.
 infinity="${EMBEVAL_INFINITY:-${XDG_CACHE_HOME:-$HOME/.cache}/pytest-embeval/infinity-0.0.78/bin/infinity_emb}"
 if [ ! -x "$infinity" ]; then echo "needs Infinity (EMBEVAL_INFINITY)" >&2; exit 77; fi
 cp -r "$REPO/golden" "$REPO/conftest.py" .
@@ -30,7 +30,7 @@ sed -n '/^golden\/support-hnsw\.yaml $/,/^golden\/support\.yaml /p' first.txt \
     | awk '!/ encoding / {print; next} {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) {split($i, c, "/"); if (c[1] == c[2]) print}}'
 echo '...'
 sed -n '/^=* embeval =*$/,/^$/p' first.txt
-grep -A1 '^support-search (golden' first.txt | head -n 1
+grep -m1 '^support-search .*(golden/support\.yaml)' first.txt
 echo '...'
 tail -n 1 first.txt
 echo "(exit $status)"

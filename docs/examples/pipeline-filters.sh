@@ -11,4 +11,4 @@ report: [recall@20]
 tie_margin: 0.05
 index: {hnsw: {M: 16, ef_construction: 200, ef_search: 64}}
 EOF
-shown_any_status "pytest --embeval support-by-language.yaml | sed -n '/= embeval =/,\$p'"
+shown_any_status "pytest --embeval support-by-language.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm | sed -n '/= embeval =/,\$p'"

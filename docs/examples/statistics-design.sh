@@ -39,7 +39,7 @@ min_queries: 5
 weights: frequency
 YAML
 show cat golden/drawn.yaml
-shown_any_status 'pytest --embeval golden/drawn.yaml --embeval-json report.json -p no:cacheprovider | sed -n "/^support-drawn (golden/,/^3 strata\|^[0-9]* strata/p"'
+shown_any_status 'pytest --embeval golden/drawn.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json report.json -p no:cacheprovider | sed -n "/^support-drawn (golden/,/^3 strata\|^[0-9]* strata/p"'
 echo
 echo "the JSON report's design, for the golden set and each stratum, beside the same queries without a design:"
 python - <<'PY'
@@ -51,7 +51,7 @@ for s in golden["strata"]:
     print(f"{s['stratum']:<14} ci [{s['ci'][0]:+.3f}, {s['ci'][1]:+.3f}] {s['verdict']:<5}  design {json.dumps(s['design'])}")
 PY
 mv golden/support/drawn.draw.json sidecar.json
-pytest --embeval golden/drawn.yaml --embeval-json without.json -p no:cacheprovider >/dev/null || true
+pytest --embeval golden/drawn.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm --embeval-json without.json -p no:cacheprovider >/dev/null || true
 mv sidecar.json golden/support/drawn.draw.json
 python - <<'PY'
 import json
@@ -72,4 +72,4 @@ open("golden/support/drawn.jsonl", "w").writelines(lines[1:])
 qrels = open("golden/support/drawn-qrels.tsv").read().splitlines(keepends=True)
 open("golden/support/drawn-qrels.tsv", "w").writelines(q for q in qrels if not q.startswith(removed + "\t"))
 PY
-shown_any_status 'pytest --embeval golden/drawn.yaml -p no:cacheprovider -q 2>&1 | grep -E "drawn.jsonl|Interrupted"'
+shown_any_status 'pytest --embeval golden/drawn.yaml --embeval-candidate pytest_embeval.arms.demo:static_minilm_arm -p no:cacheprovider -q 2>&1 | grep -E "drawn.jsonl|Interrupted"'
