@@ -17,7 +17,7 @@ from pytest_embeval.arms.embedding import Arm
 from pytest_embeval.core.metrics import parse_metric
 from pytest_embeval.golden.data_files import Document, Query
 from pytest_embeval.golden.schema import GoldenSet, IndexSpec
-from pytest_embeval.run import pipeline
+from pytest_embeval.run import golden_run, pipeline
 from pytest_embeval.run.control import ControlMismatch, check_control, control_differences, short_digest
 from pytest_embeval.run.golden_run import run_golden
 from pytest_embeval.run.pipeline import golden_control, run_arm
@@ -242,14 +242,14 @@ def test_run_golden_checks_both_arms(monkeypatch: pytest.MonkeyPatch) -> None:
     run = run_golden(golden, hash_arm("a"), hash_arm("b"))
     assert run.control == run.incumbent.control == run.candidate.control == golden_control(golden)
 
-    original = pipeline.run_arm
+    original = golden_run.run_arm
 
     def drifting(golden: GoldenSet, arm: Arm, role: pipeline.Role, **kwargs: Any) -> pipeline.ArmResult:
         if role == "candidate":  # as if the candidate had embedded an older corpus snapshot
             golden = dataclasses.replace(golden, documents=golden.documents[:-1])
         return original(golden, arm, role, **kwargs)
 
-    monkeypatch.setattr(pipeline, "run_arm", drifting)
+    monkeypatch.setattr(golden_run, "run_arm", drifting)
     # Deeper than the corpus: the depth is every document, so the candidate's shorter corpus shows twice.
     monkeypatch.setattr(pipeline, "RANKED_DEPTH", 1000)
     with pytest.raises(ControlMismatch, match=r"held constant: corpus \(.*\); depth \("):

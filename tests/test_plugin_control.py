@@ -19,9 +19,9 @@ ARMS = ("--embeval-incumbent=fake_models:good", "--embeval-candidate=fake_models
 DRIFTING_CANDIDATE = """
 import dataclasses
 
-from pytest_embeval.run import pipeline
+from pytest_embeval.run import golden_run
 
-original = pipeline.run_arm
+original = golden_run.run_arm
 
 
 def drifting(golden, arm, role, **kwargs):
@@ -31,11 +31,11 @@ def drifting(golden, arm, role, **kwargs):
 
 
 def pytest_configure(config):
-    pipeline.run_arm = drifting
+    golden_run.run_arm = drifting
 
 
 def pytest_unconfigure(config):
-    pipeline.run_arm = original
+    golden_run.run_arm = original
 """
 
 
