@@ -4,9 +4,9 @@ cp -r "$REPO/golden" .
 cat > conftest.py <<'EOF'
 import dataclasses
 
-from pytest_embeval.run import pipeline
+from pytest_embeval.run import golden_run
 
-original = pipeline.run_arm
+original = golden_run.run_arm
 
 
 def drifting(golden, arm, role, **kwargs):
@@ -16,7 +16,7 @@ def drifting(golden, arm, role, **kwargs):
 
 
 def pytest_configure(config):
-    pipeline.run_arm = drifting
+    golden_run.run_arm = drifting
 EOF
 pytest --embeval golden/support.yaml --embeval-incumbent=bm25 '--embeval-candidate=bm25?k1=0.9' \
     -p no:cacheprovider > run.log 2>&1 || true
