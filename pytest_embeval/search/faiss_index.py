@@ -235,7 +235,7 @@ class FaissIndex:
             # Hamming distances tie often: k + a margin are asked for, so that a tie group at k is ranked by
             # id among the members the index found, as exact search ranks it.
             width = min(self.n, k_eff + max(16, k_eff // 4))
-            keys = binary_keys(self._faiss, self._index, packed, k_eff, self.dims, self._ranks, None, width)
+            keys = binary_keys(self._index, packed, k_eff, self.dims, self._ranks, width)
             return ranked_keys(keys, position_of_rank)
         rows = np.ascontiguousarray(queries, dtype=np.float32)
         scores, labels = self._index.search(rows, k_eff)

@@ -11,10 +11,15 @@ integer up to 2**24, so when max ||q|| x max ||d|| <= 2**24 no product, sum or F
 int8 codes (|c| <= 128) that holds for every matrix of up to 2**24 / 128**2 = 1,024 dimensions; larger ones
 are checked on their norms, and searched in float64 (exact to 2**53) when it fails.
 
-Bits are searched by FAISS's ``IndexBinaryFlat`` (the ``[faiss]`` extra), a compiled popcount kernel; FAISS
-returns equal distances in no particular order and cuts a tie group at k, so the k-th distance's whole group
-is fetched (``range_search``) and ranked by document id here. Without FAISS, bits are searched as ±1 int8
-vectors by `integer_search`: the same result, at float32 search's speed (`FaissMissingWarning` says so once).
+Bits are searched by FAISS's ``IndexBinaryFlat`` (the ``[faiss]`` extra), a compiled popcount kernel, in one
+search of k. FAISS keeps each query's k smallest (distance, label) pairs, equal distances by the smaller label
+(its heap compares labels on a tie, and the flat scan visits labels in order), so the documents are added in
+the order of the tie rule, the one preferred on a tie first: FAISS's top k is then this module's, tie groups
+cut at k included (`tests/test_quantized_search.py` holds that against a numpy reference on codes of a few
+bits, where most distances tie). Codes are padded with zero bytes to a width FAISS has a specialised kernel
+for (48 bytes, 384 bits, to 64): a zero byte adds no distance, and FAISS's generic kernel is slower than its
+64-byte one on the wider rows. Without FAISS, bits are searched as ±1 int8 vectors by `integer_search`: the
+same result, at float32 search's speed (`FaissMissingWarning` says so once).
 """
 
 from __future__ import annotations
@@ -230,15 +235,48 @@ def hamming_search(
             doc_ids,
             allowed,
         )
-    index = faiss.IndexBinaryFlat(8 * d.shape[1])
+    # Label j is the document the tie rule ranks j-th: a larger tie rank first.
+    position_of_label = np.argsort(-tie_ranks(doc_ids), kind="stable")
+    width = _kernel_width(d.shape[1])
+    index = faiss.IndexBinaryFlat(8 * width)
     # A binary code's top bit is flipped in every byte of every row alike: the distances are the same.
-    index.add(np.ascontiguousarray(d.view(np.uint8)))
-    ranks = tie_ranks(doc_ids)
-    keys = np.zeros((q.shape[0], k_eff), dtype=np.uint64)
-    packed = np.ascontiguousarray(q.view(np.uint8))
+    index.add(_padded_bytes(d[position_of_label], width))
+    packed = _padded_bytes(q, width)
+    positions = np.full((q.shape[0], k_eff), -1, dtype=np.int64)
+    scores = np.full((q.shape[0], k_eff), np.nan)
     for members, mask in _mask_groups(q.shape[0], allowed):
-        keys[members] = binary_keys(faiss, index, packed[members], k_eff, dims, ranks, mask)
-    return ranked_keys(keys, np.argsort(ranks))
+        params = selector = None
+        if mask is not None:
+            # The bitmap and the selector are kept referenced here for as long as FAISS reads them.
+            bitmap = np.packbits(mask[position_of_label], bitorder="little")
+            selector = faiss.IDSelectorBitmap(d.shape[0], faiss.swig_ptr(bitmap))
+            params = faiss.SearchParameters(sel=selector)
+        distances, labels = index.search(packed[members], k_eff, params=params)
+        found = labels >= 0
+        positions[members] = np.where(found, position_of_label[np.where(found, labels, 0)], -1)
+        scores[members] = np.where(found, dims - 2 * distances.astype(np.float64), np.nan)
+    return positions, scores
+
+
+#: Code widths in bytes that FAISS's Hamming distance has a specialised kernel for (``HammingComputer4`` to
+#: ``HammingComputer64``); wider codes, and widths in between, go through its generic one.
+_FAISS_KERNEL_BYTES = (4, 8, 16, 20, 32, 64)
+
+
+def _kernel_width(code_bytes: int) -> int:
+    """The width codes of ``code_bytes`` are searched at: the smallest specialised one that holds them (the
+    same width when none does)."""
+    return next((width for width in _FAISS_KERNEL_BYTES if width >= code_bytes), code_bytes)
+
+
+def _padded_bytes(codes: np.ndarray, width: int) -> np.ndarray:
+    """Rows of codes as contiguous uint8 bytes, padded with zero bytes to ``width``."""
+    rows = codes.view(np.uint8)
+    if rows.shape[1] == width:
+        return np.ascontiguousarray(rows)
+    padded = np.zeros((rows.shape[0], width), dtype=np.uint8)
+    padded[:, : rows.shape[1]] = rows
+    return padded
 
 
 def _mask_groups(n_queries: int, allowed: Allowed | None) -> list[tuple[np.ndarray, np.ndarray | None]]:
@@ -252,53 +290,20 @@ def _mask_groups(n_queries: int, allowed: Allowed | None) -> list[tuple[np.ndarr
 
 
 def binary_keys(
-    faiss: Any,
-    index: Any,
-    packed: np.ndarray,
-    k: int,
-    dims: int,
-    ranks: np.ndarray,
-    mask: np.ndarray | None,
-    search_width: int | None = None,
+    index: Any, packed: np.ndarray, k: int, dims: int, ranks: np.ndarray, search_width: int
 ) -> np.ndarray:
     """The top-k keys (`integer_keys` of ``dims - 2 x distance``; 0: no document) of each row of ``packed``
-    in a FAISS binary ``index``, among ``mask``'s documents.
-
-    The 2k nearest are searched (``search_width`` candidates for an approximate index); a query
-    whose k-th distance equals the last one fetched from an exact index may have more of that tie group, so
-    its documents within that distance are fetched whole (``range_search``) and the group ranked by id."""
-    n_documents = index.ntotal
-    allowed = n_documents if mask is None else int(mask.sum())
+    among the ``search_width`` candidates an approximate FAISS binary ``index`` returns for it: equal
+    distances ranked by document id among the members the index found."""
     keys = np.zeros((packed.shape[0], k), dtype=np.uint64)
-    # k more than k: at 200,000 x 384 bits a tie group at the 100th distance outgrew 125 for half the
-    # queries and 200 for none, at the same search time.
-    width = min(allowed, search_width or k + max(16, k))
+    width = min(index.ntotal, search_width)
     if width == 0:
         return keys
-    params = selector = None
-    if mask is not None:
-        # The bitmap and the selector are kept referenced here for as long as FAISS reads them.
-        bitmap = np.packbits(mask, bitorder="little")
-        selector = faiss.IDSelectorBitmap(n_documents, faiss.swig_ptr(bitmap))
-        params = faiss.SearchParameters(sel=selector)
-    distances, labels = index.search(packed, width, params=params)
+    distances, labels = index.search(packed, width)
     found = labels >= 0
     scored = integer_keys(dims - 2 * distances.astype(np.int64), ranks[np.where(found, labels, 0)])
     scored[~found] = 0
     keys[:, : min(k, width)] = top(scored, k)
-    if search_width is not None or width == allowed:
-        return keys
-    kth = distances[:, min(k, width) - 1]
-    open_rows = np.flatnonzero(distances[:, -1] == kth)
-    # The queries whose group may go on are searched again together, a range_search per k-th distance (a
-    # few dozen values at most): it returns the documents below the radius, those at most the k-th distance.
-    for distance in np.unique(kth[open_rows]).tolist():
-        rows = open_rows[kth[open_rows] == distance]
-        limits, found_distances, members = index.range_search(packed[rows], int(distance) + 1, params=params)
-        for i, row in enumerate(rows.tolist()):
-            part = slice(limits[i], limits[i + 1])
-            group_keys = integer_keys(dims - 2 * found_distances[part].astype(np.int64), ranks[members[part]])
-            keys[row] = top(group_keys[None, :], k)[0]
     return keys
 
 
