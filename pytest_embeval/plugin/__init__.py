@@ -2,9 +2,9 @@
 everything else lives in the modules they delegate to: every option and ini key resolved once into
 `options.Settings`, the hook a conftest.py gives a shortlist of candidates with (`hooks`), the golden file's
 collector and stratum items (`items`), a golden file's arms run once per process (`golden_runs`), the
-session's state (`state`) and the hooks that need it, merging xdist records and writing every output
-(`session`), how xdist hands out a shortlist's items (`xdist_scheduling`), the progress line on pytest's
-terminal (`terminal_progress`), and pytest-html's section (`pytest_html`).
+session's state (`state`) and the hooks that need it, merging xdist records (`session`), writing every
+output (`session_outputs`), how xdist hands out a shortlist's items (`xdist_scheduling`), the progress line
+on pytest's terminal (`terminal_progress`), and pytest-html's section (`pytest_html`).
 
 May import: everything below it (``reports``, ``judging``, ``cache``, ``run``, ``arms``, ``search``,
 ``golden``, ``files``, ``core``); never ``cli``.
