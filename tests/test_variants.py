@@ -501,3 +501,13 @@ def test_an_arm_that_consumed_another_index_than_its_own_is_refused() -> None:
     assert caught.value.differences == (
         f"index (incumbent {shown}, candidate {golden}; golden set {golden}, candidate's own {shown})",
     )
+
+
+def test_a_fused_arm_s_part_cannot_have_an_index_of_its_own() -> None:
+    spec = "rrf:[test_pipeline:hash_arm?faiss=Flat],test_pipeline:hash_arm"
+    with pytest.raises(EncoderError) as caught:
+        resolve_arm(spec)
+    assert str(caught.value) == (
+        f"model spec {spec!r}: part 'test_pipeline:hash_arm?faiss=Flat' has an index of its own: a fused "
+        "arm's parts search the golden set's index (run that variant as an arm of its own)"
+    )
