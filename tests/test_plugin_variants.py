@@ -254,6 +254,11 @@ def test_an_arm_with_its_own_ivf_pq_index_runs_beside_exact_arms_in_one_shortlis
         index["fixed_bytes"] + 1_000_000 * (index["memory_bytes"] - index["fixed_bytes"]) / 60
     )
     assert "FAISS IVF4,PQ16x4:" in layout["assumes"]
+    # The shortlist's table orders its candidates by what a vector costs in the index: 16 B of bits, and
+    # what each vector adds to the IVF-PQ index.
+    rows = {row["name"]: row for row in report["shortlist"][0]["candidates"]}
+    added = (index["memory_bytes"] - index["fixed_bytes"]) / 60
+    assert [rows[name]["bill"]["bytes_per_vector"] for name in ("bin", "ivfpq")] == [16, round(added)]
     frontier = report["shortlist"][0]["frontier"]
     arms = {arm["name"]: arm for arm in frontier["arms"]}
     assert [(name, arm["index"]) for name, arm in arms.items()] == [
