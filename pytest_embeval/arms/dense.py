@@ -149,7 +149,7 @@ class DenseSearcher:
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
         # The slice is searched with the index this arm was opened with (a variant's own, when it declares
-        # one: `variants.own_task`).
+        # one: `variants.VariantRetriever.open`).
         sliced = dataclasses.replace(task, index=self.task.index, engine=self.task.engine)
         return DenseSearcher(sliced, self.arm, self.documents[rows], self.queries, shape=self.shape)
 

@@ -84,6 +84,7 @@ __all__ = [
     "QuantisedSearcher",
     "Variant",
     "VariantRetriever",
+    "index_parameters",
     "own_index",
     "shared_embedder",
     "split_variant",
@@ -186,7 +187,7 @@ def _own_index(spec: str, given: dict[str, str], precision: str) -> IndexSpec | 
             "precision=ubinary stores",
         )
     index = IndexSpec("faiss", factory=factory)
-    problem = shape_problem(precision, index, "its own")
+    problem = _shape_problem(precision, index, "its own")
     if problem is not None:
         raise _problem(spec, problem)
     try:
@@ -257,7 +258,7 @@ class VariantRetriever(DenseRetriever):
 
     def open(self, task: RetrievalTask) -> Searcher:
         if self.variant.index is not None:
-            task = own_task(task, self.variant.index, self.spec)
+            task = _own_task(task, self.variant.index, self.spec)
         opened = self.embedded(task)
         dimension = int(opened.documents.shape[1])
         variant = self.variant
@@ -292,7 +293,7 @@ class VariantRetriever(DenseRetriever):
         return quantised
 
 
-def own_task(task: RetrievalTask, index: IndexSpec, spec: str) -> RetrievalTask:
+def _own_task(task: RetrievalTask, index: IndexSpec, spec: str) -> RetrievalTask:
     """``task`` searched with the arm's own ``index`` instead of the golden set's (outside any vector
     database it opened); `EncoderError` naming the spec when the golden set's queries have filters, which
     FAISS is not offered with, before anything is embedded."""
@@ -307,7 +308,7 @@ def own_index(retriever: Retriever) -> IndexSpec | None:
     return retriever.variant.index if isinstance(retriever, VariantRetriever) else None
 
 
-def shape_problem(precision: str, index: IndexSpec, whose: str) -> str | None:
+def _shape_problem(precision: str, index: IndexSpec, whose: str) -> str | None:
     """Why vectors stored in ``precision`` cannot be searched with ``index`` (``whose`` index it is, for
     the message), or None: a stored precision is searched exactly in its own domain, or (bits) by a FAISS
     binary index; hnswlib and FAISS's float indexes hold float vectors."""
@@ -324,8 +325,8 @@ def shape_problem(precision: str, index: IndexSpec, whose: str) -> str | None:
 
 
 def _check_index(spec: str, precision: str, task: RetrievalTask) -> None:
-    """`EncoderError` naming the spec when the task's index cannot search ``precision`` (`shape_problem`)."""
-    problem = shape_problem(precision, task.index, "the golden set's")
+    """`EncoderError` naming the spec when the task's index cannot search ``precision`` (`_shape_problem`)."""
+    problem = _shape_problem(precision, task.index, "the golden set's")
     if problem is not None:
         raise EncoderError(f"{task.role} model spec {spec!r}: {problem}")
 
