@@ -323,3 +323,15 @@ def test_a_bad_index_of_its_own_is_a_usage_error_before_anything_runs(
     ]
     assert log.take() == []
     assert not (pytester.path / ".embeval_cache").exists()
+
+
+def test_under_xdist_an_own_index_s_report_is_the_serial_one(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden()
+    reports = []
+    for name, workers in (("serial.json", ()), ("xdist.json", ("-n", "2"))):
+        path = pytester.path / name
+        run(pytester, *MIXED, "--embeval-no-cache", f"--embeval-json={path}", *workers)
+        reports.append(without_timings(json.loads(path.read_text(encoding="utf-8"))))
+    assert reports[1] == reports[0]
