@@ -1,8 +1,8 @@
 """Variant arms through pytest: ``--embeval-candidate 'SPEC?precision=binary'`` embeds nothing beyond its
 model (and a rerun nothing at all), its report carries its shape and the frontier, serially and under xdist,
 and a bad variant is a usage error before anything runs; an arm with an index of its own
-(``SPEC?faiss=IVF4,PQ16x4&nprobe=2``) beside exact arms in one shortlist, from the command line or the ini
-file."""
+(``SPEC?faiss=IVF4,PQ16x4&nprobe=2``) beside exact arms in one shortlist, its commas kept from the command
+line, the ini file, the candidates hook and a fixture."""
 
 from __future__ import annotations
 
@@ -335,3 +335,25 @@ def test_under_xdist_an_own_index_s_report_is_the_serial_one(
         run(pytester, *MIXED, "--embeval-no-cache", f"--embeval-json={path}", *workers)
         reports.append(without_timings(json.loads(path.read_text(encoding="utf-8"))))
     assert reports[1] == reports[0]
+
+
+@pytest.mark.parametrize(
+    "conftest",
+    [
+        f"def pytest_embeval_candidates(config):\n    return {{'ivfpq': {IVF_PQ!r}}}\n",
+        "import pytest\n\n@pytest.fixture(scope='session')\ndef embeval_candidate():\n"
+        f"    return {IVF_PQ!r}\n",
+    ],
+    ids=["hook", "fixture"],
+)
+def test_an_own_index_from_the_hook_or_a_fixture_keeps_its_commas(
+    pytester: pytest.Pytester, golden: Golden, conftest: str
+) -> None:
+    golden()
+    pytester.makeconftest(conftest)
+    path = pytester.path / "report.json"
+    result = run(pytester, f"--embeval-incumbent={MODEL}", f"--embeval-json={path}")
+    assert result.parseoutcomes() == {"failed": 3}  # as on the command line (above)
+    candidate = json.loads(path.read_text(encoding="utf-8"))["golden_sets"][0]["candidate"]
+    assert candidate["spec"] == IVF_PQ
+    assert candidate["variant"]["index"] == {"faiss": "IVF4,PQ16x4", "nprobe": 2}
