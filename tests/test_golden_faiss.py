@@ -68,3 +68,17 @@ def test_a_faiss_index_without_faiss_names_the_extra(tmp_path: Path, monkeypatch
         f"{tmp_path}/golden.yaml:7: index.faiss: needs FAISS, which is not installed: "
         "pip install 'pytest-embeval[faiss]'"
     )
+
+
+def test_a_faiss_index_is_not_offered_with_filters(tmp_path: Path) -> None:
+    from test_filters import LANGUAGE_CORPUS
+    from test_golden import INLINE
+
+    text = INLINE.replace("relevant: {d4: 1}}", "relevant: {d4: 1}, filters: {language: en}}")
+    with pytest.raises(GoldenError) as caught:
+        load(tmp_path, text + "index: {faiss: 'IVF16,Flat', nprobe: 4}\n", {"corpus.jsonl": LANGUAGE_CORPUS})
+    assert str(caught.value) == (
+        f"{tmp_path}/golden.yaml:9: index.faiss: query 'q3' has filters, and a FAISS index is not offered "
+        "with filters (it searches every document, whatever a query's filters allow): search exactly, with "
+        "hnsw or with a vector database"
+    )

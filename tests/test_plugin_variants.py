@@ -1,6 +1,8 @@
 """Variant arms through pytest: ``--embeval-candidate 'SPEC?precision=binary'`` embeds nothing beyond its
 model (and a rerun nothing at all), its report carries its shape and the frontier, serially and under xdist,
-and a bad variant is a usage error before anything runs."""
+and a bad variant is a usage error before anything runs; an arm with an index of its own
+(``SPEC?faiss=IVF4,PQ16x4&nprobe=2``) beside exact arms in one shortlist, its commas kept from the command
+line, the ini file, the candidates hook and a fixture."""
 
 from __future__ import annotations
 
@@ -210,3 +212,148 @@ def test_a_shortlist_of_variants_embeds_the_model_once_and_draws_one_frontier_of
     rerun = run(pytester, *SHORTLIST, *workers)
     assert log.take() == []
     rerun.stdout.fnmatch_lines(["embeval: embedding cache .embeval_cache/: * texts read, 0 embedded"])
+
+
+#: An IVF-PQ arm of the model beside its exact arms: 4 lists (2 probed), 4-bit codes of 16 sub-vectors.
+IVF_PQ = f"{MODEL}?faiss=IVF4,PQ16x4&nprobe=2"
+MIXED = (
+    f"--embeval-incumbent={MODEL}",
+    f"--embeval-candidate=bin={MODEL}?precision=binary",
+    f"--embeval-candidate=ivfpq={IVF_PQ}",
+)
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_an_arm_with_its_own_ivf_pq_index_runs_beside_exact_arms_in_one_shortlist(
+    pytester: pytest.Pytester, golden: Golden, log: Log, workers: tuple[str, ...]
+) -> None:
+    golden(production={"documents": 1_000_000})
+    path = pytester.path / "shortlist.json"
+    result = run(pytester, *MIXED, f"--embeval-json={path}", *workers)
+    # The fake model's axis vectors lose their nearest document to 4-bit codes: the index's part alone.
+    assert result.parseoutcomes() == {"failed": 3, "tie": 3}
+    encoded = log.take()
+    assert len(encoded) == TEXTS  # three arms of one model, one of them on its own index: encoded once
+    assert {name for name, _, _ in encoded} == {"counted-good"}
+    report = json.loads(path.read_text(encoding="utf-8"))
+    ivfpq = next(
+        golden_set["candidate"]
+        for golden_set in report["golden_sets"]
+        if golden_set["candidate_name"] == "ivfpq"
+    )
+    # The golden set's index is exact, held for the incumbent and bin; ivfpq searched its own and says so.
+    assert report["golden_sets"][0]["index"] == "exact"
+    assert ivfpq["variant"]["index"] == {"faiss": "IVF4,PQ16x4", "nprobe": 2}
+    index = ivfpq["index"]
+    assert (index["kind"], index["factory"], index["nprobe"], index["seed"]) == ("faiss", "IVF4,PQ16x4", 2, 0)
+    assert 0 <= index["ann_recall"] <= 1 and index["sample"] == 48
+    # Its bill is FAISS's serialised index projected: the trained, empty index and what each vector adds
+    # (8 B of codes and an 8 B id) at a million documents.
+    layout = ivfpq["capacity"]["production"]["index_bytes"]
+    assert layout["value"] == pytest.approx(
+        index["fixed_bytes"] + 1_000_000 * (index["memory_bytes"] - index["fixed_bytes"]) / 60
+    )
+    assert "FAISS IVF4,PQ16x4:" in layout["assumes"]
+    # The shortlist's table orders its candidates by what a vector costs in the index: 16 B of bits, and
+    # what each vector adds to the IVF-PQ index.
+    rows = {row["name"]: row for row in report["shortlist"][0]["candidates"]}
+    added = (index["memory_bytes"] - index["fixed_bytes"]) / 60
+    assert [rows[name]["bill"]["bytes_per_vector"] for name in ("bin", "ivfpq")] == [16, round(added)]
+    frontier = report["shortlist"][0]["frontier"]
+    arms = {arm["name"]: arm for arm in frontier["arms"]}
+    assert [(name, arm["index"]) for name, arm in arms.items()] == [
+        ("incumbent", "exact"),
+        ("bin", "exact"),
+        ("ivfpq", "faiss IVF4,PQ16x4 nprobe=2"),
+    ]
+    assert arms["ivfpq"]["spec"] == IVF_PQ
+    assert arms["ivfpq"]["bill_bytes"] == layout["value"]
+    assert arms["ivfpq"]["vectors"] == "128 x float32"
+    assert arms["ivfpq"]["worse"] == ["overall", "language=en", "language=es"]
+    assert frontier["cheapest_without_worse"] == "bin"
+    result.stdout.fnmatch_lines([f"ivfpq {IVF_PQ} * 128 x float32 * faiss IVF4,PQ16x4 nprobe=2 *"])
+    # A rerun reads every arm's vectors from the cache.
+    rerun = run(pytester, *MIXED, *workers)
+    assert log.take() == []
+    rerun.stdout.fnmatch_lines(["embeval: embedding cache .embeval_cache/: * texts read, 0 embedded"])
+
+
+def test_an_own_index_given_in_the_ini_file_keeps_its_commas(
+    pytester: pytest.Pytester, golden: Golden, log: Log
+) -> None:
+    golden()
+    pytester.makeini(f"[pytest]\nembeval_incumbent = {MODEL}\nembeval_candidate =\n    ivfpq={IVF_PQ}\n")
+    path = pytester.path / "report.json"
+    result = run(pytester, f"--embeval-json={path}")
+    assert result.parseoutcomes() == {"failed": 3}  # as on the command line (above)
+    candidate = json.loads(path.read_text(encoding="utf-8"))["golden_sets"][0]["candidate"]
+    assert candidate["spec"] == IVF_PQ
+    assert candidate["index"]["factory"] == "IVF4,PQ16x4"
+
+
+@pytest.mark.parametrize(
+    ("candidate", "problem"),
+    [
+        (f"{MODEL}?nprobe=4", "nprobe=4 needs faiss=FACTORY: it sets the arm's own FAISS index's search"),
+        (
+            f"{MODEL}?faiss=IVF4,PQ7",
+            "FAISS cannot build 'IVF4,PQ7' over 128-dimensional vectors: The dimension of the vector (d) "
+            "should be a multiple of the number of subquantizers (M)",
+        ),
+        (
+            f"{MODEL}?faiss=BIVF4",
+            "faiss=BIVF4 is a binary index: it holds packed bits, which only precision=binary or "
+            "precision=ubinary stores",
+        ),
+        (
+            f"{MODEL}?precision=int8&faiss=IVF4,SQ8",
+            "precision=int8 vectors cannot be searched with its own index (faiss 'IVF4,SQ8'): use exact (a "
+            "FAISS factory string stores its own precision: 'IVF1024,SQ8', 'HNSW32,SQfp16')",
+        ),
+    ],
+)
+def test_a_bad_index_of_its_own_is_a_usage_error_before_anything_runs(
+    pytester: pytest.Pytester, golden: Golden, log: Log, candidate: str, problem: str
+) -> None:
+    golden()
+    result = run(pytester, f"--embeval-incumbent={MODEL}", f"--embeval-candidate={candidate}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [text for text in result.errlines if text] == [
+        f"ERROR: --embeval-candidate: model spec {candidate!r}: {problem}"
+    ]
+    assert log.take() == []
+    assert not (pytester.path / ".embeval_cache").exists()
+
+
+def test_under_xdist_an_own_index_s_report_is_the_serial_one(
+    pytester: pytest.Pytester, golden: Golden
+) -> None:
+    golden()
+    reports = []
+    for name, workers in (("serial.json", ()), ("xdist.json", ("-n", "2"))):
+        path = pytester.path / name
+        run(pytester, *MIXED, "--embeval-no-cache", f"--embeval-json={path}", *workers)
+        reports.append(without_timings(json.loads(path.read_text(encoding="utf-8"))))
+    assert reports[1] == reports[0]
+
+
+@pytest.mark.parametrize(
+    "conftest",
+    [
+        f"def pytest_embeval_candidates(config):\n    return {{'ivfpq': {IVF_PQ!r}}}\n",
+        "import pytest\n\n@pytest.fixture(scope='session')\ndef embeval_candidate():\n"
+        f"    return {IVF_PQ!r}\n",
+    ],
+    ids=["hook", "fixture"],
+)
+def test_an_own_index_from_the_hook_or_a_fixture_keeps_its_commas(
+    pytester: pytest.Pytester, golden: Golden, conftest: str
+) -> None:
+    golden()
+    pytester.makeconftest(conftest)
+    path = pytester.path / "report.json"
+    result = run(pytester, f"--embeval-incumbent={MODEL}", f"--embeval-json={path}")
+    assert result.parseoutcomes() == {"failed": 3}  # as on the command line (above)
+    candidate = json.loads(path.read_text(encoding="utf-8"))["golden_sets"][0]["candidate"]
+    assert candidate["spec"] == IVF_PQ
+    assert candidate["variant"]["index"] == {"faiss": "IVF4,PQ16x4", "nprobe": 2}

@@ -276,3 +276,238 @@ def test_a_variant_is_picklable_and_its_record_is_plain() -> None:
         "precision": "binary",
         "rescore": None,
     }
+
+
+# ------------------------------------------------------------------------------------- an index of its own
+
+IVF_PQ = IndexSpec("faiss", factory="IVF4,PQ8x4", faiss_parameter=("nprobe", 2))
+
+
+@pytest.mark.parametrize(
+    ("spec", "model", "asked"),
+    [
+        (
+            "m?faiss=IVF64,PQ16x4&nprobe=4",
+            "m",
+            Variant(index=IndexSpec("faiss", factory="IVF64,PQ16x4", faiss_parameter=("nprobe", 4))),
+        ),
+        (
+            "m?device=cpu&faiss=HNSW32&efSearch=64&dims=16",
+            "m?device=cpu",
+            Variant(dims=16, index=IndexSpec("faiss", factory="HNSW32", faiss_parameter=("efSearch", 64))),
+        ),
+        (
+            "m?precision=binary&rescore=2&faiss=BIVF4&recall_target=0.9",
+            "m",
+            Variant(None, "binary", 2, IndexSpec("faiss", factory="BIVF4", recall_target=0.9)),
+        ),
+        ("m?faiss=Flat", "m", Variant(index=IndexSpec("faiss", factory="Flat"))),
+    ],
+)
+def test_an_index_of_its_own_is_the_golden_file_s_keys(spec: str, model: str, asked: Variant) -> None:
+    assert split_variant(spec) == (model, asked)
+    assert asked.suffix() == "?" + spec.partition("?")[2].replace("device=cpu&", "").replace(
+        "faiss=HNSW32&efSearch=64&dims=16", "dims=16&faiss=HNSW32&efSearch=64"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "m?nprobe=4",
+            "model spec 'm?nprobe=4': nprobe=4 needs faiss=FACTORY: it sets the arm's own FAISS index's "
+            "search",
+        ),
+        (
+            "m?recall_target=0.9&dims=8",
+            "model spec 'm?recall_target=0.9&dims=8': recall_target=0.9 needs faiss=FACTORY: it sets the "
+            "arm's own FAISS index's search",
+        ),
+        (
+            "m?faiss=IVF4,Flat&nprobe=2&recall_target=0.9",
+            "model spec 'm?faiss=IVF4,Flat&nprobe=2&recall_target=0.9': give one of nprobe, recall_target: "
+            "the recall target chooses the parameter per arm",
+        ),
+        (
+            "m?faiss=IVF4,Flat&nprobe=0",
+            "model spec 'm?faiss=IVF4,Flat&nprobe=0': nprobe must be an integer >= 1, got '0'",
+        ),
+        (
+            "m?faiss=IVF4,Flat&recall_target=1.5",
+            "model spec 'm?faiss=IVF4,Flat&recall_target=1.5': recall_target must be a number in (0, 1], got "
+            "'1.5'",
+        ),
+        (
+            "m?faiss=BIVF4",
+            "model spec 'm?faiss=BIVF4': faiss=BIVF4 is a binary index: it holds packed bits, which only "
+            "precision=binary or precision=ubinary stores",
+        ),
+        (
+            "m?precision=binary&faiss=IVF4,PQ8x4",
+            "model spec 'm?precision=binary&faiss=IVF4,PQ8x4': precision=binary vectors cannot be searched "
+            "with its own index (faiss 'IVF4,PQ8x4'): use exact, or a FAISS binary index (index: {faiss: "
+            "'BIVF1024'}, 'BHNSW32', 'BFlat')",
+        ),
+        (
+            "m?precision=int8&faiss=IVF4,Flat",
+            "model spec 'm?precision=int8&faiss=IVF4,Flat': precision=int8 vectors cannot be searched with "
+            "its own index (faiss 'IVF4,Flat'): use exact (a FAISS factory string stores its own precision: "
+            "'IVF1024,SQ8', 'HNSW32,SQfp16')",
+        ),
+        (
+            "m?faiss=",
+            "model spec 'm?faiss=': parameter 'faiss' needs a value (the arm's own FAISS index, a factory "
+            "string such as IVF64,PQ16x4)",
+        ),
+    ],
+)
+def test_a_bad_index_of_its_own_is_one_line_naming_the_spec(spec: str, message: str) -> None:
+    with pytest.raises(EncoderError) as caught:
+        split_variant(spec)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("shape", "spec", "message"),
+    [
+        (
+            {"index": IndexSpec("faiss", factory="IVF4,PQ5")},
+            "hash?faiss=IVF4,PQ5",
+            "FAISS cannot build 'IVF4,PQ5' over 32-dimensional vectors: The dimension of the vector (d) "
+            "should be a multiple of the number of subquantizers (M)",
+        ),
+        (
+            {"dims": 16, "index": IndexSpec("faiss", factory="PQ32")},
+            "hash?dims=16&faiss=PQ32",
+            "FAISS cannot build 'PQ32' over 16-dimensional vectors: The dimension of the vector (d) should "
+            "be a multiple of the number of subquantizers (M)",
+        ),
+        (
+            {"index": IndexSpec("faiss", factory="IVF4,Fancy")},
+            "hash?faiss=IVF4,Fancy",
+            "FAISS cannot build 'IVF4,Fancy' over 32-dimensional vectors: could not parse code description "
+            "Fancy in IVF4,Fancy",
+        ),
+        (
+            {"precision": "binary", "index": IndexSpec("faiss", factory="BFancy")},
+            "hash?precision=binary&faiss=BFancy",
+            "FAISS cannot build 'BFancy' over 32-bit codes: description BFancy did not generate an index",
+        ),
+    ],
+)
+def test_a_factory_faiss_cannot_build_is_refused_before_anything_is_encoded(
+    shape: dict[str, Any], spec: str, message: str
+) -> None:
+    arm, model = counted_arm()
+    with pytest.raises(EncoderError) as caught:
+        variant(arm, **shape)
+    assert str(caught.value) == f"model spec {spec!r}: {message}"
+    assert model.calls == {"query": [], "document": []}
+
+
+def test_an_arm_with_its_own_index_encodes_nothing_more_and_is_searched_through_it() -> None:
+    arm, model = counted_arm()
+    golden = make_golden()
+    own = variant(arm, index=IVF_PQ)
+    assert own.spec == "hash?faiss=IVF4,PQ8x4&nprobe=2"
+    run = run_golden(golden, arm, own)
+    assert sum(model.calls["document"]) == len(golden.documents)
+    assert sum(model.calls["query"]) == len(golden.queries)
+    incumbent, candidate = run.incumbent.index, run.candidate.index
+    assert incumbent is not None and incumbent.kind == "exact"
+    assert candidate is not None and candidate.faiss is not None
+    assert candidate.faiss.parameters == {"factory": "IVF4,PQ8x4", "seed": 0, "nprobe": 2}
+    # 4-bit codes of 8 sub-vectors and an 8-byte id per vector, beside the trained quantizer and codebooks.
+    assert candidate.memory_bytes - candidate.faiss.fixed_bytes >= len(golden.documents) * (4 + 8)
+    # The control: the golden set's index held for the incumbent, the candidate's own for itself.
+    assert run.incumbent.control == run.control
+    assert run.candidate.control.index != run.control.index
+    assert dataclasses.replace(run.candidate.control, index=run.control.index) == run.control
+    assert own.fingerprint == (
+        '{"model":"{\\"name\\":\\"hash\\"}","variant":{"dims":null,"precision":"float32","rescore":null,'
+        '"index":{"faiss":"IVF4,PQ8x4","nprobe":2}}}'
+    )
+
+
+def test_an_own_index_reaches_its_recall_target_against_its_own_exact_search() -> None:
+    arm, _ = counted_arm()
+    target = IndexSpec("faiss", factory="IVF8,Flat", recall_target=0.95)
+    run = run_golden(
+        make_golden(index=IndexSpec("hnsw", ef_search=16)), arm, variant(arm, dims=16, index=target)
+    )
+    assert run.incumbent.index is not None and run.incumbent.index.kind == "hnsw"
+    faiss = run.candidate.index.faiss if run.candidate.index is not None else None
+    assert faiss is not None and faiss.recall_target == 0.95 and faiss.ann_recall >= 0.95
+    assert run.candidate.index is not None and run.candidate.index.dimension == 16
+
+
+def test_bits_search_their_own_binary_index_and_rescore() -> None:
+    arm, _ = counted_arm()
+    own = variant(
+        arm,
+        precision="binary",
+        rescore=2,
+        index=IndexSpec("faiss", factory="BIVF4", faiss_parameter=("nprobe", 4)),
+    )
+    run = run_golden(make_golden(), arm, own)
+    assert run.candidate.index is not None and run.candidate.index.faiss is not None
+    assert run.candidate.index.shape is not None and run.candidate.index.shape.rescore == 2
+
+
+def test_an_own_index_is_refused_with_filters_before_anything_is_encoded() -> None:
+    from test_filters import language_golden
+
+    arm, model = counted_arm()
+    with pytest.raises(ArmFault) as caught:
+        run_golden(language_golden(), variant(arm, index=IVF_PQ), arm)
+    assert str(caught.value) == (
+        "incumbent model spec 'hash?faiss=IVF4,PQ8x4&nprobe=2': faiss=IVF4,PQ8x4: a FAISS index is not "
+        "offered with filters (it searches every document, whatever a query's filters allow): search "
+        "exactly, with hnsw or with a vector database"
+    )
+    assert model.calls == {"query": [], "document": []}
+
+
+def test_each_corpus_slice_is_searched_with_the_arm_s_own_index() -> None:
+    from pytest_embeval.golden.schema import CorpusSample
+
+    arm, _ = counted_arm()
+    golden = make_golden(corpus_sample=CorpusSample(sizes=(0.5, 1.0), seed=0))
+    run = run_golden(golden, arm, variant(arm, index=IVF_PQ))
+    assert len(run.slices) == 2
+    for piece in run.slices:
+        assert piece.run.incumbent.index is not None and piece.run.incumbent.index.kind == "exact"
+        own = piece.run.candidate.index
+        assert own is not None and own.faiss is not None and own.faiss.parameters["factory"] == "IVF4,PQ8x4"
+
+
+def test_an_arm_that_consumed_another_index_than_its_own_is_refused() -> None:
+    from pytest_embeval.run.control import ControlMismatch, check_control, short_digest
+
+    arm, _ = counted_arm()
+    run = run_golden(make_golden(), arm, variant(arm, index=IVF_PQ))
+    own = {"candidate": dataclasses.replace(run.control, index=run.candidate.control.index)}
+    check_control(run.control, run.incumbent.control, run.candidate.control, own=own)
+    with pytest.raises(ControlMismatch) as caught:
+        check_control(run.control, run.incumbent.control, run.candidate.control)
+    shown = short_digest(run.candidate.control.index)
+    golden = short_digest(run.control.index)
+    assert caught.value.differences == (
+        f"index (incumbent {golden}, candidate {shown}; golden set {golden})",
+    )
+    with pytest.raises(ControlMismatch) as caught:
+        check_control(run.control, run.candidate.control, run.incumbent.control, own=own)
+    assert caught.value.differences == (
+        f"index (incumbent {shown}, candidate {golden}; golden set {golden}, candidate's own {shown})",
+    )
+
+
+def test_a_fused_arm_s_part_cannot_have_an_index_of_its_own() -> None:
+    spec = "rrf:[test_pipeline:hash_arm?faiss=Flat],test_pipeline:hash_arm"
+    with pytest.raises(EncoderError) as caught:
+        resolve_arm(spec)
+    assert str(caught.value) == (
+        f"model spec {spec!r}: part 'test_pipeline:hash_arm?faiss=Flat' has an index of its own: a fused "
+        "arm's parts search the golden set's index (run that variant as an arm of its own)"
+    )

@@ -1,6 +1,5 @@
-# nfcorpus (../shared/data) through six shapes of all-MiniLM-L6-v2, the candidates of one shortlist run, and
-# the frontier of all the arms; then, with the library, the same shapes and an IVF-PQ index (an index is the
-# golden file's, the same for every arm of a run), and the chart as the HTML report draws it.
+# nfcorpus (../shared/data) through six shapes of all-MiniLM-L6-v2 and an IVF-PQ index of its own, the
+# candidates of one shortlist run, the frontier of all the arms, and the chart as the HTML report draws it.
 need_shared
 demo_project --cached
 ln -s "$SHARED/data" data
@@ -19,8 +18,9 @@ shown_any_status "pytest --embeval nfcorpus.yaml -p no:cacheprovider \\
     --embeval-candidate 'd256=$M?dims=256' --embeval-candidate 'int8=$M?precision=int8' \\
     --embeval-candidate 'int8r=$M?precision=int8&rescore=4' --embeval-candidate 'd256int8=$M?dims=256&precision=int8' \\
     --embeval-candidate 'bin=$M?precision=binary' --embeval-candidate 'binr=$M?precision=binary&rescore=4' \\
-    | sed -n '/^embeval: embedding cache/p;/^shortlist of /,/^cheapest arm/p'"
+    --embeval-candidate 'ivfpq=$M?faiss=IVF64,PQ48x4&nprobe=4' \\
+    --embeval-json shapes.json | sed -n '/^embeval: embedding cache/p;/^shortlist of /,/^cheapest arm/p'"
 echo '--8<-- [end:run]'
-echo '--8<-- [start:frontier]'
-show python "$REPO/docs/examples/vector_shapes_collection.py"
+echo '--8<-- [start:chart]'
+python "$REPO/docs/examples/frontier_chart.py" shapes.json
 echo '--8<-- [end:chart]'

@@ -1,5 +1,6 @@
-# The shipped golden set walked through dims x precision x rescore: the incumbent's model (the demo's
-# all-MiniLM-L6-v2) in seven shapes, the candidates of one shortlist run, and the frontier of all the arms.
+# The shipped golden set walked through dims x precision x rescore and an index: the incumbent's model (the
+# demo's all-MiniLM-L6-v2) in seven shapes and searched through an IVF-PQ index of its own, the candidates of
+# one shortlist run, and the frontier of all the arms.
 demo_project --cached
 cat > golden/support-bill.yaml <<'YAML'
 # golden/support-bill.yaml: golden/support.yaml, priced at the production size
@@ -22,6 +23,7 @@ shown_any_status "pytest --embeval golden/support-bill.yaml -p no:cacheprovider 
     --embeval-candidate 'int8=$M?precision=int8' --embeval-candidate 'int8r=$M?precision=int8&rescore=4' \\
     --embeval-candidate 'bin=$M?precision=binary' --embeval-candidate 'binr=$M?precision=binary&rescore=4' \\
     --embeval-candidate 'd256binr=$M?dims=256&precision=binary&rescore=4' \\
+    --embeval-candidate 'ivfpq=$M?faiss=IVF8,PQ48x3&nprobe=2' \\
     --embeval-json shapes.json | sed -n '/^embeval: embedding cache/p;/^shortlist of /,/^cheapest arm/p'"
 echo '--8<-- [end:run]'
 echo '--8<-- [start:chart]'

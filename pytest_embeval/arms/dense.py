@@ -148,7 +148,10 @@ class DenseSearcher:
         self._exact_sample: dict[int, np.ndarray] = {}
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> DenseSearcher:
-        return DenseSearcher(task, self.arm, self.documents[rows], self.queries, shape=self.shape)
+        # The slice is searched with the index this arm was opened with (a variant's own, when it declares
+        # one: `variants.VariantRetriever.open`).
+        sliced = dataclasses.replace(task, index=self.task.index, engine=self.task.engine)
+        return DenseSearcher(sliced, self.arm, self.documents[rows], self.queries, shape=self.shape)
 
     def vectors(self) -> tuple[np.ndarray, np.ndarray] | None:
         # An engine's similarities are its own (float32, or quantised): a tie group it cut off at the depth

@@ -9,7 +9,8 @@ keeps the top ``depth``. Each part contributes its own top ``depth``.
 Splitting a spec: the parts are separated by commas; the fused arm's own parameters are the ``?`` part of
 the last one (``rrf:A,B?k=30``). A part whose spec holds a comma, or whose own ``?`` parameters come last,
 is written in square brackets: ``rrf:minilm,[bm25?k1=0.9]``, ``rrf:[rrf:a,b],c``. Brackets nest. Any number
-of parts (at least two) may be fused.
+of parts (at least two) may be fused. Every part searches the golden set's index: a variant with an index of
+its own (``faiss=``, `variants`) is refused as a part.
 """
 
 from __future__ import annotations
@@ -96,6 +97,14 @@ def rrf_arm(spec: str, resolve: Callable[[str], Retriever]) -> FusedRetriever:
             raise EncoderError(f"model spec {spec!r}: k must be {_PARAMETERS['k']}, got {text!r}")
         k = int(text)
     parts = tuple(resolve(text) for text in texts)
+    from pytest_embeval.arms.variants import own_index
+
+    owning = next((part for part in parts if own_index(part) is not None), None)
+    if owning is not None:
+        raise EncoderError(
+            f"model spec {spec!r}: part {owning.spec!r} has an index of its own: a fused arm's parts search "
+            "the golden set's index (run that variant as an arm of its own)"
+        )
     identity = {"retriever": "rrf", "k": k, "parts": [part.fingerprint for part in parts]}
     return FusedRetriever(
         spec=spec,

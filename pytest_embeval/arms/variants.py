@@ -17,6 +17,15 @@ model's own key), never encoded again.
   ``semantic_search_usearch`` rescore: nothing beyond the codes is stored. The ranking holds those ``K x k``
   documents (fewer than the depth other arms rank when ``K x k`` is smaller).
 
+* ``faiss=FACTORY`` with at most one of ``nprobe=N``, ``efSearch=N`` or ``recall_target=R`` (the golden
+  file's ``index:`` keys): the arm's own FAISS index, searched instead of the golden set's, so that one run
+  holds arms on several indexes (``?faiss=IVF64,PQ16x4&nprobe=4`` beside exact arms). It is built as a
+  golden set's FAISS index is (`faiss_search`: the same code, the golden set's seed, the recall target
+  reached against this arm's exact search), and its parameters are the arm's, in its fingerprint, its
+  record and the control it is checked against; the other arms keep the golden set's index. The rules of
+  precision and index are the golden set's: bits need a binary factory string (``BIVF64``), a binary
+  factory string needs bits, float16 and int8 are searched exactly; and FAISS is not offered with filters.
+
 Parameters combine (``?dims=512&precision=binary&rescore=4``), and join a model spec's own
 (``NAME?device=cpu&dims=256``). A variant's fingerprint is its model's and its parameters; its vectors are
 keyed by its model's alone, so a run of a model and its variants, and a rerun, encode each text once.
@@ -24,6 +33,7 @@ keyed by its model's alone, so a run of a model and its variants, and a rerun, e
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +47,7 @@ from pytest_embeval.arms.faiss_search import FaissSearching
 from pytest_embeval.arms.retriever import Embedder, Hits, IndexStats, RetrievalTask, Retriever, Searcher
 from pytest_embeval.arms.usage import UsageCount
 from pytest_embeval.core.capacity import ArmCapacity, FaissLayout, Latency
+from pytest_embeval.golden.schema import FAISS_FILTERS, FAISS_PARAMETERS, HNSW_RECALL_TARGET, IndexSpec
 from pytest_embeval.search.exact import (
     SCRATCH_BYTES,
     decode_keys,
@@ -46,7 +57,13 @@ from pytest_embeval.search.exact import (
     ranking_keys,
     tie_ranks,
 )
-from pytest_embeval.search.faiss_index import code_query_seconds
+from pytest_embeval.search.faiss_index import (
+    FAISS_EXTRA,
+    FaissIndexError,
+    check_factory,
+    code_query_seconds,
+    require_faiss,
+)
 from pytest_embeval.search.quantization import (
     BITS,
     CALIBRATED,
@@ -61,11 +78,14 @@ from pytest_embeval.search.quantization import (
 from pytest_embeval.search.quantized import codes_exact_in_float32, hamming_search, integer_search
 
 __all__ = [
+    "INDEX_PARAMETERS",
     "QUANTISED",
     "VARIANT_PARAMETERS",
     "QuantisedSearcher",
     "Variant",
     "VariantRetriever",
+    "index_parameters",
+    "own_index",
     "shared_embedder",
     "split_variant",
     "variant",
@@ -79,29 +99,48 @@ VARIANT_PARAMETERS = {
     "dims": "the first N dimensions, an integer >= 1",
     "precision": " | ".join(PRECISIONS),
     "rescore": f"rescore K x k candidates with the float query, an integer >= 1 ({'/'.join(QUANTISED)})",
+    "faiss": "the arm's own FAISS index, a factory string such as IVF64,PQ16x4",
+    "nprobe": "with faiss, an integer >= 1",
+    "efSearch": "with faiss, an integer >= 1",
+    "recall_target": "with faiss, a number in (0, 1]",
 }
+#: The golden file's ``index:`` keys a variant takes for an index of its own: the factory string, then at
+#: most one of its search parameter or the recall target that chooses it for the arm.
+INDEX_PARAMETERS = ("faiss", *FAISS_PARAMETERS, HNSW_RECALL_TARGET)
 
 
 @dataclass(frozen=True, slots=True)
 class Variant:
     """The shape asked of a model's vectors: its first ``dims`` dimensions (None: all), ``precision`` and
-    ``rescore``."""
+    ``rescore``, and the arm's own ``index`` (a FAISS index; None: the golden set's)."""
 
     dims: int | None = None
     precision: str = "float32"
     rescore: int | None = None
+    index: IndexSpec | None = None
 
-    def as_dict(self) -> dict[str, int | str | None]:
-        return {"dims": self.dims, "precision": self.precision, "rescore": self.rescore}
+    def as_dict(self) -> dict[str, object]:
+        shape: dict[str, object] = {"dims": self.dims, "precision": self.precision, "rescore": self.rescore}
+        # Only when given: a variant searched with the golden set's index keeps the fingerprint it had.
+        return shape if self.index is None else {**shape, "index": index_parameters(self.index)}
 
     def suffix(self) -> str:
-        """The parameters as a spec writes them (``?dims=256&precision=binary``), in this order."""
+        """The parameters as a spec writes them (``?dims=256&precision=binary&faiss=BIVF64&nprobe=4``), in
+        this order."""
         pairs = [
             f"{name}={value}"
             for name, value in (("dims", self.dims), ("precision", self.precision), ("rescore", self.rescore))
             if value is not None and not (name == "precision" and value == "float32")
         ]
+        if self.index is not None:
+            pairs += [f"{name}={value}" for name, value in index_parameters(self.index).items()]
         return "?" + "&".join(pairs)
+
+
+def index_parameters(index: IndexSpec) -> dict[str, str | int | float]:
+    """A FAISS `IndexSpec` as the golden file's ``index:`` keys write it (``faiss``, then ``nprobe``,
+    ``efSearch`` or ``recall_target``)."""
+    return {name: value for name, value in index.as_dict().items() if name != "kind"}
 
 
 def _problem(spec: str, text: str) -> EncoderError:
@@ -114,10 +153,60 @@ def _count(spec: str, name: str, value: str) -> int:
     return int(value)
 
 
+def _fraction(spec: str, name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not 0 < number <= 1:
+        raise _problem(spec, f"{name} must be a number in (0, 1], got {value!r}")
+    return number
+
+
+def _own_index(spec: str, given: dict[str, str], precision: str) -> IndexSpec | None:
+    """The arm's own FAISS index its parameters declare, checked as the golden file's ``index:`` is and
+    against the precision it holds (None: none declared)."""
+    searched = [name for name in INDEX_PARAMETERS[1:] if name in given]
+    if "faiss" not in given:
+        if searched:
+            name = searched[0]
+            raise _problem(
+                spec, f"{name}={given[name]} needs faiss=FACTORY: it sets the arm's own FAISS index's search"
+            )
+        return None
+    factory = given["faiss"]
+    if len(searched) > 1:
+        raise _problem(
+            spec, f"give one of {', '.join(searched)}: the recall target chooses the parameter per arm"
+        )
+    binary = factory.startswith("B")
+    if binary and precision not in BITS:
+        raise _problem(
+            spec,
+            f"faiss={factory} is a binary index: it holds packed bits, which only precision=binary or "
+            "precision=ubinary stores",
+        )
+    index = IndexSpec("faiss", factory=factory)
+    problem = _shape_problem(precision, index, "its own")
+    if problem is not None:
+        raise _problem(spec, problem)
+    try:
+        require_faiss()
+    except ImportError:
+        raise _problem(spec, f"faiss={factory} needs FAISS, which is not installed: {FAISS_EXTRA}") from None
+    if not searched:
+        return index
+    name = searched[0]
+    if name == HNSW_RECALL_TARGET:
+        return dataclasses.replace(index, recall_target=_fraction(spec, name, given[name]))
+    return dataclasses.replace(index, faiss_parameter=(name, _count(spec, name, given[name])))
+
+
 def split_variant(spec: str) -> tuple[str, Variant | None]:
     """The model spec without its variant parameters (its own ``?`` parameters kept, in order), and the
     `Variant` they ask for (None: none given). A bad value is an `EncoderError` naming the spec: an unknown
-    precision, a count below 1, a parameter given twice, ``rescore`` without a quantised precision."""
+    precision, a count below 1, a parameter given twice, ``rescore`` without a quantised precision, an own
+    index's search parameter without ``faiss`` or one its precision cannot be searched with (`_own_index`)."""
     model, question, query = spec.partition("?")
     if not question:
         return spec, None
@@ -146,8 +235,9 @@ def split_variant(spec: str) -> tuple[str, Variant | None]:
             f"rescore={rescore} needs a quantised precision ({', '.join(QUANTISED)}): it rescores what the "
             f"codes retrieved with the float query, and {precision} vectors are searched at full precision",
         )
+    index = _own_index(spec, given, precision)
     base = model + ("?" + "&".join(kept) if kept else "")
-    return base, Variant(dims=dims, precision=precision, rescore=rescore)
+    return base, Variant(dims=dims, precision=precision, rescore=rescore, index=index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +257,8 @@ class VariantRetriever(DenseRetriever):
         return canonical_json({"model": self.arm.fingerprint, "variant": self.variant.as_dict()})
 
     def open(self, task: RetrievalTask) -> Searcher:
+        if self.variant.index is not None:
+            task = _own_task(task, self.variant.index, self.spec)
         opened = self.embedded(task)
         dimension = int(opened.documents.shape[1])
         variant = self.variant
@@ -201,23 +293,42 @@ class VariantRetriever(DenseRetriever):
         return quantised
 
 
-def _check_index(spec: str, precision: str, task: RetrievalTask) -> None:
-    """A stored precision is searched exactly in its own domain, or (bits) by a FAISS binary index; hnswlib
-    and FAISS's float indexes hold float vectors: `EncoderError` naming the spec otherwise."""
-    index = task.index
+def _own_task(task: RetrievalTask, index: IndexSpec, spec: str) -> RetrievalTask:
+    """``task`` searched with the arm's own ``index`` instead of the golden set's (outside any vector
+    database it opened); `EncoderError` naming the spec when the golden set's queries have filters, which
+    FAISS is not offered with, before anything is embedded."""
+    if task.allowed is not None:
+        raise EncoderError(f"{task.role} model spec {spec!r}: faiss={index.factory}: {FAISS_FILTERS}")
+    return dataclasses.replace(task, index=index, engine=None)
+
+
+def own_index(retriever: Retriever) -> IndexSpec | None:
+    """The index an arm declares for itself (a variant's ``faiss=``), searched instead of the golden
+    set's; None for every other arm."""
+    return retriever.variant.index if isinstance(retriever, VariantRetriever) else None
+
+
+def _shape_problem(precision: str, index: IndexSpec, whose: str) -> str | None:
+    """Why vectors stored in ``precision`` cannot be searched with ``index`` (``whose`` index it is, for
+    the message), or None: a stored precision is searched exactly in its own domain, or (bits) by a FAISS
+    binary index; hnswlib and FAISS's float indexes hold float vectors."""
     if precision == "float32" or index.kind == "exact":
-        return
+        return None
     if index.kind == "faiss" and precision in BITS and str(index.factory).startswith("B"):
-        return
+        return None
     if precision in BITS:
         wanted = "exact, or a FAISS binary index (index: {faiss: 'BIVF1024'}, 'BHNSW32', 'BFlat')"
     else:
         wanted = "exact (a FAISS factory string stores its own precision: 'IVF1024,SQ8', 'HNSW32,SQfp16')"
     declared = f"faiss {index.factory!r}" if index.kind == "faiss" else index.kind
-    raise EncoderError(
-        f"{task.role} model spec {spec!r}: precision={precision} vectors cannot be searched with the golden "
-        f"set's index ({declared}): use {wanted}"
-    )
+    return f"precision={precision} vectors cannot be searched with {whose} index ({declared}): use {wanted}"
+
+
+def _check_index(spec: str, precision: str, task: RetrievalTask) -> None:
+    """`EncoderError` naming the spec when the task's index cannot search ``precision`` (`_shape_problem`)."""
+    problem = _shape_problem(precision, task.index, "the golden set's")
+    if problem is not None:
+        raise EncoderError(f"{task.role} model spec {spec!r}: {problem}")
 
 
 def variant(
@@ -226,13 +337,15 @@ def variant(
     dims: int | None = None,
     precision: str = "float32",
     rescore: int | None = None,
+    index: IndexSpec | None = None,
 ) -> VariantRetriever:
     """The arm of ``base``'s vectors in another shape (what ``SPEC?dims=…&precision=…&rescore=…`` resolves
-    to), for a ``conftest.py`` fixture; checked as a spec's parameters are."""
+    to), searched with its own FAISS ``index`` when given (``…&faiss=…``), for a ``conftest.py`` fixture;
+    checked as a spec's parameters are."""
     retriever = base if isinstance(base, DenseRetriever) else DenseRetriever(base)
-    suffix = Variant(dims=dims, precision=precision, rescore=rescore).suffix()
+    suffix = Variant(dims=dims, precision=precision, rescore=rescore, index=index).suffix()
     if suffix == "?":
-        raise ValueError("a variant changes dims, precision or rescore: none was given")
+        raise ValueError("a variant changes dims, precision, rescore or the index: none was given")
     spec = retriever.spec + (suffix if "?" not in retriever.spec else "&" + suffix[1:])
     _, checked = split_variant(spec)
     assert checked is not None  # the suffix names at least one parameter
@@ -241,10 +354,16 @@ def variant(
 
 def variant_arm(retriever: DenseRetriever, asked: Variant, spec: str) -> VariantRetriever:
     """``retriever``'s model as the variant ``asked``; `EncoderError` when ``dims`` exceeds a dimension the
-    model declares before anything is encoded (others are checked on the first vectors)."""
+    model declares before anything is encoded, or FAISS cannot build its own index over vectors of that
+    many dimensions (others are checked on the first vectors)."""
     dimension = retriever.arm.dimension
     if asked.dims is not None and dimension is not None and asked.dims > dimension:
         raise _problem(spec, f"dims={asked.dims} but the model's vectors have {dimension} dimensions")
+    if asked.index is not None and asked.index.factory is not None and dimension is not None:
+        try:
+            check_factory(asked.index.factory, asked.dims or dimension, binary=asked.precision in BITS)
+        except FaissIndexError as error:
+            raise _problem(spec, str(error)) from None
     return VariantRetriever(retriever.arm, variant=asked, given=spec)
 
 
@@ -278,8 +397,11 @@ class QuantisedSearcher:
         self._ranks: np.ndarray | None = None
 
     def restrict(self, task: RetrievalTask, rows: np.ndarray) -> QuantisedSearcher:
-        # A slice keeps the largest corpus's calibration: its codes are the same vectors' codes.
-        return QuantisedSearcher(task, self.arm, self.codes[rows], self.query_codes, self.queries, self.shape)
+        # A slice keeps the largest corpus's calibration (its codes are the same vectors' codes) and the
+        # index this arm was opened with (its own, when it declares one).
+        sliced = dataclasses.replace(task, index=self.task.index)
+        codes = self.codes[rows]
+        return QuantisedSearcher(sliced, self.arm, codes, self.query_codes, self.queries, self.shape)
 
     def exact_twin(self) -> None:
         """None: a variant's codes are searched here, never in a vector database (`_check_index`)."""
@@ -456,7 +578,8 @@ def shared_embedder(embedder: Embedder, retrievers: Sequence[Retriever]) -> Embe
 
 def variant_record(retriever: Retriever) -> dict[str, Any] | None:
     """What a report says of a variant arm beside its index's ``vectors``: its model's spec and fingerprint,
-    and the parameters asked (None for any other arm)."""
+    and the parameters asked, its own ``index`` among them when it declares one (None for any other
+    arm)."""
     if not isinstance(retriever, VariantRetriever):
         return None
     base = retriever.arm

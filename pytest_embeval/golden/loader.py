@@ -85,6 +85,7 @@ from pytest_embeval.golden.schema import (
     DEFAULT_SEED,
     DEFAULT_TIE_MARGIN,
     DEFAULT_TIES,
+    FAISS_FILTERS,
     FAISS_PARAMETERS,
     FAMILIES,
     HNSW_DEFAULTS,
@@ -250,6 +251,12 @@ class _GoldenLoader(DataReader):
         run = self._run_settings(top, verdict["seed"])
         fold: FoldSpec | None = _setting(top, "fold", self.fold, None)
         data = self.data(top, strata, fold)
+        if run["index"].kind == "faiss":
+            filtered = next((query.id for query in data.queries if query.filters), None)
+            if filtered is not None:
+                key_node = self.entries(top["index"][1], "index")["faiss"][0]
+                problem = f"query {filtered!r} has filters, and {FAISS_FILTERS}"
+                raise self.error(key_node, "index.faiss", problem)
         weights: str | None = _setting(top, "weights", lambda node: self.weights(node, data.queries), None)
         golden = GoldenSet(
             path=self.path,

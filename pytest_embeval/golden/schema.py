@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_SPLIT",
     "DEFAULT_TIES",
     "DEFAULT_TIE_MARGIN",
+    "FAISS_FILTERS",
     "FAISS_PARAMETERS",
     "FAMILIES",
     "HNSW_DEFAULTS",
@@ -134,6 +135,11 @@ TRAFFIC_BY_INCLUSION = "frequency / inclusion"
 #: index keys beside ``faiss`` (the factory string): the search parameter it is searched with, or the recall
 #: target that chooses it per arm
 FAISS_PARAMETERS = ("nprobe", "efSearch")
+#: Why a FAISS index (the golden file's or an arm's own) is refused when queries have filters.
+FAISS_FILTERS = (
+    "a FAISS index is not offered with filters (it searches every document, whatever a query's filters "
+    "allow): search exactly, with hnsw or with a vector database"
+)
 
 
 @dataclass(frozen=True, slots=True)

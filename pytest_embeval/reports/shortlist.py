@@ -145,6 +145,10 @@ def _bill(entry: Mapping[str, Any], role: str = "incumbent") -> Record:
         # A variant's index stores its own shape (`arms.variants`); any other index float32 vectors.
         vectors = index.get("vectors")
         size = FLOAT32_BYTES * dimension if vectors is None else vectors["bytes_per_vector"]
+    if index is not None and index["kind"] == "faiss" and entry["documents"]:
+        # A FAISS index stores its own codes: a vector costs what it adds to the serialised index (codes, id,
+        # links), as the bill projects it, not the bytes of the vector it encodes.
+        size = round((index["memory_bytes"] - index["fixed_bytes"]) / entry["documents"])
     bill: Record = {
         "dimension": dimension,
         "bytes_per_vector": size,

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_embeval.arms.retriever import EngineStats, IndexStats
 from pytest_embeval.core.canonical import KeyedTexts, hash_rows, json_line
-from pytest_embeval.golden.schema import FAISS_PARAMETERS, GoldenSet
+from pytest_embeval.golden.schema import FAISS_PARAMETERS, GoldenSet, IndexSpec
 from pytest_embeval.search.hnsw import effective_ef
 from pytest_embeval.search.vector_index import OpenedEngine
 
@@ -186,11 +186,14 @@ def control_of(
     )
 
 
-def declared_index(golden: GoldenSet, depth: int, engine: OpenedEngine | None = None) -> dict[str, Any]:
-    """The declared index, with the build seed and the ef a search of ``depth`` runs with, or the recall
-    target that chooses each arm's; a vector database's as the golden file declares it (`EngineSpec.as_dict`)
-    and, given the ``engine`` opened for it, the version its adapter reports."""
-    spec = golden.index
+def declared_index(
+    golden: GoldenSet, depth: int, engine: OpenedEngine | None = None, own: IndexSpec | None = None
+) -> dict[str, Any]:
+    """The declared index (the golden set's, or an arm's ``own``), with the build seed and the ef a
+    search of ``depth`` runs with, or the recall target that chooses each arm's; a vector database's as the
+    golden file declares it (`EngineSpec.as_dict`) and, given the ``engine`` opened for it, the version its
+    adapter reports."""
+    spec = golden.index if own is None else own
     if spec.engine is not None:
         declared = spec.engine.as_dict()
         return declared if engine is None else {**declared, "version": engine.index.version}
@@ -267,24 +270,41 @@ def consumed_index(declared: Mapping[str, Any], indexes: Sequence[IndexStats]) -
     return {"parts": consumed}
 
 
-def control_differences(expected: Control, incumbent: Control, candidate: Control) -> tuple[str, ...]:
-    """One description per component where either arm differs from ``expected``, in component order."""
+def control_differences(
+    expected: Control, incumbent: Control, candidate: Control, *, own: Mapping[str, Control] | None = None
+) -> tuple[str, ...]:
+    """One description per component where either arm differs from what it must consume, in component
+    order: ``expected`` (the golden set's), or for an arm with an index of its own the control ``own``
+    holds under its role (the golden set's with that index in place of the golden set's)."""
+    own = own or {}
     wanted = expected.components()
-    arms = incumbent.components(), candidate.components()
+    arms = {"incumbent": incumbent.components(), "candidate": candidate.components()}
+    theirs = {role: own[role].components() if role in own else wanted for role in arms}
 
     def shown(digest: str | None) -> str:
         return "absent" if digest is None else short_digest(digest)
 
-    return tuple(
-        f"{name} (incumbent {shown(arms[0].get(name))}, candidate {shown(arms[1].get(name))}; "
-        f"golden set {short_digest(digest)})"
-        for name, digest in wanted.items()
-        if arms[0].get(name) != digest or arms[1].get(name) != digest
-    )
+    differences = []
+    for name, digest in wanted.items():
+        if all(arms[role].get(name) == theirs[role].get(name) for role in arms):
+            continue
+        owned = "".join(
+            f", {role}'s own {shown(theirs[role].get(name))}"
+            for role in arms
+            if theirs[role].get(name) != digest
+        )
+        differences.append(
+            f"{name} (incumbent {shown(arms['incumbent'].get(name))}, candidate "
+            f"{shown(arms['candidate'].get(name))}; golden set {short_digest(digest)}{owned})"
+        )
+    return tuple(differences)
 
 
-def check_control(expected: Control, incumbent: Control, candidate: Control) -> None:
-    """Raise `ControlMismatch` unless both arms consumed exactly the held-constant inputs ``expected``."""
-    differences = control_differences(expected, incumbent, candidate)
+def check_control(
+    expected: Control, incumbent: Control, candidate: Control, *, own: Mapping[str, Control] | None = None
+) -> None:
+    """Raise `ControlMismatch` unless both arms consumed exactly the held-constant inputs ``expected`` (an
+    arm with an index of its own: the control ``own`` holds under its role)."""
+    differences = control_differences(expected, incumbent, candidate, own=own)
     if differences:
         raise ControlMismatch(differences)

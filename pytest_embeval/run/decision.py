@@ -44,7 +44,7 @@ from pytest_embeval.golden.decision_spec import (
 )
 from pytest_embeval.golden.schema import OVERALL, TRAFFIC_BY_FREQUENCY, TRAFFIC_BY_INCLUSION, GoldenSet
 from pytest_embeval.run.control import check_control
-from pytest_embeval.run.pipeline import ArmFault, ArmResult, GoldenRun, Reranked, run_arm
+from pytest_embeval.run.pipeline import ArmFault, ArmResult, GoldenRun, Reranked, own_controls, run_arm
 from pytest_embeval.run.stratum_evaluation import StratumOutcome, evaluate_golden
 
 __all__ = [
@@ -154,7 +154,8 @@ def route_target(
     except EncoderError as error:
         raise ArmFault("candidate", to, str(error)) from error
     result = run_arm(run.golden, arm, "candidate", embedder=embedder, held=run.held)
-    check_control(run.control, result.control, result.control)
+    own = own_controls(run.golden, run.held, incumbent=result, candidate=result)
+    check_control(run.control, result.control, result.control, own=own)
     return result
 
 

@@ -27,6 +27,7 @@ from pytest_embeval.run.pipeline import (
     Role,
     SliceRun,
     golden_control,
+    own_controls,
     prepare,
     run_arm,
     searched_corpus,
@@ -115,7 +116,8 @@ def run_arm_on(
 
 def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> GoldenRun:
     """The comparison of two arms run on the same `ArmInputs`; raise `ControlMismatch` if either consumed
-    other held-constant inputs than the golden set (each corpus slice of it) declares."""
+    other held-constant inputs than the golden set (each corpus slice of it) declares, an arm with an index
+    of its own that index (`pipeline.own_controls`)."""
     golden, drawn, held, scorer = inputs.golden, inputs.drawn, inputs.held, inputs.scorer
     reranker = None
     if scorer is not None:
@@ -127,7 +129,8 @@ def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> 
         }
     if not drawn:
         control = golden_control(golden, held, inputs.engine)
-        check_control(control, incumbent.control, candidate.control)
+        own = own_controls(golden, held, incumbent=incumbent, candidate=candidate)
+        check_control(control, incumbent.control, candidate.control, own=own)
         return GoldenRun(
             golden=golden,
             incumbent=incumbent,
@@ -142,7 +145,8 @@ def pair_arms(inputs: ArmInputs, incumbent: ArmResult, candidate: ArmResult) -> 
         piece = inputs.searched if one is drawn[-1] else restrict(golden, one.rows)
         piece_held = held if one is drawn[-1] else prepare(piece, warn=False)
         control = golden_control(piece, piece_held, inputs.engine)
-        check_control(control, incumbent_slice.control, candidate_slice.control)
+        own = own_controls(piece, piece_held, incumbent=incumbent_slice, candidate=candidate_slice)
+        check_control(control, incumbent_slice.control, candidate_slice.control, own=own)
         run = GoldenRun(
             golden=piece,
             incumbent=incumbent_slice,

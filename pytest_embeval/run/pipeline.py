@@ -53,12 +53,13 @@ from pytest_embeval.arms.retriever import (
     Searcher,
 )
 from pytest_embeval.arms.usage import UsageCount
+from pytest_embeval.arms.variants import own_index
 from pytest_embeval.core.canonical import KeyedTexts
 from pytest_embeval.core.capacity import ArmCapacity
 from pytest_embeval.core.metrics import evaluate
 from pytest_embeval.golden.filters import FilterPlan, allowed_qrels, plan_filters
 from pytest_embeval.golden.folding import ChunkMap, chunk_map, search_documents
-from pytest_embeval.golden.schema import GoldenSet, RerankSpec
+from pytest_embeval.golden.schema import GoldenSet, IndexSpec, RerankSpec
 from pytest_embeval.run.control import (
     Control,
     ControlMismatch,
@@ -97,6 +98,7 @@ __all__ = [
     "control_differences",
     "embedded_texts",
     "golden_control",
+    "own_controls",
     "prepare",
     "ranked_depth",
     "run_arm",
@@ -295,19 +297,33 @@ def _declared_parts(golden: GoldenSet, held: HeldConstant) -> dict[str, Any]:
 
 
 def golden_control(
-    golden: GoldenSet, held: HeldConstant | None = None, engine: OpenedEngine | None = None
+    golden: GoldenSet,
+    held: HeldConstant | None = None,
+    engine: OpenedEngine | None = None,
+    index: IndexSpec | None = None,
 ) -> Control:
     """What both arms must consume: the golden set's documents, queries, judgments, declared index (with
     the ef a search of the ranked depth runs with, or the version of the ``engine`` opened for it), depth
-    and plan, and its filters, folding and reranked queries when declared."""
+    and plan, and its filters, folding and reranked queries when declared; with ``index``, what an arm with
+    that index of its own must consume (the same, its index in place of the golden set's)."""
     held = held if held is not None else prepare(golden, warn=False)
     return control_of(
         inputs=held.inputs,
-        index=declared_index(golden, held.depth, engine),
+        index=declared_index(golden, held.depth, engine, index),
         depth=held.depth,
         plan=golden.plan_fingerprint(),
         **_declared_parts(golden, held),
     )
+
+
+def own_controls(golden: GoldenSet, held: HeldConstant | None, **arms: ArmResult) -> dict[str, Control]:
+    """What each of ``arms`` (by role) that searches an index of its own (`variants.own_index`) must
+    consume: `golden_control` with its index; the others are held to the golden set's."""
+    return {
+        role: golden_control(golden, held, index=index)
+        for role, result in arms.items()
+        if (index := own_index(result.arm)) is not None
+    }
 
 
 def _all_indexes(own: IndexStats | None, parts: Sequence[Component]) -> list[IndexStats]:
@@ -458,7 +474,9 @@ def _score(
         reranked = _reranked(golden, golden.rerank, scorer, held, positions, records)
     control = control_of(
         inputs=held.inputs,
-        index=consumed_index(declared_index(golden, held.depth, engine), _all_indexes(index, parts)),
+        index=consumed_index(
+            declared_index(golden, held.depth, engine, own_index(retriever)), _all_indexes(index, parts)
+        ),
         depth=held.depth,
         plan=golden.plan_fingerprint(),
         **_declared_parts(golden, held),

@@ -54,6 +54,7 @@ __all__ = [
     "FAISS_EXTRA",
     "FaissIndex",
     "FaissIndexError",
+    "check_factory",
     "code_query_seconds",
     "faiss_flat_seconds",
     "ranked_float_keys",
@@ -98,6 +99,27 @@ def _summary(error: BaseException) -> str:
     return re.sub(r"^Error: '.*?' failed: ", "", text)
 
 
+def _empty_index(faiss: Any, factory: str, dimension: int, *, binary: bool, over: str = "") -> Any:
+    """The untrained, empty index ``factory`` names over ``dimension`` components (bits for a binary
+    index); `FaissIndexError` when FAISS cannot build it (``over``: what the message says it was asked
+    over)."""
+    try:
+        if binary:
+            return faiss.index_binary_factory(dimension, factory)
+        return faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as error:
+        raise FaissIndexError(f"FAISS cannot build {factory!r}{over}: {_summary(error)}") from None
+
+
+def check_factory(factory: str, dims: int, *, binary: bool) -> None:
+    """`FaissIndexError` unless FAISS builds ``factory`` over vectors of ``dims`` components (packed in
+    bytes for a binary index): what an index declared before any vector exists is checked by, as cheaply
+    as the empty index is made."""
+    dimension = 8 * -(-dims // 8) if binary else dims
+    over = f" over {dims}-bit codes" if binary else f" over {dims}-dimensional vectors"
+    _empty_index(require_faiss(), factory, dimension, binary=binary, over=over)
+
+
 class FaissIndex:
     """One FAISS index over an arm's document vectors: float32 unit rows, or packed bits (``bits`` set to
     the number of bits a vector holds, ``dims``: how many of them are the vector's)."""
@@ -120,15 +142,12 @@ class FaissIndex:
         self._ranks = tie_ranks(doc_ids)
         self.n = int(d.shape[0])
         self.dims = int(dims) if dims is not None else int(d.shape[1])
-        try:
-            if self.binary:
-                vectors = np.ascontiguousarray(d.view(np.uint8))
-                index = faiss.index_binary_factory(8 * vectors.shape[1], factory)
-            else:
-                vectors = np.ascontiguousarray(d, dtype=np.float32)
-                index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-        except RuntimeError as error:
-            raise FaissIndexError(f"FAISS cannot build {factory!r}: {_summary(error)}") from None
+        if self.binary:
+            vectors = np.ascontiguousarray(d.view(np.uint8))
+            index = _empty_index(faiss, factory, 8 * vectors.shape[1], binary=True)
+        else:
+            vectors = np.ascontiguousarray(d, dtype=np.float32)
+            index = _empty_index(faiss, factory, vectors.shape[1], binary=False)
         self._seed(index)
         what = f"building FAISS index {factory} of {self.n:,} vectors"
         try:
