@@ -354,7 +354,7 @@ def _aggregated(
     bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
     engine.execute(
         f"CREATE TEMP TABLE raw AS SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
-        f"AS normal, NOT coalesce({normal}, false) AS merging, {bad.get(relation.format, 'false')} AS bad, "
+        f"AS normal, NOT normal AS merging, {bad.get(relation.format, 'false')} AS bad, "
         f"{'sum(searches)' if counted else 'count(*)'} AS searches, count(*) AS table_rows, "
         f"min(position) AS first, {'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
         f"SELECT {named}, "
