@@ -344,7 +344,7 @@ def _aggregated(
     named = ", ".join(f"{column} AS c{i}" for i, column in enumerate(keys))
     grouped = ", ".join(f"c{i}" for i in range(len(keys)))
     count = relation.columns[-1]
-    # Computed once per raw row, beside the aggregation: ``combination``, the stratum values as one number
+    # Computed once per group, beside the aggregation: ``combination``, the stratum values as one number
     # (joined to their stratum as one); ``normal``, whether the text is in normal form already; ``bad``,
     # whether it is not a string (a JSON string's text starts with its quote). The stratum fields' problems
     # are found on their few combinations (`_strata`), the counts' on every row.
@@ -352,8 +352,12 @@ def _aggregated(
     jsonl = relation.format == "jsonl"
     normal = f"regexp_full_match(c0::VARCHAR, {sql_string(JSON_NORMAL_ASCII if jsonl else NORMAL_ASCII)})"
     bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
+    # A JSON text in normal form has no escape: it is kept as the string between its quotes, the text every
+    # later step reads (as it reads another format's); the rest stay JSON, for `normalise_spellings`.
+    stored = "SELECT * REPLACE (CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0::VARCHAR END AS c0) FROM ("
     engine.execute(
-        f"CREATE TEMP TABLE raw AS SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
+        f"CREATE TEMP TABLE raw AS {stored if jsonl else ''}"
+        f"SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
         f"AS normal, NOT normal AS merging, {bad.get(relation.format, 'false')} AS bad, "
         f"{'sum(searches)' if counted else 'count(*)'} AS searches, count(*) AS table_rows, "
         f"min(position) AS first, {'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
@@ -363,7 +367,8 @@ def _aggregated(
             if counted
             else ""
         )
-        + f"{relation.position} AS position FROM {relation.function}) GROUP BY {grouped}",
+        + f"{relation.position} AS position FROM {relation.function}) GROUP BY {grouped}"
+        + (")" if jsonl else ""),
         what=f"reading {source.given}",
         total=estimated_rows(engine, source, relation.format),
     )
@@ -379,7 +384,7 @@ def _aggregated(
     if strata is None:
         raise relation.report(text_field, by, count_field)
     normalise_spellings(engine, jsonl)
-    merge_spellings(engine, jsonl)
+    merge_spellings(engine)
     with step("counting distinct queries by frequency and stratum"):
         # The searches whose text is empty once normalised are the rows of the empty key.
         counted_levels = engine.rows(

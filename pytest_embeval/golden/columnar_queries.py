@@ -37,9 +37,7 @@ def normalise_spellings(engine: Engine, jsonl: bool) -> None:
     """A table ``changed`` from each distinct raw text not already in normal form to its normal form,
     `normalise_query` called once for each, a batch of them at a time (memory holds one batch): fetched as
     one array, handed back as two."""
-    engine.execute(
-        "CREATE TEMP TABLE spellings AS SELECT DISTINCT c0::VARCHAR AS c0 FROM raw WHERE NOT normal"
-    )
+    engine.execute("CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw WHERE NOT normal")
     engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
     ((total,),) = engine.rows("SELECT count(*) FROM spellings")
     with step("normalising distinct spellings", total) as advance:
@@ -53,33 +51,32 @@ def normalise_spellings(engine: Engine, jsonl: bool) -> None:
             advance(min(total, start + _NORMALISED_AT_ONCE))
 
 
-def merge_spellings(engine: Engine, jsonl: bool) -> None:
+def merge_spellings(engine: Engine) -> None:
     """``distinct_queries`` (key, stratum, frequency, first: the position of its first row), a view of the
     log's distinct queries and of the searches whose text is empty once normalised (key ``''``, one row per
     stratum). A raw row whose text is in normal form, is no other text's normal form and has a stratum of
     its own is a distinct query already: most are, and they stay where they are, in ``raw``. The rest
     (``merging``: a respelt text, the normal form of one, a stratum several raw combinations share) are
     merged by key and stratum into a table ``merged``."""
-    plain = "(raw.c0::VARCHAR)[2:-2]" if jsonl else "raw.c0"  # a normal JSON string has no escape
     with step("merging spellings"):
         engine.execute(
             "CREATE TEMP TABLE keys AS SELECT DISTINCT key FROM changed "
             f"WHERE regexp_full_match(key, {sql_string(NORMAL_ASCII)})"
         )
         engine.execute(
-            f"UPDATE raw SET merging = true WHERE normal AND ({plain} IN (SELECT key FROM keys) "
+            "UPDATE raw SET merging = true WHERE normal AND (c0 IN (SELECT key FROM keys) "
             "OR combination IN (SELECT combination FROM strata WHERE shared))"
         )
         engine.execute(
             "CREATE TEMP TABLE merged AS SELECT key, stratum, CAST(sum(searches) AS BIGINT) AS frequency, "
             "min(first) AS first FROM ("
             "SELECT changed.key, raw.combination, raw.searches, raw.first FROM raw JOIN changed "
-            "ON raw.c0::VARCHAR = changed.c0 WHERE NOT raw.normal "
-            f"UNION ALL SELECT {plain}, combination, searches, first FROM raw WHERE normal AND merging"
+            "ON raw.c0 = changed.c0 WHERE NOT raw.normal "
+            "UNION ALL SELECT c0, combination, searches, first FROM raw WHERE normal AND merging"
             ") JOIN strata USING (combination) GROUP BY key, stratum"
         )
         engine.execute(
-            f"CREATE TEMP VIEW distinct_queries AS SELECT {plain} AS key, stratum, "
+            "CREATE TEMP VIEW distinct_queries AS SELECT c0 AS key, stratum, "
             "CAST(searches AS BIGINT) AS frequency, first FROM raw JOIN strata USING (combination) "
             "WHERE NOT merging UNION ALL SELECT key, stratum, frequency, first FROM merged"
         )
@@ -120,19 +117,19 @@ class QueriesInEngine:
         ]
         with step("finding the queries drawn"):
             found = self._ranked(requests)
-            spellings = dict(
-                self.engine.rows(
-                    "SELECT first, c0::VARCHAR FROM raw WHERE first IN (SELECT unnest(?::BIGINT[]))",
+            spellings = {
+                first: json.loads(text) if self.jsonl and not normal else text
+                for first, text, normal in self.engine.rows(
+                    "SELECT first, c0, normal FROM raw WHERE first IN (SELECT unnest(?::BIGINT[]))",
                     [[first for _, _, first in found]],
                 )
-            )
+            }
         drawn = iter(found)
         picked: dict[Level, list[tuple[str, str]]] = {}
         for level, ranks in wanted.items():
             for _ in ranks:
                 key, _, first = next(drawn)
-                text = json.loads(spellings[first]) if self.jsonl else spellings[first]
-                picked.setdefault(level, []).append((key, " ".join(text.split())))
+                picked.setdefault(level, []).append((key, " ".join(spellings[first].split())))
         return picked
 
     def _ranked(self, requests: Sequence[tuple[int, int | None, int]]) -> list[tuple[str, int, int]]:
