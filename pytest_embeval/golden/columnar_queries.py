@@ -82,6 +82,19 @@ def merge_spellings(engine: Engine) -> None:
         )
 
 
+#: The requests as a table (their index, frequency, stratum or -1, prefix, rank), `_request_columns`.
+_REQUESTS = (
+    "SELECT unnest(?::BIGINT[]) AS i, unnest(?::BIGINT[]) AS f, unnest(?::BIGINT[]) AS s, "
+    "unnest(?::VARCHAR[]) AS p, unnest(?::BIGINT[]) AS rank"
+)
+
+
+def _request_columns(requests: Mapping[int, tuple[int, int | None, int, str]]) -> list[list[object]]:
+    """The parameters of `_REQUESTS`."""
+    rows = [(i, f, -1 if s is None else s, prefix, rank) for i, (f, s, rank, prefix) in requests.items()]
+    return [[row[column] for row in rows] for column in range(5)]
+
+
 @dataclass(frozen=True, slots=True)
 class QueriesInEngine:
     """`query_log.DistinctQueries` left in the engine: the counts by frequency and stratum fetched once, a
@@ -143,16 +156,11 @@ class QueriesInEngine:
         for length in _PREFIXES:
             if not pending:
                 break
-            buckets = self._buckets(pending.values(), before, length)
             fetch: dict[int, tuple[int, int | None, int, str]] = {}
-            for i, (f, s, rank, prefix) in pending.items():
-                counts = buckets[(f, s, prefix)]
-                for bucket in sorted(counts):
-                    if rank < counts[bucket]:
-                        break
-                    rank -= counts[bucket]
+            for i, (bucket, rank, size) in self._buckets(pending, before, length).items():
+                f, s, _, _ = pending[i]
                 narrowed = (f, s, rank, bucket)
-                if counts[bucket] <= _BUCKET_ROWS or len(bucket) < length or length == _PREFIXES[-1]:
+                if size <= _BUCKET_ROWS or len(bucket) < length or length == _PREFIXES[-1]:
                     fetch[i] = narrowed
                 else:
                     pending[i] = narrowed
@@ -180,16 +188,22 @@ class QueriesInEngine:
         )
 
     def _buckets(
-        self, narrowed: Iterable[tuple[int, int | None, int, str]], before: int, length: int
-    ) -> dict[tuple[int, int | None, str], dict[str, int]]:
-        """(frequency, stratum, prefix of ``before`` characters) -> the count of each prefix of ``length``."""
-        join, parameters = self._join(list(narrowed), before)
-        counts: dict[tuple[int, int | None, str], dict[str, int]] = {}
-        for f, s, prefix, bucket, queries in self.engine.rows(
-            f"SELECT g.f, g.s, g.p, substr(d.key, 1, {length}), count(*) FROM {join} GROUP BY ALL", parameters
-        ):
-            counts.setdefault((int(f), None if s == -1 else int(s), prefix), {})[bucket] = int(queries)
-        return counts
+        self, narrowed: Mapping[int, tuple[int, int | None, int, str]], before: int, length: int
+    ) -> dict[int, tuple[str, int, int]]:
+        """For each request (narrowed to a prefix of ``before`` characters), the prefix of ``length`` that
+        holds its rank, its rank there and the queries there: the prefixes of its bucket counted and summed
+        in order by the engine, only the one chosen coming back."""
+        join, parameters = self._join(narrowed.values(), before)
+        rows = self.engine.rows(
+            "SELECT r.i, c.bucket, r.rank - c.before, c.queries FROM ("
+            "SELECT f, s, p, bucket, queries, sum(queries) OVER (PARTITION BY f, s, p ORDER BY bucket "
+            "ROWS UNBOUNDED PRECEDING) - queries AS before FROM ("
+            f"SELECT g.f, g.s, g.p, substr(d.key, 1, {length}) AS bucket, count(*) AS queries FROM {join} "
+            f"GROUP BY ALL)) AS c JOIN ({_REQUESTS}) AS r ON c.f = r.f AND c.s = r.s AND c.p = r.p "
+            "AND r.rank >= c.before AND r.rank < c.before + c.queries",
+            [*parameters, *_request_columns(narrowed)],
+        )
+        return {int(i): (bucket, int(rank), int(queries)) for i, bucket, rank, queries in rows}
 
     def _fetched(
         self, fetch: Mapping[int, tuple[int, int | None, int, str]], length: int
@@ -199,21 +213,12 @@ class QueriesInEngine:
         if not fetch:
             return {}
         join, parameters = self._join(fetch.values(), length)
-        requests = list(fetch.items())
-        columns = [
-            [i for i, _ in requests],
-            [f for _, (f, _, _, _) in requests],
-            [-1 if s is None else s for _, (_, s, _, _) in requests],
-            [prefix for _, (_, _, _, prefix) in requests],
-            [rank for _, (_, _, rank, _) in requests],
-        ]
         rows = self.engine.rows(
             "SELECT r.i, q.key, q.stratum, q.first FROM ("
             "SELECT g.f, g.s, g.p, d.key, d.stratum, d.first, "
             "row_number() OVER (PARTITION BY g.f, g.s, g.p ORDER BY d.key, d.stratum) - 1 AS rank "
-            f"FROM {join}) AS q JOIN (SELECT unnest(?::BIGINT[]) AS i, unnest(?::BIGINT[]) AS f, "
-            "unnest(?::BIGINT[]) AS s, unnest(?::VARCHAR[]) AS p, unnest(?::BIGINT[]) AS rank) AS r "
+            f"FROM {join}) AS q JOIN ({_REQUESTS}) AS r "
             "ON q.f = r.f AND q.s = r.s AND q.p = r.p AND q.rank = r.rank",
-            [*parameters, *columns],
+            [*parameters, *_request_columns(fetch)],
         )
         return {int(i): (key, int(stratum), int(first)) for i, key, stratum, first in rows}
