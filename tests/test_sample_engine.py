@@ -174,7 +174,7 @@ def test_parquet_files_give_the_sample_python_draws_from_their_rows(
         results = {}
         for engine, source in (("python", jsonl), ("duckdb", f"{root}/days/*.parquet")):
             out = root / f"{engine}.jsonl"
-            status, stdout, stderr = _run("sample", source, *options, "--engine", engine, "--out", out)
+            status, _, stderr = _run("sample", source, *options, "--engine", engine, "--out", out)
             assert status == 0 or stderr.startswith("embeval sample: "), stderr
             written = None
             if status == 0:
