@@ -166,16 +166,24 @@ start, cpu = time.perf_counter(), time.process_time()
 status = embeval.main(sys.argv[2:])
 elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
-print(f"{status} {elapsed} {cpu} {int(peak) / 1024}", file=sys.stderr)
+print(f"{MARK} {status} {elapsed} {cpu} {int(peak) / 1024}", file=sys.stderr)
 """
+#: What starts the child's line of figures on its stderr (a progress line may come after it).
+MARK = "bench_logs:"
 
 
 def child(*args: str | Path) -> Run:
     """An ``embeval`` command in a child process: its times, its peak resident memory, its stdout."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ROOT), *map(str, args)], capture_output=True, text=True, check=False
+        [sys.executable, "-c", CHILD.replace("MARK", repr(MARK)), str(ROOT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    status, elapsed, cpu, peak = done.stderr.strip().splitlines()[-1].split()
+    figures = [line for line in done.stderr.splitlines() if line.startswith(MARK)]
+    if not figures:
+        raise SystemExit(f"embeval failed:\n{done.stderr}")
+    status, elapsed, cpu, peak = figures[-1].split()[1:]
     if status != "0":
         raise SystemExit(f"embeval failed:\n{done.stderr}")
     return Run(Timing(float(elapsed), float(cpu)), float(peak), done.stdout)
