@@ -5,7 +5,7 @@ searches) sampled with ``--count``.
 
     python benchmarks/bench_logs.py [--rows 10000000 50000000] [--formats parquet jsonl] [--repeat 1]
                                     [--python] [--files 30] [--counted 5000000] [--corpus N]
-                                    [--memory-limit SIZE] [--keep]
+                                    [--memory-limit SIZE] [--against CHECKOUT] [--keep]
 
 The logs: --rows searches each, written with DuckDB under $TMPDIR (the free space is checked first, and
 everything is deleted at the end unless --keep). Queries are Zipfian: a fifth of the rows are distinct query
@@ -29,6 +29,10 @@ With --python, the smallest log's JSONL file is also sampled with ``--engine pyt
 row at a time), and its queries file compared byte for byte with the engine's. With --files N, the smallest
 log is also written as N Parquet files of consecutive rows (a month of daily exports) and sampled through
 the glob, against the engine's GROUP BY over the same glob, its queries file compared with the one file's.
+
+With --against CHECKOUT (another checkout of the repository, the code before a change), every log and the
+counted table are also sampled by that checkout's package, in turn with this one's, so that both meet the
+same load.
 
 The counted table: --counted distinct (query, language, intent, device) rows with a ``searches`` column,
 Parquet, sampled with ``--count searches``.
@@ -166,23 +170,33 @@ start, cpu = time.perf_counter(), time.process_time()
 status = embeval.main(sys.argv[2:])
 elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
-print(f"{status} {elapsed} {cpu} {int(peak) / 1024}", file=sys.stderr)
+print(f"{MARK} {status} {elapsed} {cpu} {int(peak) / 1024}", file=sys.stderr)
 """
+#: What starts the child's line of figures on its stderr (a progress line may come after it).
+MARK = "bench_logs:"
 
 
-def child(*args: str | Path) -> Run:
-    """An ``embeval`` command in a child process: its times, its peak resident memory, its stdout."""
+def child(*args: str | Path, root: Path = ROOT) -> Run:
+    """An ``embeval`` command in a child process (the package of the checkout at ``root``): its times, its
+    peak resident memory, its stdout."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ROOT), *map(str, args)], capture_output=True, text=True, check=False
+        [sys.executable, "-c", CHILD.replace("MARK", repr(MARK)), str(root), *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    status, elapsed, cpu, peak = done.stderr.strip().splitlines()[-1].split()
+    figures = [line for line in done.stderr.splitlines() if line.startswith(MARK)]
+    if not figures:
+        raise SystemExit(f"embeval failed:\n{done.stderr}")
+    status, elapsed, cpu, peak = figures[-1].split()[1:]
     if status != "0":
         raise SystemExit(f"embeval failed:\n{done.stderr}")
     return Run(Timing(float(elapsed), float(cpu)), float(peak), done.stdout)
 
 
-def sample(log: Path, out: Path, memory_limit: str, *extra: str) -> Run:
-    """``embeval sample`` of the log with the engine (``extra`` options last) in a child process."""
+def sample(log: Path, out: Path, memory_limit: str, *extra: str, root: Path = ROOT) -> Run:
+    """``embeval sample`` of the log with the engine (``extra`` options last) in a child process, by the
+    checkout at ``root``."""
     return child(
         "sample",
         str(log),
@@ -198,6 +212,7 @@ def sample(log: Path, out: Path, memory_limit: str, *extra: str) -> Run:
         "--out",
         str(out),
         *extra,
+        root=root,
     )
 
 
@@ -221,16 +236,36 @@ def ratios(ours: Timing, floor: Timing) -> str:
     return f"= {ours.wall / floor.wall:4.2f} x wall, {ours.cpu / floor.cpu:4.2f} x CPU"
 
 
-def measured(name: str, floor_of: Callable[[], Timing], sample_of: Callable[[], Run], repeat: int) -> float:
-    """The floor and ``embeval sample``, best of ``repeat`` each (by wall time), printed: the sample's wall
-    time."""
-    floor = min((floor_of() for _ in range(repeat)), key=lambda timing: timing.wall)
-    run = min((sample_of() for _ in range(repeat)), key=lambda run: run.timing.wall)
+def measured(
+    name: str,
+    floor_of: Callable[[], Timing],
+    sample_of: Callable[[Path], Run],
+    repeat: int,
+    against: Path | None = None,
+) -> float:
+    """The floor and ``embeval sample`` (``sample_of`` the checkout), best of ``repeat`` each (by wall time),
+    printed: the sample's wall time. With ``against`` (another checkout), its ``embeval sample`` too, each
+    round running the three in turn, so that they meet the same load."""
+    runs: dict[str, list[Run]] = {"ours": [], "against": []}
+    floors = []
+    for _ in range(repeat):
+        floors.append(floor_of())
+        runs["ours"].append(sample_of(ROOT))
+        if against is not None:
+            runs["against"].append(sample_of(against))
+    floor = min(floors, key=lambda timing: timing.wall)
+    run = min(runs["ours"], key=lambda run: run.timing.wall)
     print(
         f"  {name:26} engine GROUP BY {floor}   embeval sample {run.timing} {ratios(run.timing, floor)}   "
         f"peak memory {run.peak:,.0f} MiB"
     )
     print(f"          {run.stdout.splitlines()[0]}")
+    if against is not None:
+        before = min(runs["against"], key=lambda run: run.timing.wall)
+        print(
+            f"  {'':26} {against.name + ':':15} embeval sample {before.timing} "
+            f"{ratios(before.timing, floor)}   peak memory {before.peak:,.0f} MiB"
+        )
     return run.timing.wall
 
 
@@ -246,8 +281,9 @@ def bench_logs(
             times[kind][rows] = measured(
                 f"{kind} {rows:,} rows:",
                 lambda path=path, kind=kind: floor_seconds(path, kind, memory_limit),
-                lambda path=path, out=out: sample(path, out, memory_limit),
+                lambda root, path=path, out=out: sample(path, out, memory_limit, root=root),
                 repeat,
+                extra.against,
             )
         smallest = rows == min(rows_list)
         if smallest and extra.python:
@@ -295,7 +331,7 @@ def bench_files(log: Path, folder: Path, files: int, repeat: int, memory_limit: 
     measured(
         f"parquet, {files} files:",
         lambda: floor_seconds(Path(pattern), "parquet", memory_limit),
-        lambda: sample(Path(pattern), outputs["many"], memory_limit),
+        lambda root: sample(Path(pattern), outputs["many"], memory_limit, root=root),
         repeat,
     )
     same = outputs["one"].read_bytes() == outputs["many"].read_bytes()
@@ -312,8 +348,9 @@ COPY (
 """
 
 
-def bench_counted(folder: Path, rows: int, memory_limit: str) -> None:
-    """A warehouse's GROUP BY output: ``rows`` distinct (query, strata) rows with their searches."""
+def bench_counted(folder: Path, rows: int, memory_limit: str, against: Path | None) -> None:
+    """A warehouse's GROUP BY output: ``rows`` distinct (query, strata) rows with their searches (and the
+    checkout ``against``'s time on it, after ours)."""
     paths = generate(folder, rows * 4, memory_limit, jsonl=False)
     table = folder / f"counted-{rows}.parquet"
     with engine(memory_limit) as opened:
@@ -327,6 +364,11 @@ def bench_counted(folder: Path, rows: int, memory_limit: str) -> None:
         path.unlink()
     floor = floor_seconds(table, "parquet", memory_limit)
     run = sample(table, folder / "queries.jsonl", memory_limit, "--count", "searches")
+    before = (
+        None
+        if against is None
+        else sample(table, folder / "b.jsonl", memory_limit, "--count", "searches", root=against)
+    )
     ours = run.timing
     print(
         f"counted table: {count:,} rows (distinct query and stratum values) counting {searches:,} searches, "
@@ -337,6 +379,11 @@ def bench_counted(folder: Path, rows: int, memory_limit: str) -> None:
         f"({'under' if ours.wall < 10 else 'NOT under'} 10 s)   peak memory {run.peak:,.0f} MiB"
     )
     print(f"  {run.stdout.splitlines()[0]}")
+    if against is not None and before is not None:
+        print(
+            f"  {against.name}: embeval sample --count searches {before.timing} "
+            f"{ratios(before.timing, floor)}   peak memory {before.peak:,.0f} MiB"
+        )
 
 
 CORPUS_SQL = """
@@ -407,10 +454,12 @@ def bench_corpus(folder: Path, documents: int, memory_limit: str) -> None:
 
 @dataclass(frozen=True)
 class Extra:
-    """What else is measured on the smallest log: the Python reader, and the log in many files."""
+    """What else is measured: on the smallest log, the Python reader and the log in many files; on every
+    log, the sample by another checkout (the code before a change)."""
 
     python: bool
     files: int
+    against: Path | None
 
 
 def main() -> None:
@@ -429,6 +478,11 @@ def main() -> None:
     parser.add_argument(
         "--files", type=int, default=0, help="also sample the smallest log as this many Parquet files"
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="also sample every log with this checkout's package (the code before a change), in turn",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="embeval-bench-logs-"))
@@ -439,10 +493,11 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"load average before: {load:.2f} ({os.cpu_count()} cores); memory limit {args.memory_limit}")
     try:
-        extra = Extra(args.python, args.files)
+        against = None if args.against is None else args.against.resolve()
+        extra = Extra(args.python, args.files, against)
         bench_logs(folder, args.rows, args.formats, args.repeat, args.memory_limit, extra)
         if args.counted:
-            bench_counted(folder, args.counted, args.memory_limit)
+            bench_counted(folder, args.counted, args.memory_limit, against)
         if args.corpus:
             bench_corpus(folder, args.corpus, args.memory_limit)
     finally:

@@ -23,7 +23,7 @@ from suite_helpers import CliResult
 duckdb = pytest.importorskip("duckdb", reason="the columnar engine needs the [duckdb] extra")
 
 from pytest_embeval.cli import embeval as command  # noqa: E402
-from pytest_embeval.golden import columnar_log  # noqa: E402
+from pytest_embeval.golden import columnar_log, columnar_queries  # noqa: E402
 
 Embeval = Callable[..., CliResult]
 
@@ -116,7 +116,7 @@ def test_the_engine_draws_the_same_sample_and_sidecar_as_python(
 ) -> None:
     rows, options = log
     # A bucket of one row: every rank is found by prefixes refined to the last (the large-log path).
-    with tempfile.TemporaryDirectory() as folder, mock.patch.object(columnar_log, "_BUCKET_ROWS", 1):
+    with tempfile.TemporaryDirectory() as folder, mock.patch.object(columnar_queries, "_BUCKET_ROWS", 1):
         path = Path(folder) / "log.jsonl"
         path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
         results = {}
@@ -127,6 +127,60 @@ def test_the_engine_draws_the_same_sample_and_sidecar_as_python(
                 (out.read_bytes(), out.with_name(f"{engine}.draw.json").read_bytes()) if status == 0 else None
             )
             results[engine] = (status, stdout.replace(str(out.with_suffix("")), "OUT"), stderr, written)
+        assert results["duckdb"] == results["python"]
+
+
+@st.composite
+def parquet_logs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """Rows of a log of string fields (what one Parquet column holds), the row where its second file
+    starts, and the options of a sample from it."""
+    counted = draw(st.booleans())
+    row = st.fixed_dictionaries(
+        {
+            "query": spellings() | st.sampled_from(["", "   "]),
+            "language": st.sampled_from(["en", "de", "Ünï"]),
+            **({"n": st.integers(1, 5)} if counted else {}),
+        }
+    )
+    rows = draw(st.lists(row, min_size=2, max_size=60))
+    options = [
+        "--by",
+        draw(st.sampled_from(["language", "band", "language,band"])),
+        "--size",
+        str(draw(st.integers(1, 14))),
+        "--floor",
+        str(draw(st.integers(0, 3))),
+        "--seed",
+        str(draw(st.integers(0, 3))),
+        *(["--count", "n"] if counted else []),
+    ]
+    return rows, draw(st.integers(1, len(rows) - 1)), options
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parquet_logs())
+def test_parquet_files_give_the_sample_python_draws_from_their_rows(
+    log: tuple[list[dict[str, Any]], int, list[str]],
+) -> None:
+    """Two Parquet files, whose rows the engine numbers file by file, give the sample and draw of the same
+    rows in one JSONL file read by Python: the first spelling seen is the same."""
+    rows, second, options = log
+    with tempfile.TemporaryDirectory() as folder, mock.patch.object(columnar_queries, "_BUCKET_ROWS", 1):
+        root = Path(folder)
+        (root / "days").mkdir()
+        write_parquet(root / "days" / "1.parquet", rows[:second])
+        write_parquet(root / "days" / "2.parquet", rows[second:])
+        jsonl = write_jsonl(root / "log.jsonl", rows)
+        results = {}
+        for engine, source in (("python", jsonl), ("duckdb", f"{root}/days/*.parquet")):
+            out = root / f"{engine}.jsonl"
+            status, _, stderr = _run("sample", source, *options, "--engine", engine, "--out", out)
+            assert status == 0 or stderr.startswith("embeval sample: "), stderr
+            written = None
+            if status == 0:
+                draw = json.loads(out.with_name(f"{engine}.draw.json").read_text("utf-8"))
+                written = (out.read_bytes(), draw["strata"], draw["band_traffic"], draw["distinct"])
+            results[engine] = (status, written)
         assert results["duckdb"] == results["python"]
 
 

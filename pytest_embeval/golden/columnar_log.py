@@ -3,14 +3,15 @@ file or many, counted or not, into the same distinct queries as `query_log`'s re
 `query_draw.draw_queries` draws the same sample from either.
 
 The engine aggregates the raw rows: one row per raw text and raw stratum values, with its searches and the
-position of its first row (`GROUP BY ALL`, out of core). Only the distinct raw strings reach Python, each
-once: those that are not already in normal form (`sampling.NORMAL_ASCII`: most are) go through
-`sampling.normalise_query` itself, and the distinct combinations of stratum values are read as the Python
-reader reads them. The engine then aggregates again by normalised text and stratum, keeps each query's first
-row (its text is the spelling of that row) and orders the distinct queries as `query_log.DistinctQueries`
-does (most frequent first, then the normalised text, then the values: strings compare by code point in both).
-Python receives two numeric arrays (frequencies, stratum indices) and, after the draw, the texts of the drawn
-queries.
+position of its first row (`GROUP BY`, out of core; a Parquet file's rows are numbered by its reader, in
+parallel, a text file's in one stream). Only the distinct raw strings reach Python, each once: those that
+are not already in normal form (`sampling.NORMAL_ASCII`: most are) go through `sampling.normalise_query`
+itself (`columnar_queries`), and the distinct combinations of stratum values are read as the Python reader
+reads them. The rows whose spellings merge are then aggregated again by normalised text and stratum,
+keeping each query's first row (its text is the spelling of that row); the queries are ranked as
+`query_log.DistinctQueries` ranks them (most frequent first, then the normalised text, then the values:
+strings compare by code point in both) where a drawn one is looked for, and only the drawn queries' texts
+reach Python.
 
 Bad input gives `query_log`'s errors: a missing column or a value of the wrong type found by the engine is
 reported, for JSONL and TSV, by reading the first file that holds one with `query_log`'s reader (its message
@@ -24,21 +25,20 @@ import concurrent.futures
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 
-from pytest_embeval.core.sampling import NORMAL_ASCII, normalise_query
+from pytest_embeval.core.sampling import NORMAL_ASCII
 from pytest_embeval.core.step_progress import step
 from pytest_embeval.files.columnar import Engine, EngineError, sql_list, sql_string
 from pytest_embeval.files.compressed import compression_of
 from pytest_embeval.files.digests import file_sha256
 from pytest_embeval.files.sources import Source, is_parquet, source_sha256
+from pytest_embeval.golden.columnar_queries import QueriesInEngine, merge_spellings, normalise_spellings
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.query_log import (
     BAND,
-    Level,
     LogFile,
     QueryLog,
     count_problem,
@@ -62,6 +62,8 @@ _WHOLE_DECIMAL = re.compile(r"DECIMAL\(\d+,0\)")
 _LOG_FORMATS = "JSONL (one object per line), TSV with a header row naming the text column {!r}, or Parquet"
 #: Bytes of a text file looked at to estimate its rows, for the progress line.
 _SAMPLE_BYTES = 1 << 16
+#: More rows than a Parquet file holds: a row's position is its file's index times this plus its number.
+_FILE_ROWS = 1 << 40
 _COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
 
 
@@ -75,6 +77,8 @@ class _Relation:
 
     def __init__(self, engine: Engine, source: Source, names: Sequence[str], counted: bool) -> None:
         self.engine, self.source, self.names, self.counted = engine, source, names, counted
+        # A row's place in the log (its first row gives a query its spelling): numbered in one stream.
+        self.position = "row_number() OVER ()"
         self.format = source_format(source, _LOG_FORMATS.format(names[0]), names[0])
         files = sql_list([str(path) for path in source.files])
         columns = [_quoted(name) for name in names]
@@ -84,6 +88,9 @@ class _Relation:
                 f"read_parquet({files}, union_by_name = true, filename = true, file_row_number = true)"
             )
             self.columns = columns
+            # Each file's rows numbered by the reader itself (its threads need not take turns), after the
+            # rows of the files before it.
+            self.position = f"CAST(file_index AS BIGINT) * {_FILE_ROWS} + file_row_number"
         elif self.format == "jsonl":
             spec = ", ".join(f"{sql_string(name)}: 'JSON'" for name in dict.fromkeys(names))
             self.function = (
@@ -337,7 +344,7 @@ def _aggregated(
     named = ", ".join(f"{column} AS c{i}" for i, column in enumerate(keys))
     grouped = ", ".join(f"c{i}" for i in range(len(keys)))
     count = relation.columns[-1]
-    # Computed once per raw row, beside the aggregation: ``combination``, the stratum values as one number
+    # Computed once per group, beside the aggregation: ``combination``, the stratum values as one number
     # (joined to their stratum as one); ``normal``, whether the text is in normal form already; ``bad``,
     # whether it is not a string (a JSON string's text starts with its quote). The stratum fields' problems
     # are found on their few combinations (`_strata`), the counts' on every row.
@@ -345,9 +352,13 @@ def _aggregated(
     jsonl = relation.format == "jsonl"
     normal = f"regexp_full_match(c0::VARCHAR, {sql_string(JSON_NORMAL_ASCII if jsonl else NORMAL_ASCII)})"
     bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
+    # A JSON text in normal form has no escape: it is kept as the string between its quotes, the text every
+    # later step reads (as it reads another format's); the rest stay JSON, for `normalise_spellings`.
+    stored = "SELECT * REPLACE (CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0::VARCHAR END AS c0) FROM ("
     engine.execute(
-        f"CREATE TEMP TABLE raw AS SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
-        f"AS normal, {bad.get(relation.format, 'false')} AS bad, "
+        f"CREATE TEMP TABLE raw AS {stored if jsonl else ''}"
+        f"SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
+        f"AS normal, NOT normal AS merging, {bad.get(relation.format, 'false')} AS bad, "
         f"{'sum(searches)' if counted else 'count(*)'} AS searches, count(*) AS table_rows, "
         f"min(position) AS first, {'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
         f"SELECT {named}, "
@@ -356,7 +367,8 @@ def _aggregated(
             if counted
             else ""
         )
-        + f"row_number() OVER () AS position FROM {relation.function}) GROUP BY {grouped}",
+        + f"{relation.position} AS position FROM {relation.function}) GROUP BY {grouped}"
+        + (")" if jsonl else ""),
         what=f"reading {source.given}",
         total=estimated_rows(engine, source, relation.format),
     )
@@ -371,8 +383,8 @@ def _aggregated(
     strata = _strata(engine, relation.format, len(fields))
     if strata is None:
         raise relation.report(text_field, by, count_field)
-    _normalise(engine, jsonl)
-    _distinct_queries(engine, jsonl)
+    normalise_spellings(engine, jsonl)
+    merge_spellings(engine)
     with step("counting distinct queries by frequency and stratum"):
         # The searches whose text is empty once normalised are the rows of the empty key.
         counted_levels = engine.rows(
@@ -385,176 +397,6 @@ def _aggregated(
         what = "no rows" if not empty else f"every one of its {empty} rows has an empty {text_field!r}"
         raise GoldenError(source.given, text_field, None, f"the log has no query: {what}")
     return total, empty, QueriesInEngine(engine, strata, levels, jsonl), int(table_rows)
-
-
-def _distinct_queries(engine: Engine, jsonl: bool) -> None:
-    """A table ``distinct_queries`` (key, stratum, frequency, first: the position of its first row) of the
-    log's distinct queries, and of the searches whose text is empty once normalised (key ``''``, one row
-    per stratum). The raw rows whose text is respelt, or is the normal form of a respelt one, or whose
-    stratum several raw combinations share, merge with others; the rest, most of them, are distinct
-    queries already."""
-    plain = "(raw.c0::VARCHAR)[2:-2]" if jsonl else "raw.c0"
-    strata_join = "JOIN strata USING (combination)"
-    raw_text = """('"' || key || '"')::JSON""" if jsonl else "key"
-    with step("merging spellings"):
-        engine.execute(
-            "CREATE TEMP TABLE respelled AS SELECT c0, key FROM changed UNION ALL "
-            f"SELECT DISTINCT {raw_text} AS c0, key FROM changed "
-            f"WHERE regexp_full_match(key, {sql_string(NORMAL_ASCII)})"
-        )
-        engine.execute(
-            "CREATE TEMP TABLE distinct_queries AS WITH joined AS MATERIALIZED ("
-            f"SELECT coalesce(respelled.key, {plain}) AS key, strata.stratum, raw.searches, raw.first, "
-            "respelled.key IS NOT NULL OR strata.shared AS merging FROM raw "
-            f"LEFT JOIN respelled ON raw.c0::VARCHAR = respelled.c0 {strata_join}) "
-            f"SELECT key, stratum, frequency, first, substr(key, 1, {_PREFIXES[0]}) AS prefix FROM ("
-            "SELECT key, stratum, CAST(searches AS BIGINT) AS frequency, first FROM joined WHERE NOT merging "
-            "UNION ALL SELECT key, stratum, CAST(sum(searches) AS BIGINT), min(first) FROM joined "
-            "WHERE merging "
-            "GROUP BY key, stratum)"
-        )
-
-
-def _prefix(length: int) -> str:
-    """The SQL of a distinct query's first ``length`` characters (those of the first length are stored)."""
-    return "d.prefix" if length == _PREFIXES[0] else f"substr(d.key, 1, {length})"
-
-
-#: Distinct raw spellings normalised in one batch.
-_NORMALISED_AT_ONCE = 100_000
-#: The most rows of one prefix `QueriesInEngine` fetches to rank in Python; a larger bucket is split by a
-#: longer prefix.
-_BUCKET_ROWS = 4096
-#: The prefix lengths tried in turn, in characters.
-_PREFIXES = (3, 6, 10, 16, 32, 64, 128, 256, 1024)
-
-
-@dataclass(frozen=True, slots=True)
-class QueriesInEngine:
-    """`query_log.DistinctQueries` left in the engine: the counts by frequency and stratum fetched once, a
-    query at a rank found by prefix counts (no sort of them all): the queries of a frequency (and stratum)
-    counted by the first characters of their normal form, the count of each prefix in order telling which
-    prefix holds the rank, and that prefix's few rows ranked in Python (UTF-8 strings order by code point
-    in both)."""
-
-    engine: Engine
-    values: tuple[tuple[str, ...], ...]
-    counts: dict[Level, int]
-    jsonl: bool
-
-    def __len__(self) -> int:
-        return sum(self.counts.values())
-
-    def levels(self) -> dict[Level, int]:
-        return dict(self.counts)
-
-    def split(self, frequency: int, count: int) -> dict[int, int]:
-        ((key, stratum, _),) = self._ranked([(frequency, None, count)])
-        return dict(
-            self.engine.rows(
-                "SELECT stratum, count(*) FROM distinct_queries WHERE frequency = ? AND key <> '' "
-                "AND (key < ? OR (key = ? AND stratum < ?)) GROUP BY stratum",
-                [frequency, key, key, stratum],
-            )
-        )
-
-    def pick(self, wanted: Mapping[Level, Sequence[int]]) -> dict[Level, list[tuple[str, str]]]:
-        requests = [
-            (frequency, stratum, rank) for (frequency, stratum), ranks in wanted.items() for rank in ranks
-        ]
-        with step("finding the queries drawn"):
-            found = self._ranked(requests)
-            spellings = dict(
-                self.engine.rows(
-                    "SELECT first, c0::VARCHAR FROM raw WHERE first IN (SELECT unnest(?::BIGINT[]))",
-                    [[first for _, _, first in found]],
-                )
-            )
-        drawn = iter(found)
-        picked: dict[Level, list[tuple[str, str]]] = {}
-        for level, ranks in wanted.items():
-            for _ in ranks:
-                key, _, first = next(drawn)
-                text = json.loads(spellings[first]) if self.jsonl else spellings[first]
-                picked.setdefault(level, []).append((key, " ".join(text.split())))
-        return picked
-
-    def _ranked(self, requests: Sequence[tuple[int, int | None, int]]) -> list[tuple[str, int, int]]:
-        """(key, stratum, first) of the query at each (frequency, stratum or None for all, rank), in the
-        order (by key, then stratum)."""
-        # Each request narrowed to a bucket: (frequency, stratum, rank within it, its prefix), the prefix of
-        # the length of the round before (all the same, so the join is on equal values, not a filter).
-        pending = {i: (f, s, rank, "") for i, (f, s, rank) in enumerate(requests)}
-        found: dict[int, tuple[str, int, int]] = {}
-        before = 0
-        for length in _PREFIXES:
-            if not pending:
-                break
-            buckets = self._buckets(pending.values(), before, length)
-            fetch: dict[int, tuple[int, int | None, int, str]] = {}
-            for i, (f, s, rank, prefix) in pending.items():
-                counts = buckets[(f, s, prefix)]
-                for bucket in sorted(counts):
-                    if rank < counts[bucket]:
-                        break
-                    rank -= counts[bucket]
-                narrowed = (f, s, rank, bucket)
-                if counts[bucket] <= _BUCKET_ROWS or len(bucket) < length or length == _PREFIXES[-1]:
-                    fetch[i] = narrowed
-                else:
-                    pending[i] = narrowed
-            for i in fetch:
-                del pending[i]
-            found.update(self._fetched(fetch, length))
-            before = length
-        return [found[i] for i in range(len(requests))]
-
-    def _join(
-        self, narrowed: Iterable[tuple[int, int | None, int, str]], length: int
-    ) -> tuple[str, list[object]]:
-        """``distinct_queries`` joined with the buckets (their prefixes of ``length`` characters), and the
-        parameters."""
-        groups = sorted({(f, -1 if s is None else s, prefix) for f, s, _, prefix in narrowed})
-        by_stratum = any(s != -1 for _, s, _ in groups)
-        on = "d.frequency = g.f" + (" AND d.stratum = g.s" if by_stratum else "")
-        if length:
-            on += f" AND {_prefix(length)} = g.p"
-        return (
-            "distinct_queries AS d JOIN (SELECT unnest(?::BIGINT[]) AS f, unnest(?::BIGINT[]) AS s, "
-            "unnest(?::VARCHAR[]) AS p) AS g "
-            f"ON {on} AND d.key <> ''",
-            [[g[i] for g in groups] for i in range(3)],
-        )
-
-    def _buckets(
-        self, narrowed: Iterable[tuple[int, int | None, int, str]], before: int, length: int
-    ) -> dict[tuple[int, int | None, str], dict[str, int]]:
-        """(frequency, stratum, prefix of ``before`` characters) -> the count of each prefix of ``length``."""
-        join, parameters = self._join(list(narrowed), before)
-        counts: dict[tuple[int, int | None, str], dict[str, int]] = {}
-        for f, s, prefix, bucket, queries in self.engine.rows(
-            f"SELECT g.f, g.s, g.p, {_prefix(length)}, count(*) FROM {join} GROUP BY ALL", parameters
-        ):
-            counts.setdefault((int(f), None if s == -1 else int(s), prefix), {})[bucket] = int(queries)
-        return counts
-
-    def _fetched(
-        self, fetch: Mapping[int, tuple[int, int | None, int, str]], length: int
-    ) -> dict[int, tuple[str, int, int]]:
-        """The queries at the requests' ranks within their buckets (prefixes of ``length``), ranked here."""
-        if not fetch:
-            return {}
-        join, parameters = self._join(fetch.values(), length)
-        rows: dict[tuple[int, int | None, str], list[tuple[str, int, int]]] = {}
-        for f, s, prefix, key, stratum, first in self.engine.rows(
-            f"SELECT g.f, g.s, g.p, d.key, d.stratum, d.first FROM {join}", parameters
-        ):
-            rows.setdefault((int(f), None if s == -1 else int(s), prefix), []).append(
-                (key, int(stratum), int(first))
-            )
-        for bucket in rows.values():
-            bucket.sort(key=lambda row: (row[0], row[1]))
-        return {i: rows[(f, s, prefix)][rank] for i, (f, s, rank, prefix) in fetch.items()}
 
 
 def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ...] | None:
@@ -583,24 +425,3 @@ def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ..
         ],
     )
     return values
-
-
-def _normalise(engine: Engine, jsonl: bool) -> None:
-    """A table ``changed`` from each distinct raw text not already in normal form to its normal form,
-    `normalise_query` called once for each, a batch of them at a time (memory holds one batch)."""
-    engine.execute("CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw WHERE NOT normal")
-    engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
-    ((total,),) = engine.rows("SELECT count(*) FROM spellings")
-    batch = "SELECT c0::VARCHAR AS c0 FROM spellings WHERE rowid >= ? AND rowid < ?"
-    with step("normalising distinct spellings", total) as advance:
-        for start in range(0, total, _NORMALISED_AT_ONCE):
-            bounds = [start, start + _NORMALISED_AT_ONCE]
-            read = [text for (text,) in engine.rows(batch, bounds)]
-            keys = [normalise_query(json.loads(text) if jsonl else text) for text in read]
-            # The batch again, in the same order (a table's scan keeps it), beside its normal forms.
-            engine.execute(
-                f"INSERT INTO changed SELECT spelt.c0, normal.key FROM ({batch}) AS spelt "
-                "POSITIONAL JOIN (SELECT unnest(?::VARCHAR[]) AS key) AS normal",
-                [*bounds, keys],
-            )
-            advance(min(total, start + _NORMALISED_AT_ONCE))
