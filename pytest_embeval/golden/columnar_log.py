@@ -4,14 +4,15 @@ file or many, counted or not, into the same distinct queries as `query_log`'s re
 
 The engine aggregates the raw rows: one row per raw text and raw stratum values, with its searches and the
 position of its first row (`GROUP BY`, out of core; a Parquet file's rows are numbered by its reader, in
-parallel, a text file's in one stream). Only the distinct raw strings reach Python, each once: those that
-are not already in normal form (`sampling.NORMAL_ASCII`: most are) go through `sampling.normalise_query`
-itself (`columnar_queries`), and the distinct combinations of stratum values are read as the Python reader
-reads them. The rows whose spellings merge are then aggregated again by normalised text and stratum,
-keeping each query's first row (its text is the spelling of that row); the queries are ranked as
-`query_log.DistinctQueries` ranks them (most frequent first, then the normalised text, then the values:
-strings compare by code point in both) where a drawn one is looked for, and only the drawn queries' texts
-reach Python.
+parallel, a text file's in one stream). Of the distinct raw strings not already in normal form
+(`sampling.NORMAL_ASCII`: most are), the ASCII ones are normalised by the engine with
+`sampling.normalise_query`'s ASCII rule and only the others reach Python, each once, to go through
+`sampling.normalise_query` itself (`columnar_queries`); the distinct combinations of stratum values are read
+as the Python reader reads them. The rows whose spellings merge are then aggregated again by normalised
+text and stratum, keeping each query's first row (its text is the spelling of that row); the queries are
+ranked as `query_log.DistinctQueries` ranks them (most frequent first, then the normalised text, then the
+values: strings compare by code point in both) where a drawn one is looked for, and only the drawn
+queries' texts reach Python.
 
 Bad input gives `query_log`'s errors: a missing column or a value of the wrong type found by the engine is
 reported, for JSONL and TSV, by reading the first file that holds one with `query_log`'s reader (its message
@@ -352,9 +353,9 @@ def _aggregated(
     jsonl = relation.format == "jsonl"
     normal = f"regexp_full_match(c0::VARCHAR, {sql_string(JSON_NORMAL_ASCII if jsonl else NORMAL_ASCII)})"
     bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
-    # A JSON text in normal form has no escape: it is kept as the string between its quotes, the text every
-    # later step reads (as it reads another format's); the rest stay JSON, for `normalise_spellings`.
-    stored = "SELECT * REPLACE (CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0::VARCHAR END AS c0) FROM ("
+    # Every later step reads a JSON text as the string it holds (as it reads another format's): one in
+    # normal form has no escape, it is the string between its quotes; the rest are decoded by the engine.
+    stored = "SELECT * REPLACE (CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0->>'$' END AS c0) FROM ("
     engine.execute(
         f"CREATE TEMP TABLE raw AS {stored if jsonl else ''}"
         f"SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
@@ -383,7 +384,7 @@ def _aggregated(
     strata = _strata(engine, relation.format, len(fields))
     if strata is None:
         raise relation.report(text_field, by, count_field)
-    normalise_spellings(engine, jsonl)
+    normalise_spellings(engine)
     merge_spellings(engine)
     with step("counting distinct queries by frequency and stratum"):
         # The searches whose text is empty once normalised are the rows of the empty key.
@@ -396,7 +397,7 @@ def _aggregated(
     if not total:
         what = "no rows" if not empty else f"every one of its {empty} rows has an empty {text_field!r}"
         raise GoldenError(source.given, text_field, None, f"the log has no query: {what}")
-    return total, empty, QueriesInEngine(engine, strata, levels, jsonl), int(table_rows)
+    return total, empty, QueriesInEngine(engine, strata, levels), int(table_rows)
 
 
 def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ...] | None:

@@ -11,7 +11,6 @@ its normal form), ``keys`` (those normal forms that a text in normal form may be
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +23,9 @@ from pytest_embeval.golden.query_log import Level
 
 __all__ = ["QueriesInEngine", "merge_spellings", "normalise_spellings"]
 
+#: What Python's ``str.split()`` takes for whitespace in an ASCII text (tab to carriage return, the four
+#: separators U+001C to U+001F, space), in RE2's syntax: a run of it is one space in a normal form.
+_ASCII_WHITESPACE = r"[\x09-\x0d\x1c-\x1f ]+"
 #: Distinct raw spellings normalised in one batch.
 _NORMALISED_AT_ONCE = 100_000
 #: The most rows of one prefix `QueriesInEngine` ranks (the engine sorts them); a larger bucket is split by a
@@ -33,12 +35,21 @@ _BUCKET_ROWS = 4096
 _PREFIXES = (3, 6, 10, 16, 32, 64, 128, 256, 1024)
 
 
-def normalise_spellings(engine: Engine, jsonl: bool) -> None:
-    """A table ``changed`` from each distinct raw text not already in normal form to its normal form,
-    `normalise_query` called once for each, a batch of them at a time (memory holds one batch): fetched as
-    one array, handed back as two."""
-    engine.execute("CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw WHERE NOT normal")
-    engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
+def normalise_spellings(engine: Engine) -> None:
+    """A table ``changed`` from each distinct raw text not already in normal form to its normal form. An
+    ASCII text's is `normalise_query`'s ASCII rule, applied by the engine on all its threads (``lower``, and
+    a run of what ``str.split`` takes for whitespace one space, none at either end); the others' are
+    `normalise_query`'s own, a batch of them at a time (memory holds one batch): fetched as one array,
+    handed back as two."""
+    engine.execute(
+        "CREATE TEMP TABLE changed AS SELECT DISTINCT c0, "
+        f"trim(regexp_replace(lower(c0), {sql_string(_ASCII_WHITESPACE)}, ' ', 'g'), ' ') AS key "
+        "FROM raw WHERE NOT normal AND strlen(c0) = length(c0)"
+    )
+    engine.execute(
+        "CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw "
+        "WHERE NOT normal AND strlen(c0) <> length(c0)"
+    )
     ((total,),) = engine.rows("SELECT count(*) FROM spellings")
     with step("normalising distinct spellings", total) as advance:
         for start in range(0, total, _NORMALISED_AT_ONCE):
@@ -46,7 +57,7 @@ def normalise_spellings(engine: Engine, jsonl: bool) -> None:
                 "SELECT c0 FROM spellings WHERE rowid >= ? AND rowid < ?",
                 [start, start + _NORMALISED_AT_ONCE],
             )["c0"]
-            keys = [normalise_query(json.loads(text) if jsonl else text) for text in read]
+            keys = [normalise_query(text) for text in read]
             engine.insert("changed", {"c0": read, "key": np.array(keys, dtype=object)})
             advance(min(total, start + _NORMALISED_AT_ONCE))
 
@@ -106,7 +117,6 @@ class QueriesInEngine:
     engine: Engine
     values: tuple[tuple[str, ...], ...]
     counts: dict[Level, int]
-    jsonl: bool
 
     def __len__(self) -> int:
         return sum(self.counts.values())
@@ -130,13 +140,12 @@ class QueriesInEngine:
         ]
         with step("finding the queries drawn"):
             found = self._ranked(requests)
-            spellings = {
-                first: json.loads(text) if self.jsonl and not normal else text
-                for first, text, normal in self.engine.rows(
-                    "SELECT first, c0, normal FROM raw WHERE first IN (SELECT unnest(?::BIGINT[]))",
+            spellings = dict(
+                self.engine.rows(
+                    "SELECT first, c0 FROM raw WHERE first IN (SELECT unnest(?::BIGINT[]))",
                     [[first for _, _, first in found]],
                 )
-            }
+            )
         drawn = iter(found)
         picked: dict[Level, list[tuple[str, str]]] = {}
         for level, ranks in wanted.items():
