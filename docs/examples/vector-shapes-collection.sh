@@ -1,5 +1,6 @@
 # nfcorpus (../shared/data) through six shapes of all-MiniLM-L6-v2 and an IVF-PQ index of its own, the
 # candidates of one shortlist run, the frontier of all the arms, and the chart as the HTML report draws it.
+# compared without numbers: nfcorpus is embedded afresh on each machine (MiniLM's float32 output follows its CPU kernels in the last bits), and the IVF-PQ index k-means trains on those vectors moves with them: its interval by 0.001 from one machine to another
 need_shared
 demo_project --cached
 ln -s "$SHARED/data" data
