@@ -414,6 +414,34 @@ def test_a_long_read_shows_its_progress_on_stderr(
     assert "embeval sample: normalising distinct spellings 0/1" in lines
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "tsv"])
+def test_a_text_log_read_on_several_threads_keeps_each_rows_place(tmp_path: Path, kind: str) -> None:
+    """A text log of tens of megabytes is read by the engine on several threads, in pieces that finish in
+    any order; each raw text's first row (whose spelling a drawn query shows) is its place in the file all
+    the same: the row numbers of the file itself, not of the order the pieces came in."""
+    from pytest_embeval.files.columnar import engine
+    from pytest_embeval.files.sources import resolve_source
+
+    rows, keys = 1_000_000, 500_000  # first rows over the first half of the file
+    texts = [("Q" if j % 3 == 0 else "q") + f" {j * 7919 % keys}" for j in range(rows)]
+    first: dict[str, int] = {}
+    for j, text in enumerate(texts):
+        first.setdefault(text, j)
+    log = tmp_path / f"log.{kind}"
+    note = "x" * 20  # a column the sample does not read, making the file large enough to be read in pieces
+    if kind == "jsonl":
+        log.write_text(
+            "".join(f'{{"query": "{text}", "language": "en", "note": "{note}"}}\n' for text in texts)
+        )
+    else:
+        log.write_text("query\tlanguage\tnote\n" + "".join(f"{text}\ten\t{note}\n" for text in texts))
+    assert log.stat().st_size > 30_000_000  # several of the engine's pieces
+    with engine("1GB", threads=2) as opened:
+        columnar_log.read_columnar_log(opened, resolve_source(str(log)), "query", ["language"])
+        found = dict(opened.rows("SELECT c0, first FROM raw"))
+    assert found == first
+
+
 def test_the_engine_holds_to_its_memory_limit_and_leaves_no_spill_folder(tmp_path: Path) -> None:
     from pytest_embeval.files.columnar import engine
 

@@ -3,16 +3,16 @@ file or many, counted or not, into the same distinct queries as `query_log`'s re
 `query_draw.draw_queries` draws the same sample from either.
 
 The engine aggregates the raw rows: one row per raw text and raw stratum values, with its searches and the
-position of its first row (`GROUP BY`, out of core; a Parquet file's rows are numbered by its reader, in
-parallel, a text file's in one stream). Of the distinct raw strings not already in normal form
-(`sampling.NORMAL_ASCII`: most are), the ASCII ones are normalised by the engine with
-`sampling.normalise_query`'s ASCII rule and only the others reach Python, each once, to go through
+position of its first row (`GROUP BY`, out of core; a Parquet file's rows are numbered by its reader, a text
+file's by their place in a copy of its rows in file order, both on every thread). Of the distinct raw strings
+not already in normal form (`sampling.NORMAL_ASCII`: most are), the ASCII ones are normalised by the engine
+with `sampling.normalise_query`'s ASCII rule and only the others reach Python, each once, to go through
 `sampling.normalise_query` itself (`columnar_queries`); the distinct combinations of stratum values are read
-as the Python reader reads them. The rows whose spellings merge are then aggregated again by normalised
-text and stratum, keeping each query's first row (its text is the spelling of that row); the queries are
-ranked as `query_log.DistinctQueries` ranks them (most frequent first, then the normalised text, then the
-values: strings compare by code point in both) where a drawn one is looked for, and only the drawn
-queries' texts reach Python.
+as the Python reader reads them. The rows whose spellings merge are then aggregated again by normalised text
+and stratum, keeping each query's first row (its text is the spelling of that row); the queries are ranked as
+`query_log.DistinctQueries` ranks them (most frequent first, then the normalised text, then the values:
+strings compare by code point in both) where a drawn one is looked for, and only the drawn queries' texts
+reach Python.
 
 Bad input gives `query_log`'s errors: a missing column or a value of the wrong type found by the engine is
 reported, for JSONL and TSV, by reading the first file that holds one with `query_log`'s reader (its message
@@ -78,8 +78,12 @@ class _Relation:
 
     def __init__(self, engine: Engine, source: Source, names: Sequence[str], counted: bool) -> None:
         self.engine, self.source, self.names, self.counted = engine, source, names, counted
-        # A row's place in the log (its first row gives a query its spelling): numbered in one stream.
-        self.position = "row_number() OVER ()"
+        # A row's place in the log (its first row gives a query its spelling). DuckDB's JSON and CSV readers
+        # give no row number, and ``row_number() OVER ()`` would hold the whole read to one thread: a text
+        # log's rows are copied into a table in file order instead (the engine keeps insertion order on all
+        # its threads), and numbered by their rowid there.
+        self.copied = True
+        self.position = "rowid"
         self.format = source_format(source, _LOG_FORMATS.format(names[0]), names[0])
         files = sql_list([str(path) for path in source.files])
         columns = [_quoted(name) for name in names]
@@ -91,6 +95,7 @@ class _Relation:
             self.columns = columns
             # Each file's rows numbered by the reader itself (its threads need not take turns), after the
             # rows of the files before it.
+            self.copied = False
             self.position = f"CAST(file_index AS BIGINT) * {_FILE_ROWS} + file_row_number"
         elif self.format == "jsonl":
             spec = ", ".join(f"{sql_string(name)}: 'JSON'" for name in dict.fromkeys(names))
@@ -356,6 +361,15 @@ def _aggregated(
     # Every later step reads a JSON text as the string it holds (as it reads another format's): one in
     # normal form has no escape, it is the string between its quotes; the rest are decoded by the engine.
     stored = "SELECT * REPLACE (CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0->>'$' END AS c0) FROM ("
+    rows_from, reading = relation.function, f"reading {source.given}"
+    total = estimated_rows(engine, source, relation.format)
+    if relation.copied:
+        read = ", ".join(dict.fromkeys(_quoted(name) for name in relation.names))
+        engine.execute(
+            f"CREATE TEMP TABLE log_rows AS SELECT {read} FROM {relation.function}", what=reading, total=total
+        )
+        rows_from, reading = "log_rows", "grouping its rows by text and stratum values"
+        ((total,),) = engine.rows("SELECT count(*) FROM log_rows")
     engine.execute(
         f"CREATE TEMP TABLE raw AS {stored if jsonl else ''}"
         f"SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
@@ -368,11 +382,13 @@ def _aggregated(
             if counted
             else ""
         )
-        + f"{relation.position} AS position FROM {relation.function}) GROUP BY {grouped}"
+        + f"{relation.position} AS position FROM {rows_from}) GROUP BY {grouped}"
         + (")" if jsonl else ""),
-        what=f"reading {source.given}",
-        total=estimated_rows(engine, source, relation.format),
+        what=reading,
+        total=total,
     )
+    if relation.copied:
+        engine.execute("DROP TABLE log_rows")
     ((table_rows, problems),) = engine.rows(
         "SELECT coalesce(sum(table_rows), 0), coalesce(sum(bad_counts), 0) + count_if(bad) FROM raw"
     )
