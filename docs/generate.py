@@ -268,8 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache-filled",
         action="store_true",
-        help="the demo's embedding cache is filled already: do not fill it (a caller running the examples one "
-        "at a time fills it once)",
+        help="the demo's embedding cache is filled already: do not fill it (a caller running the examples "
+        "one at a time fills it once)",
     )
     args = parser.parse_args(argv)
     names = args.names or sorted(path.stem for path in EXAMPLES.glob("*.sh"))
