@@ -82,9 +82,9 @@ class _Relation:
         # give no row number, and ``row_number() OVER ()`` would hold the whole read to one thread: a text
         # log's rows are copied into a table in file order instead (the engine keeps insertion order on all
         # its threads), and numbered by their rowid there.
-        self.copied = True
         self.position = "rowid"
         self.format = source_format(source, _LOG_FORMATS.format(names[0]), names[0])
+        self.copied = self.format != "parquet"
         files = sql_list([str(path) for path in source.files])
         columns = [_quoted(name) for name in names]
         if self.format == "parquet":
@@ -95,7 +95,6 @@ class _Relation:
             self.columns = columns
             # Each file's rows numbered by the reader itself (its threads need not take turns), after the
             # rows of the files before it.
-            self.copied = False
             self.position = f"CAST(file_index AS BIGINT) * {_FILE_ROWS} + file_row_number"
         elif self.format == "jsonl":
             spec = ", ".join(f"{sql_string(name)}: 'JSON'" for name in dict.fromkeys(names))
