@@ -36,7 +36,13 @@ from pytest_embeval.files.columnar import Engine, EngineError, sql_list, sql_str
 from pytest_embeval.files.compressed import compression_of
 from pytest_embeval.files.digests import file_sha256
 from pytest_embeval.files.sources import Source, is_parquet, source_sha256
-from pytest_embeval.golden.columnar_queries import QueriesInEngine, merge_spellings, normalise_spellings
+from pytest_embeval.golden.columnar_queries import (
+    QueriesInEngine,
+    ascii_key,
+    count_prefixes,
+    merge_spellings,
+    normalise_spellings,
+)
 from pytest_embeval.golden.data_files import GoldenError
 from pytest_embeval.golden.query_log import (
     BAND,
@@ -65,6 +71,7 @@ _LOG_FORMATS = "JSONL (one object per line), TSV with a header row naming the te
 _SAMPLE_BYTES = 1 << 16
 #: More rows than a Parquet file holds: a row's position is its file's index times this plus its number.
 _FILE_ROWS = 1 << 40
+_COLLISION = "two combinations of stratum values have one hash; stratify by other fields"
 _COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
 
 
@@ -346,43 +353,62 @@ def _aggregated(
     """(searches, empty searches, the distinct queries, rows read) of the log."""
     counted = count_field is not None
     keys = relation.columns[: len(relation.columns) - counted]
-    named = ", ".join(f"{column} AS c{i}" for i, column in enumerate(keys))
-    grouped = ", ".join(f"c{i}" for i in range(len(keys)))
+    text, fields = keys[0], keys[1:]
     count = relation.columns[-1]
-    # Computed once per group, beside the aggregation: ``combination``, the stratum values as one number
-    # (joined to their stratum as one); ``normal``, whether the text is in normal form already; ``bad``,
-    # whether it is not a string (a JSON string's text starts with its quote). The stratum fields' problems
-    # are found on their few combinations (`_strata`), the counts' on every row.
-    combination = f"hash({', '.join(f'c{i}' for i in range(1, len(keys)))})" if len(keys) > 1 else "0"
+    # A row's stratum values as one number, its ``combination``: the rows are grouped by text and that
+    # number, which the engine does faster than by the values themselves; `_strata` reads the values of
+    # each number from the rows apart and stops at two combinations of one number.
+    combination = f"hash({', '.join(fields)})" if fields else "0"
     jsonl = relation.format == "jsonl"
+    # Computed once per group, beside the aggregation: ``normal``, whether the text is in normal form
+    # already; ``bad``, whether it is not a string (a JSON string's text starts with its quote). The stratum
+    # fields' problems are found on their few combinations (`_strata`), the counts' on every row.
     normal = f"regexp_full_match(c0::VARCHAR, {sql_string(JSON_NORMAL_ASCII if jsonl else NORMAL_ASCII)})"
     bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
     # Every later step reads a JSON text as the string it holds (as it reads another format's): one in
     # normal form has no escape, it is the string between its quotes; the rest are decoded by the engine.
-    stored = "SELECT * REPLACE (CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0->>'$' END AS c0) FROM ("
+    stored = "CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0->>'$' END" if jsonl else "c0"
     rows_from, reading = relation.function, f"reading {source.given}"
     total = estimated_rows(engine, source, relation.format)
     if relation.copied:
-        read = ", ".join(dict.fromkeys(_quoted(name) for name in relation.names))
+        # The copy holds each column as ``c0``, ``c1``... and the combination (hashed while the rows are
+        # read), so that no later statement hashes them again, and a second hash of the stratum values
+        # (`_copied_strata`).
+        copied = [f"{column} AS c{i}" for i, column in enumerate(relation.columns)]
+        check = f"hash('embeval', {', '.join(reversed(fields))})" if fields else "0"
         engine.execute(
-            f"CREATE TEMP TABLE log_rows AS SELECT {read} FROM {relation.function}", what=reading, total=total
+            f"CREATE TEMP TABLE log_rows AS SELECT {', '.join(copied)}, {combination} AS combination, "
+            f"{check} AS combination_check FROM {relation.function}",
+            what=reading,
+            total=total,
         )
         rows_from, reading = "log_rows", "grouping its rows by text and stratum values"
         ((total,),) = engine.rows("SELECT count(*) FROM log_rows")
+        text, *fields = (f"c{i}" for i in range(len(keys)))
+        count, combination = f"c{len(keys)}", "combination"
+        rows = _copied_strata(engine, relation.format, fields)
+    else:
+        rows = _distinct_strata(engine, relation.format, rows_from, combination, fields)
+    strata = _strata(engine, relation.format, rows)
+    if strata is None:
+        raise relation.report(text_field, by, count_field)
+    searches = "sum(searches)" if counted else "count(*)"
     engine.execute(
-        f"CREATE TEMP TABLE raw AS {stored if jsonl else ''}"
-        f"SELECT {grouped}, {combination} AS combination, coalesce({normal}, false) "
-        f"AS normal, NOT normal AS merging, {bad.get(relation.format, 'false')} AS bad, "
-        f"{'sum(searches)' if counted else 'count(*)'} AS searches, count(*) AS table_rows, "
-        f"min(position) AS first, {'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
-        f"SELECT {named}, "
+        "CREATE TEMP TABLE raw AS SELECT *, CASE WHEN NOT normal THEN "
+        f"{ascii_key('c0')} END AS key FROM ("
+        f"SELECT {stored} AS c0, stratum, normal, NOT normal OR shared AS merging, "
+        "bad, searches, table_rows, first, bad_counts FROM ("
+        f"SELECT c0, combination, coalesce({normal}, false) AS normal, {bad.get(relation.format, 'false')} "
+        f"AS bad, {searches} AS searches, count(*) AS table_rows, min(position) AS first, "
+        f"{'count_if(bad_count)' if counted else '0'} AS bad_counts FROM ("
+        f"SELECT {text} AS c0, {combination} AS combination, "
         + (
             f"TRY_CAST({count} AS HUGEINT) AS searches, ({relation.count_problem(count)}) AS bad_count, "
             if counted
             else ""
         )
-        + f"{relation.position} AS position FROM {rows_from}) GROUP BY {grouped}"
-        + (")" if jsonl else ""),
+        + f"{relation.position} AS position FROM {rows_from}) GROUP BY c0, combination"
+        ") JOIN strata USING (combination))",
         what=reading,
         total=total,
     )
@@ -395,19 +421,13 @@ def _aggregated(
         raise relation.report(text_field, by, count_field)
     if not table_rows:
         raise GoldenError(source.given, None, None, "the log is empty: no rows")
-    fields = keys[1:]
-    strata = _strata(engine, relation.format, len(fields))
-    if strata is None:
-        raise relation.report(text_field, by, count_field)
     normalise_spellings(engine)
     merge_spellings(engine)
     with step("counting distinct queries by frequency and stratum"):
         # The searches whose text is empty once normalised are the rows of the empty key.
-        counted_levels = engine.rows(
-            "SELECT frequency, stratum, key = '' AS empty, count(*) FROM distinct_queries GROUP BY ALL"
-        )
-    levels = {(int(f), int(s)): int(queries) for f, s, empty, queries in counted_levels if not empty}
-    empty = sum(int(f) * int(queries) for f, _, is_empty, queries in counted_levels if is_empty)
+        counted_levels = count_prefixes(engine)
+    levels = {(f, s): queries for f, s, is_empty, queries in counted_levels if not is_empty}
+    empty = sum(f * queries for f, _, is_empty, queries in counted_levels if is_empty)
     total = sum(frequency * queries for (frequency, _), queries in levels.items())
     if not total:
         what = "no rows" if not empty else f"every one of its {empty} rows has an empty {text_field!r}"
@@ -415,14 +435,50 @@ def _aggregated(
     return total, empty, QueriesInEngine(engine, strata, levels), int(table_rows)
 
 
-def _strata(engine: Engine, kind: str, fields: int) -> tuple[tuple[str, ...], ...] | None:
-    """The stratum values of the log, sorted, and a table ``strata`` from each raw combination's number
-    (``combination``) to its index among them; None when a combination holds a value the Python reader
-    refuses. Two combinations of one number (a collision of the 64-bit hash) stop the command."""
-    shown = ", ".join(f"c{i}::VARCHAR" if kind == "jsonl" else f"c{i}" for i in range(1, fields + 1))
-    rows = engine.rows(f"SELECT DISTINCT combination{', ' + shown if fields else ''} FROM raw")
+def _shown(kind: str, fields: Sequence[str]) -> str:
+    """SQL of the stratum values as `_stratum_values` reads them."""
+    return ", ".join(f"{field}::VARCHAR" if kind == "jsonl" else field for field in fields)
+
+
+def _distinct_strata(
+    engine: Engine, kind: str, rows_from: str, combination: str, fields: Sequence[str]
+) -> list[tuple[object, ...]]:
+    """Each distinct combination of stratum values of ``rows_from`` (read from Parquet's dictionaries, fast),
+    after its number: two of one number stop the command."""
+    if not fields:
+        return [(0,)]
+    rows = engine.rows(f"SELECT DISTINCT {combination}, {_shown(kind, fields)} FROM {rows_from}")
     if len({row[0] for row in rows}) < len(rows):
-        raise EngineError("two combinations of stratum values have one hash; stratify by other fields")
+        raise EngineError(_COLLISION)
+    return rows
+
+
+def _copied_strata(engine: Engine, kind: str, fields: Sequence[str]) -> list[tuple[object, ...]]:
+    """Each combination of stratum values of the copied rows (``log_rows``) after its number, read from its
+    first row: the rows are grouped by number alone (text values are not read fast as Parquet's). Two
+    combinations of one number are told apart by a second hash of their values, in the other order (a
+    combination whose rows differ in it stops the command): only a collision of both goes unseen."""
+    if not fields:
+        return [(0,)]
+    numbers = engine.rows(
+        "SELECT min(rowid), min(combination_check) <> max(combination_check) FROM log_rows "
+        "GROUP BY combination"
+    )
+    if any(collided for _, collided in numbers):
+        raise EngineError(_COLLISION)
+    return engine.rows(
+        f"SELECT combination, {_shown(kind, fields)} FROM log_rows "
+        "WHERE rowid IN (SELECT unnest(?::BIGINT[]))",
+        [[int(first) for first, _ in numbers]],
+    )
+
+
+def _strata(
+    engine: Engine, kind: str, rows: Sequence[Sequence[object]]
+) -> tuple[tuple[str, ...], ...] | None:
+    """The stratum values of the log, sorted, from each raw combination's number and values (``rows``), and
+    a table ``strata`` from each number to its index among them and whether other combinations share it
+    (``shared``); None when a combination holds a value the Python reader refuses."""
     read = [_stratum_values(kind, row[1:]) for row in rows]
     combinations = [value for value in read if value is not None]
     if len(combinations) < len(read):

@@ -21,7 +21,7 @@ from pytest_embeval.core.step_progress import step
 from pytest_embeval.files.columnar import Engine, sql_string
 from pytest_embeval.golden.query_log import Level
 
-__all__ = ["QueriesInEngine", "merge_spellings", "normalise_spellings"]
+__all__ = ["QueriesInEngine", "ascii_key", "count_prefixes", "merge_spellings", "normalise_spellings"]
 
 #: What Python's ``str.split()`` takes for whitespace in an ASCII text (tab to carriage return, the four
 #: separators U+001C to U+001F, space), in RE2's syntax: a run of it is one space in a normal form.
@@ -35,20 +35,23 @@ _BUCKET_ROWS = 4096
 _PREFIXES = (3, 6, 10, 16, 32, 64, 128, 256, 1024)
 
 
-def normalise_spellings(engine: Engine) -> None:
-    """A table ``changed`` from each distinct raw text not already in normal form to its normal form. An
-    ASCII text's is `normalise_query`'s ASCII rule, applied by the engine on all its threads (``lower``, and
-    a run of what ``str.split`` takes for whitespace one space, none at either end); the others' are
-    `normalise_query`'s own, a batch of them at a time (memory holds one batch): fetched as one array,
-    handed back as two."""
-    engine.execute(
-        "CREATE TEMP TABLE changed AS SELECT DISTINCT c0, "
-        f"trim(regexp_replace(lower(c0), {sql_string(_ASCII_WHITESPACE)}, ' ', 'g'), ' ') AS key "
-        "FROM raw WHERE NOT normal AND strlen(c0) = length(c0)"
+def ascii_key(text: str) -> str:
+    """SQL of the normal form of ``text`` (SQL of a string) that is ASCII and not in normal form already:
+    `normalise_query`'s ASCII rule (``lower``, and a run of what ``str.split`` takes for whitespace one
+    space, none at either end); NULL for a text that is not ASCII (`normalise_spellings` takes it)."""
+    return (
+        f"CASE WHEN strlen({text}) = length({text}) THEN "
+        f"trim(regexp_replace(lower({text}), {sql_string(_ASCII_WHITESPACE)}, ' ', 'g'), ' ') END"
     )
+
+
+def normalise_spellings(engine: Engine) -> None:
+    """A table ``changed`` from each distinct raw text not in normal form and not ASCII (its ``key`` in
+    ``raw`` is NULL: `ascii_key`) to its normal form, `normalise_query`'s own, a batch of them at a time
+    (memory holds one batch): fetched as one array, handed back as two."""
+    engine.execute("CREATE TEMP TABLE changed (c0 VARCHAR, key VARCHAR)")
     engine.execute(
-        "CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw "
-        "WHERE NOT normal AND strlen(c0) <> length(c0)"
+        "CREATE TEMP TABLE spellings AS SELECT DISTINCT c0 FROM raw WHERE NOT normal AND key IS NULL"
     )
     ((total,),) = engine.rows("SELECT count(*) FROM spellings")
     with step("normalising distinct spellings", total) as advance:
@@ -70,27 +73,41 @@ def merge_spellings(engine: Engine) -> None:
     (``merging``: a respelt text, the normal form of one, a stratum several raw combinations share) are
     merged by key and stratum into a table ``merged``."""
     with step("merging spellings"):
+        # A normal form that is not in normal form itself (NORMAL_ASCII: one with a character past ASCII)
+        # can be no normal text's: the set looked in is kept to the rest.
         engine.execute(
-            "CREATE TEMP TABLE keys AS SELECT DISTINCT key FROM changed "
-            f"WHERE regexp_full_match(key, {sql_string(NORMAL_ASCII)})"
-        )
-        engine.execute(
-            "UPDATE raw SET merging = true WHERE normal AND (c0 IN (SELECT key FROM keys) "
-            "OR combination IN (SELECT combination FROM strata WHERE shared))"
+            "UPDATE raw SET merging = true WHERE NOT merging AND c0 IN (SELECT key FROM raw WHERE "
+            "key IS NOT NULL UNION ALL SELECT key FROM changed "
+            f"WHERE regexp_full_match(key, {sql_string(NORMAL_ASCII)}))"
         )
         engine.execute(
             "CREATE TEMP TABLE merged AS SELECT key, stratum, CAST(sum(searches) AS BIGINT) AS frequency, "
             "min(first) AS first FROM ("
-            "SELECT changed.key, raw.combination, raw.searches, raw.first FROM raw JOIN changed "
-            "ON raw.c0 = changed.c0 WHERE NOT raw.normal "
-            "UNION ALL SELECT c0, combination, searches, first FROM raw WHERE normal AND merging"
-            ") JOIN strata USING (combination) GROUP BY key, stratum"
+            "SELECT key, stratum, searches, first FROM raw WHERE key IS NOT NULL "
+            "UNION ALL SELECT changed.key, raw.stratum, raw.searches, raw.first FROM raw JOIN changed "
+            "ON raw.c0 = changed.c0 WHERE NOT raw.normal AND raw.key IS NULL "
+            "UNION ALL SELECT c0, stratum, searches, first FROM raw WHERE normal AND merging"
+            ") GROUP BY key, stratum"
         )
         engine.execute(
             "CREATE TEMP VIEW distinct_queries AS SELECT c0 AS key, stratum, "
-            "CAST(searches AS BIGINT) AS frequency, first FROM raw JOIN strata USING (combination) "
+            "CAST(searches AS BIGINT) AS frequency, first FROM raw "
             "WHERE NOT merging UNION ALL SELECT key, stratum, frequency, first FROM merged"
         )
+
+
+def count_prefixes(engine: Engine) -> list[tuple[int, int, bool, int]]:
+    """The distinct queries counted by frequency and stratum: (frequency, stratum, whether the key is empty,
+    queries). Counted by the first characters of their key as well, into a table ``prefixes`` that
+    `QueriesInEngine` reads its first round from (the empty key's prefix is ``''``, and no other's)."""
+    engine.execute(
+        "CREATE TEMP TABLE prefixes AS SELECT frequency, stratum, "
+        f"substr(key, 1, {_PREFIXES[0]}) AS prefix, count(*) AS queries FROM distinct_queries GROUP BY ALL"
+    )
+    rows = engine.rows(
+        "SELECT frequency, stratum, prefix = '' AS empty, sum(queries) FROM prefixes GROUP BY ALL"
+    )
+    return [(int(f), int(s), bool(empty), int(queries)) for f, s, empty, queries in rows]
 
 
 #: The requests as a table (their index, frequency, stratum or -1, prefix, rank), `_request_columns`.
@@ -180,19 +197,19 @@ class QueriesInEngine:
         return [found[i] for i in range(len(requests))]
 
     def _join(
-        self, narrowed: Iterable[tuple[int, int | None, int, str]], length: int
+        self, narrowed: Iterable[tuple[int, int | None, int, str]], length: int, counted: bool = False
     ) -> tuple[str, list[object]]:
-        """``distinct_queries`` joined with the buckets (their prefixes of ``length`` characters), and the
-        parameters."""
+        """``distinct_queries`` (``counted``: ``prefixes``, its counts by prefix) joined with the buckets
+        (their prefixes of ``length`` characters), and the parameters."""
         groups = sorted({(f, -1 if s is None else s, prefix) for f, s, _, prefix in narrowed})
         by_stratum = any(s != -1 for _, s, _ in groups)
         on = "d.frequency = g.f" + (" AND d.stratum = g.s" if by_stratum else "")
         if length:
             on += f" AND substr(d.key, 1, {length}) = g.p"
         return (
-            "distinct_queries AS d JOIN (SELECT unnest(?::BIGINT[]) AS f, unnest(?::BIGINT[]) AS s, "
-            "unnest(?::VARCHAR[]) AS p) AS g "
-            f"ON {on} AND d.key <> ''",
+            f"{'prefixes' if counted else 'distinct_queries'} AS d JOIN (SELECT unnest(?::BIGINT[]) AS f, "
+            "unnest(?::BIGINT[]) AS s, unnest(?::VARCHAR[]) AS p) AS g "
+            f"ON {on} AND d.{'prefix' if counted else 'key'} <> ''",
             [[g[i] for g in groups] for i in range(3)],
         )
 
@@ -202,12 +219,18 @@ class QueriesInEngine:
         """For each request (narrowed to a prefix of ``before`` characters), the prefix of ``length`` that
         holds its rank, its rank there and the queries there: the prefixes of its bucket counted and summed
         in order by the engine, only the one chosen coming back."""
-        join, parameters = self._join(narrowed.values(), before)
+        if before:
+            join, parameters = self._join(narrowed.values(), before)
+            counted = f"substr(d.key, 1, {length}) AS bucket, count(*) AS queries FROM {join}"
+        else:
+            # The first round's counts were taken with the levels' (`count_prefixes`).
+            join, parameters = self._join(narrowed.values(), 0, counted=True)
+            counted = f"d.prefix AS bucket, sum(d.queries) AS queries FROM {join}"
         rows = self.engine.rows(
             "SELECT r.i, c.bucket, r.rank - c.before, c.queries FROM ("
             "SELECT f, s, p, bucket, queries, sum(queries) OVER (PARTITION BY f, s, p ORDER BY bucket "
             "ROWS UNBOUNDED PRECEDING) - queries AS before FROM ("
-            f"SELECT g.f, g.s, g.p, substr(d.key, 1, {length}) AS bucket, count(*) AS queries FROM {join} "
+            f"SELECT g.f, g.s, g.p, {counted} "
             f"GROUP BY ALL)) AS c JOIN ({_REQUESTS}) AS r ON c.f = r.f AND c.s = r.s AND c.p = r.p "
             "AND r.rank >= c.before AND r.rank < c.before + c.queries",
             [*parameters, *_request_columns(narrowed)],
