@@ -2,11 +2,12 @@
 raw aggregation's spellings normalised and merged into a table of distinct queries, and a query at a rank
 found there without sorting them all (`QueriesInEngine`, the `query_log.DistinctQueries` of the engine).
 
-The engine's tables, from the first to the last: ``raw`` (`columnar_log`: one row per raw text and raw
-stratum values, its searches, the position of its first row, whether its text is in normal form),
-``strata`` (each raw combination's stratum), ``changed`` (each distinct raw text not in normal form, and
-its normal form), ``keys`` (those normal forms that a text in normal form may be), and
-``distinct_queries``.
+The engine's tables, from the first to the last: ``strata`` (`columnar_log`: each raw combination's
+stratum), ``raw`` (`columnar_log`: one row per raw text and raw stratum values, its stratum, its searches,
+the position of its first row, whether its text is in normal form and, for an ASCII text that is not, its
+normal form: `ascii_key`), ``changed`` (each distinct raw text not in normal form and not ASCII, and its
+normal form), ``merged`` and the view ``distinct_queries`` (`merge_spellings`), and ``prefixes``
+(`count_prefixes`).
 """
 
 from __future__ import annotations
