@@ -107,8 +107,8 @@ def test_the_engine_normalises_every_spelling_as_normalise_query_does(texts: lis
 
 def test_two_stratum_combinations_of_one_hash_stop_the_command() -> None:
     """The rows are grouped by a hash of their stratum values: two combinations of one hash (a collision,
-    here forced) stop the command, whether the values are read distinct (Parquet) or from each hash's first
-    row (a copied text log, told apart by a second hash), and two rows of one combination do not."""
+    here forced) stop the command, whether the values are read distinct (Parquet) or as the joined text of
+    each hash's rows in a copied text log, and two rows of one combination do not."""
     from pytest_embeval.files.columnar import EngineError, engine
 
     collision = "two combinations of stratum values have one hash; stratify by other fields"
@@ -118,13 +118,13 @@ def test_two_stratum_combinations_of_one_hash_stop_the_command() -> None:
             columnar_log._distinct_strata(opened, "parquet", values, "42", ["c1"])
         assert len(columnar_log._distinct_strata(opened, "parquet", values, "hash(c1)", ["c1"])) == 2
         opened.execute(
-            "CREATE TEMP TABLE log_rows AS SELECT * FROM (VALUES ('en', 42::UBIGINT, 1::UBIGINT), "
-            "('de', 42, 2), ('en', 42, 1)) AS rows(c1, combination, combination_check)"
+            "CREATE TEMP TABLE log_rows AS SELECT * FROM (VALUES ('en\tweb', 42::UBIGINT), ('de\tweb', 42), "
+            "('en\tweb', 42)) AS rows(strata, combination)"
         )
         with pytest.raises(EngineError, match=f"^{re.escape(collision)}$"):
-            columnar_log._copied_strata(opened, "tsv", ["c1"])
-        opened.execute("DELETE FROM log_rows WHERE c1 = 'de'")
-        assert columnar_log._copied_strata(opened, "tsv", ["c1"]) == [(42, "en")]
+            columnar_log._copied_strata(opened, "tsv", 2)
+        opened.execute("DELETE FROM log_rows WHERE strata LIKE 'de%'")
+        assert columnar_log._copied_strata(opened, "tsv", 2) == [(42, "en", "web")]
 
 
 def _run(*args: str | Path) -> CliResult:

@@ -74,6 +74,8 @@ _LOG_FORMATS = "JSONL (one object per line), TSV with a header row naming the te
 _SAMPLE_BYTES = 1 << 16
 #: More rows than a Parquet file holds: a row's position is its file's index times this plus its number.
 _FILE_ROWS = 1 << 40
+#: What joins the stratum values of a copied row, for a TSV log and a JSONL one (`_aggregated`).
+_SEPARATORS = ("chr(9)", "chr(31)")
 _COLLISION = "two combinations of stratum values have one hash; stratify by other fields"
 _COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
 
@@ -369,27 +371,30 @@ def _aggregated(
     normal = f"regexp_full_match(c0::VARCHAR, {sql_string(JSON_NORMAL_ASCII if jsonl else NORMAL_ASCII)})"
     bad = {"jsonl": "c0 IS NULL OR NOT starts_with(c0::VARCHAR, '\"')", "parquet": "c0 IS NULL"}
     # Every later step reads a JSON text as the string it holds (as it reads another format's): one in
-    # normal form has no escape, it is the string between its quotes; the rest are decoded by the engine.
-    stored = "CASE WHEN normal THEN (c0::VARCHAR)[2:-2] ELSE c0->>'$' END" if jsonl else "c0"
+    # normal form has no escape, it is the string between its quotes (ASCII: its bytes are its characters,
+    # which ``substr`` counts); the rest are decoded by the engine.
+    stored = (
+        "CASE WHEN normal THEN substr(c0::VARCHAR, 2, strlen(c0) - 2) ELSE c0->>'$' END" if jsonl else "c0"
+    )
     rows_from, reading = relation.function, f"reading {source.given}"
     total = estimated_rows(engine, source, relation.format)
     if relation.copied:
-        # The copy holds each column as ``c0``, ``c1``... and the combination (hashed while the rows are
-        # read), so that no later statement hashes them again, and a second hash of the stratum values
-        # (`_copied_strata`).
-        copied = [f"{column} AS c{i}" for i, column in enumerate(relation.columns)]
-        check = f"hash('embeval', {', '.join(reversed(fields))})" if fields else "0"
+        # The copy holds the text, the stratum values joined into one text (``strata``, written and grouped
+        # faster than the values apart), its hash (``combination``: no later statement hashes them again)
+        # and the count. A separator no value holds: a JSON text has no raw control character, a TSV cell
+        # no tab.
+        joined = f"concat({f', {_SEPARATORS[jsonl]}, '.join(fields)})" if fields else "''"
         engine.execute(
-            f"CREATE TEMP TABLE log_rows AS SELECT {', '.join(copied)}, {combination} AS combination, "
-            f"{check} AS combination_check FROM {relation.function}",
+            f"CREATE TEMP TABLE log_rows AS SELECT *, {'hash(strata)' if fields else '0'} AS combination "
+            f"FROM (SELECT {text} AS c0, {joined} AS strata{f', {count} AS c1' if counted else ''} "
+            f"FROM {relation.function})",
             what=reading,
             total=total,
         )
         rows_from, reading = "log_rows", "grouping its rows by text and stratum values"
         ((total,),) = engine.rows("SELECT count(*) FROM log_rows")
-        text, *fields = (f"c{i}" for i in range(len(keys)))
-        count, combination = f"c{len(keys)}", "combination"
-        rows = _copied_strata(engine, relation.format, fields)
+        text, count, combination = "c0", "c1", "combination"
+        rows = _copied_strata(engine, relation.format, len(fields))
     else:
         rows = _distinct_strata(engine, relation.format, rows_from, combination, fields)
     strata = _strata(engine, relation.format, rows)
@@ -456,24 +461,23 @@ def _distinct_strata(
     return rows
 
 
-def _copied_strata(engine: Engine, kind: str, fields: Sequence[str]) -> list[tuple[object, ...]]:
-    """Each combination of stratum values of the copied rows (``log_rows``) after its number, read from its
-    first row: the rows are grouped by number alone (text values are not read fast as Parquet's). Two
-    combinations of one number are told apart by a second hash of their values, in the other order (a
-    combination whose rows differ in it stops the command): only a collision of both goes unseen."""
+def _copied_strata(engine: Engine, kind: str, fields: int) -> list[tuple[object, ...]]:
+    """Each combination of stratum values of the copied rows (``log_rows``: its values joined in ``strata``)
+    after its number; two of one number stop the command."""
     if not fields:
         return [(0,)]
     numbers = engine.rows(
-        "SELECT min(rowid), min(combination_check) <> max(combination_check) FROM log_rows "
-        "GROUP BY combination"
+        "SELECT combination, min(strata), min(strata) <> max(strata) FROM log_rows GROUP BY combination"
     )
-    if any(collided for _, collided in numbers):
+    if any(collided for *_, collided in numbers):
         raise EngineError(_COLLISION)
-    return engine.rows(
-        f"SELECT combination, {_shown(kind, fields)} FROM log_rows "
-        "WHERE rowid IN (SELECT unnest(?::BIGINT[]))",
-        [[int(first) for first, _ in numbers]],
-    )
+    separator = chr(31) if kind == "jsonl" else "\t"
+    rows: list[tuple[object, ...]] = []
+    for number, joined, _ in numbers:
+        values = str(joined).split(separator)
+        # A JSON text is never empty: an empty one is a missing value.
+        rows.append((number, *(None if kind == "jsonl" and not value else value for value in values)))
+    return rows
 
 
 def _strata(
