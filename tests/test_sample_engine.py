@@ -58,7 +58,9 @@ def logs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
     row = st.fixed_dictionaries(
         {
             "query": spellings() | st.sampled_from(["", "   "]),
-            "language": st.sampled_from(["en", "de", "Ünï"]),
+            # A tab or U+001F in a value: the engine joins a copied row's values with U+001F (escaped in
+            # a JSON text, so never a separator).
+            "language": st.sampled_from(["en", "de", "Ünï", "e\u001fn", "d\te"]),
             "shape": st.sampled_from(["k", 1, 2.5, "1"]),
             **({"n": st.integers(1, 5)} if counted else {}),
         }
@@ -699,6 +701,31 @@ def test_the_engine_reads_tsv_files_that_share_their_header(tmp_path: Path, embe
         "that share one (--engine python reads each by its own)\n",
     )
     assert embeval("sample", pattern, *SAMPLE, "--engine", "python", "--out", tmp_path / "q.jsonl")[0] == 0
+
+
+def test_a_tsv_log_of_two_fields_gives_the_same_sample_on_either_reader(
+    tmp_path: Path, embeval: Embeval
+) -> None:
+    """The engine joins a copied row's stratum values with a tab, which no TSV cell holds: values that hold
+    U+001F (the separator of a JSON log's) or are empty are each their own."""
+    log = tmp_path / "log.tsv"
+    rows = [
+        ("refund", "e\x1fn", "web"),
+        ("Refund", "e", "\x1fnweb"),
+        ("refund", "", "web"),
+        ("track", "e", ""),
+    ]
+    log.write_text(
+        "query\tlanguage\tdevice\n" + "".join("\t".join(row) + "\n" for row in rows * 3), encoding="utf-8"
+    )
+    options = ["--by", "language,device", "--size", "4", "--floor", "0"]
+    for reader in ("python", "duckdb"):
+        status, stdout, _ = embeval(
+            "sample", log, *options, "--engine", reader, "--out", tmp_path / f"{reader}.jsonl"
+        )
+        assert status == 0 and "12 searches, 4 distinct queries" in stdout, stdout
+    assert (tmp_path / "python.jsonl").read_bytes() == (tmp_path / "duckdb.jsonl").read_bytes()
+    assert (tmp_path / "python.draw.json").read_bytes() == (tmp_path / "duckdb.draw.json").read_bytes()
 
 
 def test_a_tsv_log_of_the_text_column_alone_gives_the_same_sample_on_either_reader(

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from pytest_embeval.core.sampling import NORMAL_ASCII
 from pytest_embeval.core.step_progress import step
@@ -450,7 +451,7 @@ def _shown(kind: str, fields: Sequence[str]) -> str:
 
 def _distinct_strata(
     engine: Engine, kind: str, rows_from: str, combination: str, fields: Sequence[str]
-) -> list[tuple[object, ...]]:
+) -> list[tuple[Any, ...]]:
     """Each distinct combination of stratum values of ``rows_from`` (read from Parquet's dictionaries, fast),
     after its number: two of one number stop the command."""
     if not fields:
@@ -461,7 +462,7 @@ def _distinct_strata(
     return rows
 
 
-def _copied_strata(engine: Engine, kind: str, fields: int) -> list[tuple[object, ...]]:
+def _copied_strata(engine: Engine, kind: str, fields: int) -> list[tuple[Any, ...]]:
     """Each combination of stratum values of the copied rows (``log_rows``: its values joined in ``strata``)
     after its number; two of one number stop the command."""
     if not fields:
@@ -472,7 +473,7 @@ def _copied_strata(engine: Engine, kind: str, fields: int) -> list[tuple[object,
     if any(collided for *_, collided in numbers):
         raise EngineError(_COLLISION)
     separator = chr(31) if kind == "jsonl" else "\t"
-    rows: list[tuple[object, ...]] = []
+    rows: list[tuple[Any, ...]] = []
     for number, joined, _ in numbers:
         values = str(joined).split(separator)
         # A JSON text is never empty: an empty one is a missing value.
@@ -480,9 +481,7 @@ def _copied_strata(engine: Engine, kind: str, fields: int) -> list[tuple[object,
     return rows
 
 
-def _strata(
-    engine: Engine, kind: str, rows: Sequence[Sequence[object]]
-) -> tuple[tuple[str, ...], ...] | None:
+def _strata(engine: Engine, kind: str, rows: Sequence[tuple[Any, ...]]) -> tuple[tuple[str, ...], ...] | None:
     """The stratum values of the log, sorted, from each raw combination's number and values (``rows``), and
     a table ``strata`` from each number to its index among them and whether other combinations share it
     (``shared``); None when a combination holds a value the Python reader refuses."""
