@@ -16,6 +16,7 @@ from pytest_embeval.reports.frontier_records import (
     recorded_arms,
     shown_bill,
     shows_frontier,
+    vectors_text,
 )
 from pytest_embeval.reports.shortlist import shortlist_frontier
 
@@ -125,6 +126,18 @@ def test_the_record_of_a_list_of_arms() -> None:
         "overall",
         "lang=en",
     )
+
+
+def test_a_faiss_arm_stores_its_codes_not_float32_vectors() -> None:
+    """An index of FAISS codes: what a vector adds to it (its serialised bytes past the trained, empty
+    index, per document), not the float32 vector it encodes; a variant's shape and a plain index as they
+    are."""
+    faiss = {"kind": "faiss", "dimension": 384, "memory_bytes": 90_000, "fixed_bytes": 34_000}
+    assert vectors_text({"index": faiss}, 1000) == "384 dims, 56 B each in the index"
+    assert vectors_text({"index": faiss}, 0) == "384 dims, codes in the index"
+    assert vectors_text({"index": {"kind": "exact", "dimension": 384}}, 1000) == "384 x float32"
+    assert vectors_text(BINARY, 1000) == "384 bits"
+    assert vectors_text({"index": None}, 1000) == "—"
 
 
 def entry(name: str, candidate: dict[str, Any], strata: list[dict[str, Any]]) -> dict[str, Any]:

@@ -268,10 +268,13 @@ def test_an_arm_with_its_own_ivf_pq_index_runs_beside_exact_arms_in_one_shortlis
     ]
     assert arms["ivfpq"]["spec"] == IVF_PQ
     assert arms["ivfpq"]["bill_bytes"] == layout["value"]
-    assert arms["ivfpq"]["vectors"] == "128 x float32"
+    # What the IVF-PQ index stores per vector is its codes, not the float32 vector it encodes.
+    assert arms["ivfpq"]["vectors"] == f"128 dims, {round(added)} B each in the index"
     assert arms["ivfpq"]["worse"] == ["overall", "language=en", "language=es"]
     assert frontier["cheapest_without_worse"] == "bin"
-    result.stdout.fnmatch_lines([f"ivfpq {IVF_PQ} * 128 x float32 * faiss IVF4,PQ16x4 nprobe=2 *"])
+    result.stdout.fnmatch_lines(
+        [f"ivfpq {IVF_PQ} * 128 dims, {round(added)} B each in the index * faiss IVF4,PQ16x4 nprobe=2 *"]
+    )
     # A rerun reads every arm's vectors from the cache.
     rerun = run(pytester, *MIXED, *workers)
     assert log.take() == []

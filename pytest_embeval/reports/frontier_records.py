@@ -23,6 +23,7 @@ from pytest_embeval.core.frontier import FrontierArm, cheapest_without_worse, on
 __all__ = [
     "ArmRow",
     "bill_caption",
+    "faiss_bytes_per_vector",
     "faiss_text",
     "frontier_arms",
     "frontier_record",
@@ -103,11 +104,21 @@ def frontier_arms(rows: Sequence[ArmRow]) -> list[FrontierArm]:
     return arms
 
 
-def vectors_text(arm: Mapping[str, Any]) -> str:
-    """``384 x float32``, ``256 x int8``, ``384 bits, rescore 4``: what the arm's index stores per vector."""
+def faiss_bytes_per_vector(index: Mapping[str, Any], documents: int) -> int:
+    """What a vector adds to a FAISS index as serialised (its codes, its id, its links), not the bytes of the
+    vector it encodes: the index's bytes past its trained, empty state, per document."""
+    return round((index["memory_bytes"] - index["fixed_bytes"]) / documents)
+
+
+def vectors_text(arm: Mapping[str, Any], documents: int) -> str:
+    """``384 x float32``, ``256 x int8``, ``384 bits, rescore 4``, ``384 dims, 56 B each in the index``: what
+    the arm's index stores per vector (a FAISS index its own codes, over ``documents``)."""
     index = arm.get("index")
     if index is None:
         return "—"
+    if index["kind"] == "faiss":
+        stored = f"{faiss_bytes_per_vector(index, documents)} B each" if documents else "codes"
+        return f"{index['dimension']} dims, {stored} in the index"
     shape = index.get("vectors") or {"dims": index["dimension"], "precision": "float32", "rescore": None}
     if shape["precision"] in ("binary", "ubinary"):
         text = f"{shape['dims']} bits"
@@ -149,7 +160,7 @@ def frontier_record(golden: Mapping[str, Any], rows: Sequence[ArmRow]) -> dict[s
             {
                 "name": arm.name,
                 "spec": arm.spec,
-                "vectors": vectors_text(row.arm),
+                "vectors": vectors_text(row.arm, golden["documents"]),
                 "index": index_text(row.arm),
                 "bill_bytes": arm.bill,
                 "cost_per_month": arm.cost,

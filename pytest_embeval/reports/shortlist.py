@@ -25,7 +25,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_embeval.reports.arm_records import Record
-from pytest_embeval.reports.frontier_records import ArmRow, frontier_record, shows_frontier
+from pytest_embeval.reports.frontier_records import (
+    ArmRow,
+    faiss_bytes_per_vector,
+    frontier_record,
+    shows_frontier,
+)
 
 __all__ = ["CANDIDATE_NAME", "CANDIDATE_ORDER", "FLOAT32_BYTES", "shortlist_frontier", "shortlist_record"]
 
@@ -148,7 +153,7 @@ def _bill(entry: Mapping[str, Any], role: str = "incumbent") -> Record:
     if index is not None and index["kind"] == "faiss" and entry["documents"]:
         # A FAISS index stores its own codes: a vector costs what it adds to the serialised index (codes, id,
         # links), as the bill projects it, not the bytes of the vector it encodes.
-        size = round((index["memory_bytes"] - index["fixed_bytes"]) / entry["documents"])
+        size = faiss_bytes_per_vector(index, entry["documents"])
     bill: Record = {
         "dimension": dimension,
         "bytes_per_vector": size,
