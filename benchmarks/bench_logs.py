@@ -45,6 +45,7 @@ reading the JSONL file once.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import subprocess
@@ -278,10 +279,14 @@ def bench_logs(
         out = folder / "queries.jsonl"
         for kind in formats:
             path = paths[kind]
+
+            def sample_by(root: Path, path: Path = path, out: Path = out) -> Run:
+                return sample(path, out, memory_limit, root=root)
+
             times[kind][rows] = measured(
                 f"{kind} {rows:,} rows:",
-                lambda path=path, kind=kind: floor_seconds(path, kind, memory_limit),
-                lambda root, path=path, out=out: sample(path, out, memory_limit, root=root),
+                functools.partial(floor_seconds, path, kind, memory_limit),
+                sample_by,
                 repeat,
                 extra.against,
             )

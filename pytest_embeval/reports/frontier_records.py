@@ -107,7 +107,7 @@ def frontier_arms(rows: Sequence[ArmRow]) -> list[FrontierArm]:
 def faiss_bytes_per_vector(index: Mapping[str, Any], documents: int) -> int:
     """What a vector adds to a FAISS index as serialised (its codes, its id, its links), not the bytes of the
     vector it encodes: the index's bytes past its trained, empty state, per document."""
-    return round((index["memory_bytes"] - index["fixed_bytes"]) / documents)
+    return round((int(index["memory_bytes"]) - int(index["fixed_bytes"])) / documents)
 
 
 def vectors_text(arm: Mapping[str, Any], documents: int) -> str:
