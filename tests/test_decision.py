@@ -491,3 +491,38 @@ def test_every_junit_property_an_item_records_is_a_declared_one(
     run(pytester, "bad_english", f"--junitxml={tmp_path / 'junit.xml'}")
     recorded = {name for case in junit_cases(tmp_path / "junit.xml").values() for name in case["properties"]}
     assert recorded == set(JUNIT_PROPERTIES)
+
+
+def test_routing_to_an_arm_with_its_own_faiss_index_searches_that_index(
+    pytester: pytest.Pytester, golden: Golden, tmp_path: Path
+) -> None:
+    """``route.to`` an arm with its own FAISS index (``SPEC?faiss=...``): the routed queries are answered from
+    that index, not from the golden set's exact one. The incumbent's model through an exact ``Flat`` index
+    answers as the incumbent does; through a lossy IVF-PQ one searched in one list of four, it misses most
+    English queries, and the routed system is WORSE."""
+    pytest.importorskip("faiss")
+    path = tmp_path / "report.json"
+    routed: dict[str, dict[str, Any]] = {}
+    for name, spec in (
+        ("flat", "fake_models:good?faiss=Flat"),
+        ("lossy", "fake_models:good?faiss=IVF4,PQ2x1&nprobe=1"),
+    ):
+        golden(decision={"route": {"strata": ["language=en"], "max_traffic": 0.5, "to": spec}})
+        result = run(pytester, "bad_english", f"--embeval-json={path}")
+        decision = report_of(result, path)["golden_sets"][0]["decision"]
+        assert decision["to"] == spec
+        routed[name] = {row["stratum"]: row for row in decision["routed_system"]}
+        if name == "flat":
+            assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+            assert decision["outcome"] == "proceed-with-routing"
+        else:
+            assert result.ret == pytest.ExitCode.TESTS_FAILED
+            result.stdout.fnmatch_lines(
+                [f"*route language=en (50% of traffic by query count) to {spec} would not do:*"]
+            )
+    assert routed["flat"]["language=en"]["candidate"] == 1.0 and routed["flat"]["overall"]["verdict"] == "TIE"
+    assert (
+        routed["lossy"]["language=en"]["candidate"] < 0.5
+        and routed["lossy"]["language=en"]["verdict"] == "WORSE"
+    )
+    assert routed["lossy"]["language=es"]["delta"] == 0.0  # answered by the candidate, as it answers them
