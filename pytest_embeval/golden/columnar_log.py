@@ -456,7 +456,11 @@ def _distinct_strata(
     after its number: two of one number stop the command."""
     if not fields:
         return [(0,)]
-    rows = engine.rows(f"SELECT DISTINCT {combination}, {_shown(kind, fields)} FROM {rows_from}")
+    # Hashed once each, after DISTINCT (as the aggregation hashes them, a row at a time).
+    rows = engine.rows(
+        f"SELECT {combination}, {_shown(kind, fields)} "
+        f"FROM (SELECT DISTINCT {', '.join(fields)} FROM {rows_from})"
+    )
     if len({row[0] for row in rows}) < len(rows):
         raise EngineError(_COLLISION)
     return rows
