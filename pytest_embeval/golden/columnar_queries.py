@@ -39,10 +39,14 @@ _PREFIXES = (3, 6, 10, 16, 32, 64, 128, 256, 1024)
 def ascii_key(text: str) -> str:
     """SQL of the normal form of ``text`` (SQL of a string) that is ASCII and not in normal form already:
     `normalise_query`'s ASCII rule (``lower``, and a run of what ``str.split`` takes for whitespace one
-    space, none at either end); NULL for a text that is not ASCII (`normalise_spellings` takes it)."""
+    space, none at either end); NULL for a text that is not ASCII (`normalise_spellings` takes it). Most
+    respelt texts differ in case alone: their lower case in normal form is theirs, without the slower
+    replacement of whitespace."""
+    lower = f"lower({text})"
     return (
-        f"CASE WHEN strlen({text}) = length({text}) THEN "
-        f"trim(regexp_replace(lower({text}), {sql_string(_ASCII_WHITESPACE)}, ' ', 'g'), ' ') END"
+        f"CASE WHEN strlen({text}) <> length({text}) THEN NULL "
+        f"WHEN regexp_full_match({lower}, {sql_string(NORMAL_ASCII)}) THEN {lower} "
+        f"ELSE trim(regexp_replace({lower}, {sql_string(_ASCII_WHITESPACE)}, ' ', 'g'), ' ') END"
     )
 
 
