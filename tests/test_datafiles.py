@@ -14,14 +14,10 @@ from hypothesis import strategies as st
 from suite_helpers import write_file
 
 from pytest_embeval.golden import data_files as datafiles
-from pytest_embeval.golden.data_files import (
-    Document,
-    GoldenError,
-    read_documents,
-    read_queries,
-)
+from pytest_embeval.golden.data_files import Document, GoldenError, read_documents
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.qrels_files import detect_qrels_format
+from pytest_embeval.golden.query_files import read_queries
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.merging import qrels_file
 from pytest_embeval.run.pipeline import golden_control

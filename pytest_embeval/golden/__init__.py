@@ -1,7 +1,8 @@
 """Golden sets: the schema as frozen dataclasses (`schema`), the YAML file's loader and validation
 (`loader`, reading nodes with their lines in `yaml_nodes`, the corpus, queries and judgments sections in
 `data_sections`), the data files it names (`data_files`: JSONL
-and TSV documents and queries; `qrels_files`: BEIR and TREC judgments), the files a golden file names read
+and TSV documents and what every reader shares; `query_files`: queries, with their strata and traffic;
+`qrels_files`: BEIR and TREC judgments), the files a golden file names read
 from its YAML alone (`inputs`), per-query filters (`filters`), chunks folded to documents (`folding`) and
 how long a judgment stays usable (`shelf_life`); the declared ``decision:`` block (`decision_spec`); a
 vector database declared as the index (`engine_spec`); and drawing from production: a query log's

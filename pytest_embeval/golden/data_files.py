@@ -1,5 +1,6 @@
-"""A golden set's documents and queries files (JSONL or TSV), and what every data file reader shares: the
-`GoldenError`, reading a file's text (`read_text`), ids. The judgments' files are read by `qrels_files`.
+"""A golden set's documents file (JSONL or TSV), and what every data file reader shares: the `GoldenError`,
+the `Document` and `Query` records, reading a file's text (`read_text`), its lines, its format, JSON records,
+TSV rows and ids. The queries files are read by `query_files`, the judgments' by `qrels_files`.
 
 Every problem is a `GoldenError`, one line ``<path>[:<line>]: <key>: <problem>`` naming the data file, the
 line and the field or column. The YAML schema (`golden/loader.py`) decides which files to read and in which
@@ -9,13 +10,6 @@ format; this module reads them. Formats are detected from the first non-blank li
 header row naming its columns (``id``/``_id``, ``text``, ``title``; other columns of a query file are fields
 usable as strata).
 
-A query's ``frequency`` (a JSON key or a TSV column) is how often it occurs in the traffic the golden set
-stands for, a positive number, given for every query of the file or for none.
-A query's ``inclusion`` (likewise) is the probability with which the sample it belongs to drew it from the
-population of distinct queries (``embeval sample`` writes it), a number above 0 and at most 1, for every
-query or none, and only beside a ``frequency``; the query then stands for frequency / inclusion of the
-traffic (`Query.traffic_weight`).
-
 Blank lines are skipped; a UTF-8 byte order mark is accepted; lines may end in CRLF. A file whose name ends in
 ``.gz``, ``.bz2``, ``.xz`` or ``.zst`` is decompressed first (`files.compressed`): line numbers are those of
 the decompressed text.
@@ -23,14 +17,11 @@ the decompressed text.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import json.scanner
-import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -44,32 +35,30 @@ from pytest_embeval.files.compressed import (
     read_bytes,
 )
 from pytest_embeval.files.unicode import unicode_problem
-from pytest_embeval.golden.filters import FieldReader, Filter, field_problem, filter_value
+from pytest_embeval.golden.filters import FieldReader, Filter
 
 __all__ = [
-    "FREQUENCY",
-    "INCLUSION",
     "TEXT_FORMATS",
     "Document",
     "GoldenError",
     "Query",
-    "check_frequencies",
+    "check_unique_id",
+    "checked_id",
     "first_line",
-    "frequency_problem",
-    "frequency_value",
     "id_problem",
-    "inclusion_problem",
-    "inclusion_value",
     "is_integer",
     "is_tsv_header",
+    "json_id",
+    "json_lines",
     "json_object",
+    "json_string",
+    "json_text",
     "non_blank_lines",
     "read_documents",
-    "read_queries",
     "read_text",
     "record_id",
-    "stratum_type_problem",
-    "stratum_value",
+    "text_format",
+    "tsv_rows",
 ]
 
 #: Formats of document and query files.
@@ -213,128 +202,21 @@ def id_problem(value: str) -> str | None:
     return None
 
 
-#: JSON keys of a query record that are not fields.
-_NOT_FIELDS = frozenset({"_id", "id", "text", "title", "metadata", "filters"})
-
-
-def missing_stratum_problem(query_id: str, name: str, present: Iterable[str]) -> str:
-    """A query without the stratum field ``name``; a field of that query with a close name is suggested (a
-    misspelt ``strata:`` entry is the usual cause)."""
-    close = difflib.get_close_matches(name, [field for field in present if field not in _NOT_FIELDS], n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"query {query_id!r} has no stratum field {name!r}{hint}"
-
-
-def stratum_type_problem(query_id: str, name: str, got: str) -> str:
-    return f"query {query_id!r}: stratum field {name!r} must be a string or number, got {got}"
-
-
-def stratum_value(path: Path, key: str, line: int, query_id: str, name: str, value: str) -> str:
-    if not value.strip():
-        problem = f"query {query_id!r} has an empty value for stratum field {name!r}"
-        raise GoldenError(path, key, line, problem)
-    return value
-
-
-FREQUENCY = "frequency"
-INCLUSION = "inclusion"
-TOO_MUCH_TRAFFIC = "more traffic than a number holds (above 1.8e308); give frequencies on a smaller scale"
-
-
-def _number(value: object) -> float | None:
-    """A JSON number or a TSV/YAML cell as a float; None when it is neither (a boolean is not a number)."""
-    try:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            return float(value.strip())
-    except ValueError:
-        return None
-    except OverflowError:  # an integer of more digits than a float holds
-        return math.inf
-    return None
-
-
-def _shown(value: object) -> str:
-    return repr(value) if isinstance(value, str) else _json_text(value)
-
-
-def frequency_value(path: Path, key: str, line: int, query_id: str, value: object) -> float:
-    """A query's frequency as written: a finite number above 0 (a JSON number or a TSV/YAML cell)."""
-    number = _number(value)
-    if number == math.inf and not isinstance(value, float):  # written as digits, too many for a number
-        problem = f"query {query_id!r}: frequency {_shown(value)} is {TOO_MUCH_TRAFFIC}"
-        raise GoldenError(path, key, line, problem)
-    if number is None or not math.isfinite(number) or number <= 0:
-        raise GoldenError(path, key, line, frequency_problem(query_id, _shown(value)))
-    return number
-
-
-def frequency_problem(query_id: str, shown: str) -> str:
-    return f"query {query_id!r}: frequency must be a number above 0, got {shown}"
-
-
-def inclusion_value(path: Path, key: str, line: int, query_id: str, value: object) -> float:
-    """A query's inclusion probability as written: a number above 0 and at most 1."""
-    number = _number(value)
-    if number is None or not 0 < number <= 1:  # NaN fails the comparison too
-        raise GoldenError(path, key, line, inclusion_problem(query_id, _shown(value)))
-    return number
-
-
-def inclusion_problem(query_id: str, shown: str) -> str:
-    return f"query {query_id!r}: inclusion must be a probability above 0 and at most 1, got {shown}"
-
-
-def check_frequencies(
-    path: Path, queries: Sequence[Query], lines: Mapping[str, int], key: str | None = None
-) -> None:
-    """Every query has a frequency or none has, and likewise an inclusion: a traffic share computed from some
-    queries' frequencies and others' counts would mean nothing. An inclusion needs a frequency: it corrects
-    the frequency weights of a drawn sample, and without them the run has no use for it. The error names
-    ``key``, or (None: a data file) the column or JSON key at fault."""
-    for name in (FREQUENCY, INCLUSION):
-        given = [query for query in queries if getattr(query, name) is not None]
-        if not given or len(given) == len(queries):
-            continue
-        missing = next(query for query in queries if getattr(query, name) is None)
-        problem = (
-            f"query {missing.id!r} has no {name} while {given[0].id!r} (line {lines[given[0].id]}) has one; "
-            f"give every query {'a' if name == FREQUENCY else 'an'} {name} or none"
-        )
-        raise GoldenError(path, key or name, lines[missing.id], problem)
-    if queries and queries[0].inclusion is not None and queries[0].frequency is None:
-        problem = (
-            f"query {queries[0].id!r} has an inclusion but no frequency: an inclusion probability corrects "
-            "the frequency weights of a drawn sample (frequency / inclusion); give every query its frequency"
-        )
-        raise GoldenError(path, key or INCLUSION, lines[queries[0].id], problem)
-    # Each is finite, but their ratio may not be: the traffic a query stands for must be a number.
-    for query in queries:
-        weight = query.traffic_weight
-        if weight is not None and not math.isfinite(weight):
-            problem = (
-                f"query {query.id!r}: frequency {query.frequency:g} / inclusion {query.inclusion:g} is "
-                f"{TOO_MUCH_TRAFFIC}"
-            )
-            raise GoldenError(path, key or INCLUSION, lines[query.id], problem)
-
-
-def _checked_id(path: Path, key: str, line: int, value: str) -> str:
+def checked_id(path: Path, key: str, line: int, value: str) -> str:
     problem = id_problem(value)
     if problem is not None:
         raise GoldenError(path, key, line, problem)
     return value
 
 
-def _duplicate(path: Path, kind: str, item_id: str, line: int, first_line: dict[str, int]) -> None:
+def check_unique_id(path: Path, kind: str, item_id: str, line: int, first_line: dict[str, int]) -> None:
     if item_id in first_line:
         problem = f"duplicate {kind} id {item_id!r} (first on line {first_line[item_id]})"
         raise GoldenError(path, "_id", line, problem)
     first_line[item_id] = line
 
 
-def _text_format(path: Path, text: str, declared: str | None, columns: str) -> str:
+def text_format(path: Path, text: str, declared: str | None, columns: str) -> str:
     if declared is not None:
         return declared
     first = first_line(text)
@@ -352,7 +234,7 @@ def _text_format(path: Path, text: str, declared: str | None, columns: str) -> s
 # ------------------------------------------------------------------------------------------------- JSONL
 
 
-def _json_lines(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_lines(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(text_lines(text), start=1):
         if line and not line.isspace():
             yield number, _json_record(path, number, line)
@@ -378,7 +260,7 @@ def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
         except ValueError as exc:  # an integer of more digits than Python converts
             raise GoldenError(path, None, number, f"invalid JSON: {exc}") from None
         if type(record) is not dict:
-            raise GoldenError(path, None, number, f"expected a JSON object, got {_json_text(record)}")
+            raise GoldenError(path, None, number, f"expected a JSON object, got {json_text(record)}")
     # Only a \u escape makes a surrogate (UTF-8 cannot): the one text check, on the lines that have one.
     if "\\u" in line:
         problem = unicode_problem(record)
@@ -395,10 +277,10 @@ def json_object(path: Path, number: int, line: str) -> dict[str, Any]:
 
 def record_id(path: Path, number: int, line: str) -> str:
     """The ``_id`` of one JSONL line of documents or queries, checked as the readers check it."""
-    return _json_id(path, number, _json_record(path, number, line))
+    return json_id(path, number, _json_record(path, number, line))
 
 
-def _json_text(value: object) -> str:
+def json_text(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
@@ -406,21 +288,21 @@ def _json_text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _json_id(path: Path, line: int, record: Mapping[str, Any]) -> str:
+def json_id(path: Path, line: int, record: Mapping[str, Any]) -> str:
     if "_id" not in record:
         raise GoldenError(path, "_id", line, "missing required key")
     value = record["_id"]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise GoldenError(path, "_id", line, f"must be a string, got {_json_text(value)}")
-    return _checked_id(path, "_id", line, str(value))
+        raise GoldenError(path, "_id", line, f"must be a string, got {json_text(value)}")
+    return checked_id(path, "_id", line, str(value))
 
 
-def _json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> str:
+def json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> str:
     if key not in record:
         raise GoldenError(path, key, line, "missing required key")
     value = record[key]
     if not isinstance(value, str):
-        raise GoldenError(path, key, line, f"must be a string, got {_json_text(value)}")
+        raise GoldenError(path, key, line, f"must be a string, got {json_text(value)}")
     return value
 
 
@@ -446,7 +328,7 @@ class _Columns:
     width: int | None
 
 
-def _tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, list[str], _Columns]]:
+def tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, list[str], _Columns]]:
     lines = non_blank_lines(text)
     first = next(lines, None)
     if first is None:
@@ -488,7 +370,7 @@ def read_documents(path: Path, declared: str | None = None, required: Sequence[s
     documents: list[Document] = []
     first_line: dict[str, int] = {}
     reader = FieldReader()
-    if _text_format(path, text, declared, "id<TAB>text[<TAB>title]") == "jsonl":
+    if text_format(path, text, declared, "id<TAB>text[<TAB>title]") == "jsonl":
         # The common case is checked inline (this loop runs once per document of corpora of millions); the
         # helpers, called otherwise, raise the error or accept the rarer forms (an integer id).
         for line, raw in enumerate(text_lines(text), start=1):
@@ -497,24 +379,24 @@ def read_documents(path: Path, declared: str | None = None, required: Sequence[s
             record = _json_record(path, line, raw)
             doc_id = record.get("_id")
             if type(doc_id) is not str or not doc_id or _WHITESPACE.search(doc_id):
-                doc_id = _json_id(path, line, record)
+                doc_id = json_id(path, line, record)
             if doc_id in first_line:
-                _duplicate(path, "document", doc_id, line, first_line)
+                check_unique_id(path, "document", doc_id, line, first_line)
             first_line[doc_id] = line
             body = record.get("text")
             if type(body) is not str:
-                body = _json_string(path, line, record, "text")
+                body = json_string(path, line, record, "text")
             title = record.get("title")
             if title is None:
                 title = ""
             elif type(title) is not str:
-                title = _json_string(path, line, record, "title")
+                title = json_string(path, line, record, "title")
             fields = _required(path, line, doc_id, reader.read(record), required)
             documents.append(Document(doc_id, body, title, fields))
         return documents
-    for line, row, columns in _tsv_rows(path, text, documents=True):
-        doc_id = _checked_id(path, "id", line, row[columns.id])
-        _duplicate(path, "document", doc_id, line, first_line)
+    for line, row, columns in tsv_rows(path, text, documents=True):
+        doc_id = checked_id(path, "id", line, row[columns.id])
+        check_unique_id(path, "document", doc_id, line, first_line)
         title = row[columns.title] if columns.title is not None and columns.title < len(row) else ""
         fields = reader.read({name: row[i] for name, i in columns.fields.items()})
         fields = _required(path, line, doc_id, fields, required)
@@ -530,97 +412,6 @@ def _required(
             problem = f"document {doc_id!r} needs one string or number in field {name!r} (fold.field)"
             raise GoldenError(path, name, line, problem)
     return fields
-
-
-def read_queries(
-    path: Path,
-    strata: Sequence[str],
-    declared: str | None = None,
-    document_fields: AbstractSet[str] = frozenset(),
-) -> list[Query]:
-    """Every query of a queries file, with its stratum fields and (JSONL) its filters, which may name only
-    the ``document_fields``."""
-    text = read_text(path)
-    queries: list[Query] = []
-    first_line: dict[str, int] = {}
-    if _text_format(path, text, declared, "id<TAB>text, or a header row naming the columns") == "jsonl":
-        for line, record in _json_lines(path, text):
-            query_id = _json_id(path, line, record)
-            _duplicate(path, "query", query_id, line, first_line)
-            query_text = _json_string(path, line, record, "text")
-            _check_query_text(path, line, query_id, query_text)
-            fields: dict[str, str] = {}
-            for name in strata:
-                if name not in record:
-                    raise GoldenError(path, name, line, missing_stratum_problem(query_id, name, record))
-                value = record[name]
-                if value is None or isinstance(value, (dict, list)):
-                    raise GoldenError(
-                        path, name, line, stratum_type_problem(query_id, name, _json_text(value))
-                    )
-                text_value = value if isinstance(value, str) else json.dumps(value)
-                fields[name] = stratum_value(path, name, line, query_id, name, text_value)
-            filters: Filter = {}
-            if "filters" in record:
-                filters = _json_filter(path, line, record["filters"], query_id, document_fields)
-            frequency = inclusion = None
-            if FREQUENCY in record:
-                frequency = frequency_value(path, FREQUENCY, line, query_id, record[FREQUENCY])
-            if INCLUSION in record:
-                inclusion = inclusion_value(path, INCLUSION, line, query_id, record[INCLUSION])
-            queries.append(Query(query_id, query_text, fields, filters, frequency, inclusion))
-        check_frequencies(path, queries, first_line)
-        return queries
-    for line, row, columns in _tsv_rows(path, text, documents=False):
-        query_id = _checked_id(path, "id", line, row[columns.id])
-        _duplicate(path, "query", query_id, line, first_line)
-        query_text = row[columns.text]
-        _check_query_text(path, line, query_id, query_text)
-        fields = {}
-        for name in strata:
-            if name not in columns.fields:
-                problem = missing_stratum_problem(query_id, name, columns.fields)
-                if not columns.fields:
-                    problem += " (a TSV file needs a header row naming its stratum columns)"
-                raise GoldenError(path, name, line, problem)
-            fields[name] = stratum_value(path, name, line, query_id, name, row[columns.fields[name]])
-        frequency = inclusion = None
-        if FREQUENCY in columns.fields:
-            frequency = frequency_value(path, FREQUENCY, line, query_id, row[columns.fields[FREQUENCY]])
-        if INCLUSION in columns.fields:
-            inclusion = inclusion_value(path, INCLUSION, line, query_id, row[columns.fields[INCLUSION]])
-        queries.append(Query(query_id, query_text, fields, frequency=frequency, inclusion=inclusion))
-    check_frequencies(path, queries, first_line)
-    return queries
-
-
-def _json_filter(
-    path: Path, line: int, raw: object, query_id: str, document_fields: AbstractSet[str]
-) -> Filter:
-    if not isinstance(raw, dict) or not raw:
-        raise GoldenError(
-            path, "filters", line, f"must be a non-empty object {{field: value}}, got {_json_text(raw)}"
-        )
-    result: dict[str, tuple[str, ...]] = {}
-    for name, value in raw.items():
-        key = f"filters.{name}"
-        items = value if isinstance(value, list) else [value]
-        values = [filter_value(item) for item in items]
-        if not items or any(item is None for item in values):
-            problem = (
-                f"must be a string, number or boolean, or a non-empty list of them, got {_json_text(value)}"
-            )
-            raise GoldenError(path, key, line, problem)
-        unknown = field_problem(name, document_fields)
-        if unknown is not None:
-            raise GoldenError(path, key, line, f"query {query_id!r}: {unknown}")
-        result[name] = tuple(dict.fromkeys(item for item in values if item is not None))
-    return result
-
-
-def _check_query_text(path: Path, line: int, query_id: str, text: str) -> None:
-    if not text.strip():
-        raise GoldenError(path, "text", line, f"query {query_id!r} has an empty text")
 
 
 def is_integer(text: str) -> bool:

@@ -13,28 +13,24 @@ from pathlib import Path
 
 import yaml
 
-from pytest_embeval.golden.data_files import (
+from pytest_embeval.golden.data_files import TEXT_FORMATS, Document, GoldenError, Query, read_documents
+from pytest_embeval.golden.draws import read_draw
+from pytest_embeval.golden.filters import Filter, field_names, field_problem
+from pytest_embeval.golden.folding import FoldSpec
+from pytest_embeval.golden.qrels_files import COLUMN_ROLES, QRELS_FORMATS, QrelsColumns, QrelsRead, read_qrels
+from pytest_embeval.golden.query_files import (
     FREQUENCY,
     INCLUSION,
-    TEXT_FORMATS,
-    Document,
-    GoldenError,
-    Query,
     check_frequencies,
     frequency_problem,
     frequency_value,
     inclusion_problem,
     inclusion_value,
     missing_stratum_problem,
-    read_documents,
     read_queries,
     stratum_type_problem,
     stratum_value,
 )
-from pytest_embeval.golden.draws import read_draw
-from pytest_embeval.golden.filters import Filter, field_names, field_problem
-from pytest_embeval.golden.folding import FoldSpec
-from pytest_embeval.golden.qrels_files import COLUMN_ROLES, QRELS_FORMATS, QrelsColumns, QrelsRead, read_qrels
 from pytest_embeval.golden.schema import (
     DEFAULT_SPLIT,
     judged_document_ids,

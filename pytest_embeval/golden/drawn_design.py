@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_embeval.core.sample_design import SampleDesign
-from pytest_embeval.golden.data_files import GoldenError, Query, read_queries
+from pytest_embeval.golden.data_files import GoldenError, Query
 from pytest_embeval.golden.draws import draw_path
+from pytest_embeval.golden.query_files import read_queries
 from pytest_embeval.golden.query_log import BAND
 
 __all__ = ["drawn_design"]
