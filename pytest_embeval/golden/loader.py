@@ -74,8 +74,8 @@ from pytest_embeval.golden.data_files import (
 from pytest_embeval.golden.data_sections import DATA_KEYS, RESERVED_FIELDS, DataReader
 from pytest_embeval.golden.decision_spec import read_decision
 from pytest_embeval.golden.drawn_design import drawn_design
-from pytest_embeval.golden.engine_spec import ENGINES, read_engine
 from pytest_embeval.golden.folding import FoldSpec
+from pytest_embeval.golden.index_spec import read_index
 from pytest_embeval.golden.schema import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_CONFIDENCE,
@@ -86,10 +86,7 @@ from pytest_embeval.golden.schema import (
     DEFAULT_TIE_MARGIN,
     DEFAULT_TIES,
     FAISS_FILTERS,
-    FAISS_PARAMETERS,
     FAMILIES,
-    HNSW_DEFAULTS,
-    HNSW_RECALL_TARGET,
     MAX_BOOTSTRAP,
     MIN_BOOTSTRAP,
     SCHEMA_VERSION,
@@ -334,7 +331,7 @@ class _GoldenLoader(DataReader):
         the corpus slices (drawn with ``seed`` unless they name their own), the judging guidelines and how
         long judgments keep."""
         return _RunSettings(
-            index=_setting(top, "index", self.index, IndexSpec("exact")),
+            index=_setting(top, "index", lambda node: read_index(self, node), IndexSpec("exact")),
             rerank=_setting(top, "rerank", self.rerank, None),
             production=_setting(top, "production", self.production, None),
             corpus_sample=_setting(top, "corpus_sample", lambda node: self.corpus_sample(node, seed), None),
@@ -425,83 +422,6 @@ class _GoldenLoader(DataReader):
                 raise self.error(item, f"report[{i}]", f"duplicate metric {str(spec)!r}")
             specs[str(spec)] = spec
         return tuple(specs.values())
-
-    def index(self, node: yaml.Node) -> IndexSpec:
-        expected = (
-            "'exact', {hnsw: {M: 16, ef_construction: 200, ef_search: 128}} or {faiss: 'IVF1024,PQ48', "
-            "nprobe: 16}"
-        )
-        if isinstance(node, yaml.ScalarNode):
-            if node.value in ("exact", "hnsw"):
-                return IndexSpec(str(node.value))
-            raise self.error(node, "index", f"must be {expected}, got {describe_node(node)}")
-        entries = self.entries(node, "index")
-        if "faiss" in entries:
-            return self.faiss_index(entries)
-        if "service" in entries or any(name in entries for name in ENGINES):
-            engine = read_engine(self, entries)
-            return IndexSpec(engine.engine, engine=engine)
-        self.check_keys(entries, ("hnsw", "faiss", *ENGINES, "service"), "index")
-        if "hnsw" not in entries:
-            raise self.error(node, "index", f"must be {expected}, got an empty mapping")
-        params_node = entries["hnsw"][1]
-        if isinstance(params_node, yaml.ScalarNode) and params_node.tag == NULL_TAG:
-            return IndexSpec("hnsw")
-        params = self.entries(params_node, "index.hnsw")
-        self.check_keys(params, (*HNSW_DEFAULTS, HNSW_RECALL_TARGET), "index.hnsw")
-        # M = 1 makes hnswlib's level multiplier 1/log(M) infinite: it cannot build the graph.
-        minimum = {"M": 2}
-        values: dict[str, Any] = {
-            name: self.integer(node, f"index.hnsw.{name}", minimum.get(name, 1))
-            for name, (_, node) in params.items()
-            if name != HNSW_RECALL_TARGET
-        }
-        if HNSW_RECALL_TARGET not in params:
-            return IndexSpec("hnsw", **values)
-        key_node, target_node = params[HNSW_RECALL_TARGET]
-        key = f"index.hnsw.{HNSW_RECALL_TARGET}"
-        if "ef_search" in params:
-            problem = "cannot be combined with ef_search: the target chooses each arm's ef (give one of them)"
-            raise self.error(key_node, key, problem)
-        target = self.number(target_node, key)
-        if target is None or not 0 < target <= 1:
-            raise self.error(
-                target_node, key, f"must be a number in (0, 1], got {describe_node(target_node)}"
-            )
-        return IndexSpec("hnsw", **values, recall_target=target)
-
-    def faiss_index(self, entries: Mapping[str, Entry]) -> IndexSpec:
-        """``{faiss: FACTORY, nprobe | efSearch | recall_target}``: the factory string FAISS builds, and at
-        most one way to set its search parameter. FAISS must be importable (the ``[faiss]`` extra)."""
-        self.check_keys(entries, ("faiss", *FAISS_PARAMETERS, HNSW_RECALL_TARGET), "index")
-        key_node, factory_node = entries["faiss"]
-        factory = self.word(
-            factory_node, "index.faiss", "a FAISS index factory string such as 'IVF1024,PQ48'"
-        )
-        given = [name for name in (*FAISS_PARAMETERS, HNSW_RECALL_TARGET) if name in entries]
-        if len(given) > 1:
-            second = entries[given[1]][0]
-            problem = f"give one of {', '.join(given)}: the recall target chooses the parameter per arm"
-            raise self.error(second, f"index.{given[1]}", problem)
-        try:
-            import faiss  # noqa: F401  (declared: FAISS builds the index)
-        except ImportError:
-            problem = "needs FAISS, which is not installed: pip install 'pytest-embeval[faiss]'"
-            raise self.error(key_node, "index.faiss", problem) from None
-        if not given:
-            return IndexSpec("faiss", factory=factory)
-        name = given[0]
-        value_node = entries[name][1]
-        if name != HNSW_RECALL_TARGET:
-            return IndexSpec(
-                "faiss", factory=factory, faiss_parameter=(name, self.integer(value_node, f"index.{name}", 1))
-            )
-        target = self.number(value_node, f"index.{name}")
-        if target is None or not 0 < target <= 1:
-            raise self.error(
-                value_node, f"index.{name}", f"must be a number in (0, 1], got {describe_node(value_node)}"
-            )
-        return IndexSpec("faiss", factory=factory, recall_target=target)
 
     def production(self, node: yaml.Node) -> Production:
         entries = self.entries(node, "production")
