@@ -26,7 +26,6 @@ from pytest_embeval.reports.capacity_contents import (
 from pytest_embeval.reports.charts import forest_svg, frontier_svg, slices_svg
 from pytest_embeval.reports.contents import (
     Table,
-    coverage_notes,
     fingerprints_table,
     guards_table,
     headline,
@@ -35,7 +34,6 @@ from pytest_embeval.reports.contents import (
     moved_table,
     routed_caption,
     settings_table,
-    strata_notes,
     strata_table,
 )
 from pytest_embeval.reports.frontier import frontier_block
@@ -47,6 +45,7 @@ from pytest_embeval.reports.shortlist_contents import (
     shortlist_notes,
     shortlist_table,
 )
+from pytest_embeval.reports.stratum_notes import coverage_notes, strata_notes
 
 #: Rows of a table shown before the rest is folded away.
 ROWS_SHOWN = 50

@@ -24,7 +24,6 @@ from pytest_embeval.reports.capacity_contents import (
 )
 from pytest_embeval.reports.contents import (
     Table,
-    coverage_notes,
     fingerprints_table,
     guards_table,
     headline,
@@ -33,7 +32,6 @@ from pytest_embeval.reports.contents import (
     moved_table,
     routed_caption,
     settings_table,
-    strata_notes,
     strata_table,
 )
 from pytest_embeval.reports.frontier import frontier_block
@@ -44,6 +42,7 @@ from pytest_embeval.reports.shortlist_contents import (
     shortlist_notes,
     shortlist_table,
 )
+from pytest_embeval.reports.stratum_notes import coverage_notes, strata_notes
 
 #: Characters that start inline Markdown (emphasis, code, HTML, strikethrough, headings, entities) or end
 #: a table cell; each shows as itself when backslash-escaped. Left alone where they cannot start anything,

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_embeval.judging.coverage import CoverageRow, coverage_warnings
-from pytest_embeval.reports.contents import Note, Table, counted, fmt_bytes, fmt_interval, fmt_number
+from pytest_embeval.reports.contents import (
+    Table,
+    counted,
+    fmt_bytes,
+    fmt_interval,
+    fmt_number,
+)
+from pytest_embeval.reports.stratum_notes import Note
 
 __all__ = ["reading_order", "shortlist_caption", "shortlist_forest", "shortlist_notes", "shortlist_table"]
 

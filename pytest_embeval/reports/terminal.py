@@ -19,7 +19,6 @@ from pytest_embeval.reports.capacity_contents import (
 from pytest_embeval.reports.contents import (
     COMPARISON,
     arm_title,
-    coverage_notes,
     engine_words,
     fmt_bytes,
     fmt_interval,
@@ -28,7 +27,6 @@ from pytest_embeval.reports.contents import (
     golden_title,
     interval_words,
     routed_caption,
-    strata_notes,
     strata_table,
     unweighted_row,
 )
@@ -37,6 +35,7 @@ from pytest_embeval.reports.frontier_records import faiss_text
 from pytest_embeval.reports.json_report import ROLES
 from pytest_embeval.reports.pipeline_contents import index_split_block, pipeline_notes, rerank_block
 from pytest_embeval.reports.shortlist_contents import shortlist_caption, shortlist_notes, shortlist_table
+from pytest_embeval.reports.stratum_notes import coverage_notes, strata_notes
 
 #: The terminal's strata table: golden-file order, with the MDE; the reasons, too long for a column, follow
 #: it on lines of their own (`reason_lines`).
