@@ -16,14 +16,8 @@ import pytest
 
 from pytest_embeval.golden.filters import Allowed
 from pytest_embeval.search import exact
-from pytest_embeval.search.exact import (
-    exact_search,
-    float32_bound,
-    float64_search,
-    ranking_keys,
-    row_norms,
-    tie_ranks,
-)
+from pytest_embeval.search.exact import exact_search, float64_search, ranking_keys, tie_ranks
+from pytest_embeval.search.float32_bounds import float32_bound, row_norms
 
 
 def oracle(

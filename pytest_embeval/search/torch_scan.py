@@ -3,7 +3,8 @@ scan (`exact._scan`), so the same float64 rescoring gives the same bits.
 
 The documents are copied to the device once, as float32; each block of queries is multiplied with all of
 them in full float32 (TF32 off: its 10-bit mantissa would break the float32 error bound of
-`exact.float32_bound`), masked documents set to -inf, and ``torch.topk`` keeps each query's ``width`` best.
+`float32_bounds.float32_bound`), masked documents set to -inf, and ``torch.topk`` keeps each query's ``width``
+best.
 Only the shortlist crosses back: positions and float32 scores (-inf for a masked document), which `exact`
 turns into the ranking keys its CPU rescoring reads. The documents left out score at most the shortlist's
 last float32 score, which is all the bound's argument needs (the order of equal float32 scores inside the
