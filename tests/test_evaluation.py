@@ -18,7 +18,7 @@ from pytest_embeval.core.metrics import parse_metric
 from pytest_embeval.core.verdict import Verdict, family_levels
 from pytest_embeval.golden.data_files import Document, Query
 from pytest_embeval.golden.schema import GoldenSet
-from pytest_embeval.reports.json_report import stratum_record
+from pytest_embeval.reports.stratum_records import stratum_record
 from pytest_embeval.reports.terminal import golden_table
 from pytest_embeval.run.golden_run import run_golden
 from pytest_embeval.run.pipeline import GoldenRun, ranked_depth

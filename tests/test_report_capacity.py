@@ -12,7 +12,8 @@ from pytest_embeval.arms.embedding import Arm
 from pytest_embeval.cache.store import EmbeddingCache
 from pytest_embeval.core.capacity import Production
 from pytest_embeval.core.metrics import parse_metric
-from pytest_embeval.reports.json_report import golden_record, report_json, stratum_record
+from pytest_embeval.reports.json_report import golden_record, report_json
+from pytest_embeval.reports.stratum_records import stratum_record
 from pytest_embeval.reports.terminal import capacity_lines, golden_table, slice_lines, stratum_failure
 from pytest_embeval.run.golden_run import run_golden
 from pytest_embeval.run.stratum_evaluation import evaluate_stratum

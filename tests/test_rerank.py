@@ -23,8 +23,9 @@ from pytest_embeval.golden.data_files import Document, GoldenError, Query
 from pytest_embeval.golden.loader import load_golden
 from pytest_embeval.golden.schema import GoldenSet, RerankSpec
 from pytest_embeval.reports.html_page import report_html
-from pytest_embeval.reports.json_report import build_report, golden_record, stratum_record
+from pytest_embeval.reports.json_report import build_report, golden_record
 from pytest_embeval.reports.markdown import report_markdown
+from pytest_embeval.reports.stratum_records import stratum_record
 from pytest_embeval.reports.terminal import golden_table, stratum_failure
 from pytest_embeval.reports.trec_runs import rerank_run
 from pytest_embeval.run.golden_run import run_golden

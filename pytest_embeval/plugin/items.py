@@ -53,8 +53,9 @@ from pytest_embeval.plugin.state import (
 )
 from pytest_embeval.plugin.terminal_progress import step_line
 from pytest_embeval.reports.decision_report import decision_properties, decision_record, stratum_properties
-from pytest_embeval.reports.json_report import Record, golden_record, stratum_record
+from pytest_embeval.reports.json_report import Record, golden_record
 from pytest_embeval.reports.shortlist import CANDIDATE_NAME, CANDIDATE_ORDER
+from pytest_embeval.reports.stratum_records import stratum_record
 from pytest_embeval.reports.terminal import decision_failure, stratum_failure
 from pytest_embeval.run.decision import DecisionOutcome, decide_run
 from pytest_embeval.run.pipeline import ArmFault, GoldenRun, Role

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_embeval.golden.schema import GoldenSet
-from pytest_embeval.reports.json_report import Record, stratum_record
+from pytest_embeval.reports.json_report import Record
+from pytest_embeval.reports.stratum_records import stratum_record
 from pytest_embeval.run.decision import OUTCOME_WORDS, DecisionOutcome
 
 __all__ = ["JUNIT_PROPERTIES", "decision_properties", "decision_record", "stratum_properties"]
