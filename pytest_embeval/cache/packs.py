@@ -46,6 +46,7 @@ __all__ = [
     "pack_entries",
     "read_index",
     "remove_damaged",
+    "token_counts",
     "unlink_pack",
     "write_named",
     "write_pack",
@@ -373,3 +374,15 @@ class Shelf:
 
 #: Most texts per pack.
 PACK_ROWS = 4096
+
+
+def token_counts(tokens: Sequence[int] | np.ndarray | None, n: int) -> np.ndarray:
+    """The tokens of ``n`` texts as a pack stores them, uint32 (zeros when not given), validated."""
+    if tokens is None:
+        return np.zeros(n, dtype="<u4")
+    counts = np.asarray(tokens)
+    if counts.shape != (n,) or counts.dtype.kind not in "iu" or (counts < 0).any() or (counts >= 2**32).any():
+        raise ValueError(
+            f"tokens must be {n} integers from 0 to 2**32 - 1, got {counts.dtype} {counts.shape}"
+        )
+    return counts.astype("<u4")

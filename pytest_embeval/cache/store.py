@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import mmap
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -61,7 +60,14 @@ import numpy as np
 
 from pytest_embeval.arms.embedding import Arm, EncoderError, Kind, embed, validate_texts
 from pytest_embeval.cache.claims import Claim, claim
-from pytest_embeval.cache.pack_reads import RowsRead, read_each, read_outcome
+from pytest_embeval.cache.pack_reads import (
+    RowsRead,
+    consecutive,
+    copy_rows,
+    read_each,
+    read_outcome,
+    result_matrix,
+)
 from pytest_embeval.cache.packs import (
     FLOAT,
     KIND_CODES,
@@ -71,6 +77,7 @@ from pytest_embeval.cache.packs import (
     Shelf,
     read_index,
     remove_damaged,
+    token_counts,
     unlink_pack,
     write_named,
     write_pack,
@@ -247,7 +254,7 @@ class EmbeddingCache:
             )
             if more is not None:
                 if vectors is None:
-                    vectors = _result_matrix(len(keys), more.shape[1])
+                    vectors = result_matrix(len(keys), more.shape[1])
                 elif more.shape[1] != vectors.shape[1]:
                     if held is not None:
                         held.release()
@@ -314,7 +321,7 @@ class EmbeddingCache:
             raise ValueError(f"vectors must have shape ({len(texts)}, d) with d >= 1, got {matrix.shape}")
         if not np.isfinite(matrix).all():
             raise ValueError("vectors must be finite")
-        counts = _token_counts(tokens, len(texts))
+        counts = token_counts(tokens, len(texts))
         shelf.directory.mkdir(parents=True, exist_ok=True)
         if not shelf.noted:
             note = shelf.directory.parent / "fingerprint.json"
@@ -363,11 +370,11 @@ class EmbeddingCache:
             if not groups:
                 break
             if vectors is None:
-                vectors = _result_matrix(len(keys), groups[0][0].dim)
+                vectors = result_matrix(len(keys), groups[0][0].dim)
             # Every row of a pack, in order, to consecutive rows (a rerun of the texts that filled it): read
             # straight into them; the packs are read a few at a time (`pack_reads`).
             in_place = [
-                wanted.size == len(pack.keys) and _run(wanted, first=0) and _run(targets)
+                wanted.size == len(pack.keys) and consecutive(wanted, first=0) and consecutive(targets)
                 for pack, wanted, targets in groups
             ]
             reads = [
@@ -386,7 +393,7 @@ class EmbeddingCache:
                 ok = intact[wanted_rows]
                 targets, rows = targets[ok], wanted_rows[ok]
                 if not straight:
-                    _copy_rows(vectors, targets, packed, rows)
+                    copy_rows(vectors, targets, packed, rows)
                 tokens[targets] = pack.tokens[rows]
                 found[targets] = True
             if not vanished:
@@ -581,51 +588,9 @@ class EmbeddingCache:
             self._count(corrupt=entries or 0, unreadable=entries is None)
 
 
-#: Lookup results this large are an anonymous memory map of their own (see `_result_matrix`).
-_MAPPED_BYTES = 64 * 2**20
-
-
-def _result_matrix(rows: int, dim: int) -> np.ndarray:
-    """Uninitialised float32 ``(rows, dim)`` for the vectors of a lookup. A large one is an anonymous memory
-    map rather than numpy's own allocation, which asks the kernel for transparent huge pages: on a virtual
-    machine (what CI runs on) their first touch, when the packs are read into it, measured 5 x slower than
-    4 KiB pages (0.89 s against 0.17 s for 200,000 x 512), and exact search reads it no slower."""
-    if rows * dim * FLOAT.itemsize < _MAPPED_BYTES:
-        return np.empty((rows, dim), dtype=FLOAT)
-    return np.frombuffer(mmap.mmap(-1, rows * dim * FLOAT.itemsize), dtype=FLOAT).reshape(rows, dim)
-
-
-def _run(numbers: np.ndarray, first: int | None = None) -> bool:
-    """Whether ``numbers`` are consecutive ascending integers (from ``first``, if given)."""
-    if numbers.size == 0 or (first is not None and numbers[0] != first):
-        return False
-    return bool((np.diff(numbers) == 1).all())
-
-
-def _copy_rows(target: np.ndarray, at: np.ndarray, source: np.ndarray, rows: np.ndarray) -> None:
-    """``target[at] = source[rows]``: one block copy when both are runs of consecutive rows, without the
-    gathered temporary."""
-    if _run(rows) and _run(at):
-        target[at[0] : at[-1] + 1] = source[rows[0] : rows[-1] + 1]
-    else:
-        target[at] = source[rows]
-
-
 def _mixed_dimensions(who: str, root: Path, kind: Kind, dims: Iterable[int]) -> EncoderError:
     return EncoderError(
         f"{who}: the embedding cache {root} holds {kind} vectors of {sorted(set(dims))} dimensions for "
         "the same model fingerprint, so the model changed without its fingerprint changing: give it "
         "a new `name` or `fingerprint`, or delete that cache folder"
     )
-
-
-def _token_counts(tokens: Sequence[int] | np.ndarray | None, n: int) -> np.ndarray:
-    """The tokens of ``n`` texts as uint32 (zeros when not given), validated."""
-    if tokens is None:
-        return np.zeros(n, dtype="<u4")
-    counts = np.asarray(tokens)
-    if counts.shape != (n,) or counts.dtype.kind not in "iu" or (counts < 0).any() or (counts >= 2**32).any():
-        raise ValueError(
-            f"tokens must be {n} integers from 0 to 2**32 - 1, got {counts.dtype} {counts.shape}"
-        )
-    return counts.astype("<u4")
