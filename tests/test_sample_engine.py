@@ -117,8 +117,8 @@ def test_two_stratum_combinations_of_one_hash_stop_the_command() -> None:
     with engine("300MB") as opened:
         values = "(SELECT unnest(['en', 'de', 'en']) AS c1)"
         with pytest.raises(EngineError, match=f"^{re.escape(collision)}$"):
-            columnar_log._distinct_strata(opened, "parquet", values, "42", ["c1"])
-        assert len(columnar_log._distinct_strata(opened, "parquet", values, "hash(c1)", ["c1"])) == 2
+            columnar_log._distinct_strata(opened, values, "42", ["c1"])
+        assert len(columnar_log._distinct_strata(opened, values, "hash(c1)", ["c1"])) == 2
         opened.execute(
             "CREATE TEMP TABLE log_rows AS SELECT * FROM (VALUES ('en\tweb', 42::UBIGINT), ('de\tweb', 42), "
             "('en\tweb', 42)) AS rows(strata, combination)"

@@ -7,15 +7,15 @@ position of its first row (`GROUP BY`, out of core; a Parquet file's rows are nu
 file's by their place in a copy of its rows in file order, both on every thread). The rows are grouped by
 their text and a 64-bit hash of their stratum values, which the engine groups faster than the values
 themselves (by a fifth, measured); the values of each hash are read apart, as the Python reader reads them:
-from Parquet's dictionaries, or from each hash's first row of a copied text log, and two combinations of one
-hash stop the command. Of the distinct raw strings not already in normal form (`sampling.NORMAL_ASCII`: most
-are), the ASCII ones are normalised by the engine with the aggregation, by `sampling.normalise_query`'s ASCII
-rule, and only the others reach Python, each once, to go through `sampling.normalise_query` itself
-(`columnar_queries`). The rows whose spellings merge are then aggregated again by normalised text and
-stratum, keeping each query's first row (its text is the spelling of that row); the queries are ranked as
-`query_log.DistinctQueries` ranks them (most frequent first, then the normalised text, then the values:
-strings compare by code point in both) where a drawn one is looked for, and only the drawn queries' texts
-reach Python.
+from Parquet's dictionaries, or from a copied text log, which holds them joined into one text, and two
+combinations of one hash stop the command. Of the distinct raw strings not already in normal form
+(`sampling.NORMAL_ASCII`: most are), the ASCII ones are normalised by the engine with the aggregation, by
+`sampling.normalise_query`'s ASCII rule, and only the others reach Python, each once, to go through
+`sampling.normalise_query` itself (`columnar_queries`). The rows whose spellings merge are then aggregated
+again by normalised text and stratum, keeping each query's first row (its text is the spelling of that row);
+the queries are ranked as `query_log.DistinctQueries` ranks them (most frequent first, then the normalised
+text, then the values: strings compare by code point in both) where a drawn one is looked for, and only the
+drawn queries' texts reach Python.
 
 Bad input gives `query_log`'s errors: a missing column or a value of the wrong type found by the engine is
 reported, for JSONL and TSV, by reading the first file that holds one with `query_log`'s reader (its message
@@ -75,8 +75,9 @@ _LOG_FORMATS = "JSONL (one object per line), TSV with a header row naming the te
 _SAMPLE_BYTES = 1 << 16
 #: More rows than a Parquet file holds: a row's position is its file's index times this plus its number.
 _FILE_ROWS = 1 << 40
-#: What joins the stratum values of a copied row, for a TSV log and a JSONL one (`_aggregated`).
-_SEPARATORS = ("chr(9)", "chr(31)")
+#: What joins the stratum values of a copied row, by format (`_aggregated`): a character no value holds (a TSV
+#: cell holds no tab, a JSON text no raw control character).
+_SEPARATORS = {"tsv": "\t", "jsonl": "\x1f"}
 _COLLISION = "two combinations of stratum values have one hash; stratify by other fields"
 _COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
 
@@ -382,9 +383,9 @@ def _aggregated(
     if relation.copied:
         # The copy holds the text, the stratum values joined into one text (``strata``, written and grouped
         # faster than the values apart), its hash (``combination``: no later statement hashes them again)
-        # and the count. A separator no value holds: a JSON text has no raw control character, a TSV cell
-        # no tab.
-        joined = f"concat({f', {_SEPARATORS[jsonl]}, '.join(fields)})" if fields else "''"
+        # and the count.
+        separator = f"chr({ord(_SEPARATORS[relation.format])})"
+        joined = f"concat({f', {separator}, '.join(fields)})" if fields else "''"
         engine.execute(
             f"CREATE TEMP TABLE log_rows AS SELECT *, {'hash(strata)' if fields else '0'} AS combination "
             f"FROM (SELECT {text} AS c0, {joined} AS strata{f', {count} AS c1' if counted else ''} "
@@ -397,7 +398,7 @@ def _aggregated(
         text, count, combination = "c0", "c1", "combination"
         rows = _copied_strata(engine, relation.format, len(fields))
     else:
-        rows = _distinct_strata(engine, relation.format, rows_from, combination, fields)
+        rows = _distinct_strata(engine, rows_from, combination, fields)
     strata = _strata(engine, relation.format, rows)
     if strata is None:
         raise relation.report(text_field, by, count_field)
@@ -444,23 +445,16 @@ def _aggregated(
     return total, empty, QueriesInEngine(engine, strata, levels), int(table_rows)
 
 
-def _shown(kind: str, fields: Sequence[str]) -> str:
-    """SQL of the stratum values as `_stratum_values` reads them."""
-    return ", ".join(f"{field}::VARCHAR" if kind == "jsonl" else field for field in fields)
-
-
 def _distinct_strata(
-    engine: Engine, kind: str, rows_from: str, combination: str, fields: Sequence[str]
+    engine: Engine, rows_from: str, combination: str, fields: Sequence[str]
 ) -> list[tuple[Any, ...]]:
-    """Each distinct combination of stratum values of ``rows_from`` (read from Parquet's dictionaries, fast),
-    after its number: two of one number stop the command."""
+    """Each distinct combination of stratum values of a Parquet log (``rows_from``: read from its
+    dictionaries, fast), after its number: two of one number stop the command."""
     if not fields:
         return [(0,)]
     # Hashed once each, after DISTINCT (as the aggregation hashes them, a row at a time).
-    rows = engine.rows(
-        f"SELECT {combination}, {_shown(kind, fields)} "
-        f"FROM (SELECT DISTINCT {', '.join(fields)} FROM {rows_from})"
-    )
+    listed = ", ".join(fields)
+    rows = engine.rows(f"SELECT {combination}, {listed} FROM (SELECT DISTINCT {listed} FROM {rows_from})")
     if len({row[0] for row in rows}) < len(rows):
         raise EngineError(_COLLISION)
     return rows
@@ -476,10 +470,9 @@ def _copied_strata(engine: Engine, kind: str, fields: int) -> list[tuple[Any, ..
     )
     if any(collided for *_, collided in numbers):
         raise EngineError(_COLLISION)
-    separator = chr(31) if kind == "jsonl" else "\t"
     rows: list[tuple[Any, ...]] = []
     for number, joined, _ in numbers:
-        values = str(joined).split(separator)
+        values = str(joined).split(_SEPARATORS[kind])
         # A JSON text is never empty: an empty one is a missing value.
         rows.append((number, *(None if kind == "jsonl" and not value else value for value in values)))
     return rows
