@@ -132,7 +132,13 @@ def test_a_faiss_arm_stores_its_codes_not_float32_vectors() -> None:
     """An index of FAISS codes: what a vector adds to it (its serialised bytes past the trained, empty
     index, per document), not the float32 vector it encodes; a variant's shape and a plain index as they
     are."""
-    faiss = {"kind": "faiss", "dimension": 384, "memory_bytes": 90_000, "fixed_bytes": 34_000}
+    faiss = {
+        "kind": "faiss",
+        "factory": "IVF8,PQ48",
+        "dimension": 384,
+        "memory_bytes": 90_000,
+        "fixed_bytes": 34_000,
+    }
     assert vectors_text({"index": faiss}, 1000) == "384 dims, 56 B each in the index"
     assert vectors_text({"index": faiss}, 0) == "384 dims, codes in the index"
     assert vectors_text({"index": {"kind": "exact", "dimension": 384}}, 1000) == "384 x float32"

@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_embeval.core.capacity import FaissLayout
 from pytest_embeval.core.frontier import FrontierArm, cheapest_without_worse, on_frontier
 
 __all__ = [
@@ -106,8 +107,9 @@ def frontier_arms(rows: Sequence[ArmRow]) -> list[FrontierArm]:
 
 def faiss_bytes_per_vector(index: Mapping[str, Any], documents: int) -> int:
     """What a vector adds to a FAISS index as serialised (its codes, its id, its links), not the bytes of the
-    vector it encodes: the index's bytes past its trained, empty state, per document."""
-    return round((int(index["memory_bytes"]) - int(index["fixed_bytes"])) / documents)
+    vector it encodes: the index record's `FaissLayout.vector_bytes`, as the capacity figures count it."""
+    layout = FaissLayout(str(index["factory"]), int(index["fixed_bytes"]))
+    return round(layout.vector_bytes(int(index["memory_bytes"]), documents))
 
 
 def vectors_text(arm: Mapping[str, Any], documents: int) -> str:
