@@ -85,14 +85,12 @@ def merge_spellings(engine: Engine) -> None:
             "key IS NOT NULL UNION ALL SELECT key FROM changed "
             f"WHERE regexp_full_match(key, {sql_string(NORMAL_ASCII)}))"
         )
+        # One scan of the merging rows, each taking its normal form where it is: ``key`` for an ASCII
+        # respelling, ``changed`` for another (``changed`` holds exactly those), the text for a normal one.
         engine.execute(
-            "CREATE TEMP TABLE merged AS SELECT key, stratum, CAST(sum(searches) AS BIGINT) AS frequency, "
-            "min(first) AS first FROM ("
-            "SELECT key, stratum, searches, first FROM raw WHERE key IS NOT NULL "
-            "UNION ALL SELECT changed.key, raw.stratum, raw.searches, raw.first FROM raw JOIN changed "
-            "ON raw.c0 = changed.c0 WHERE NOT raw.normal AND raw.key IS NULL "
-            "UNION ALL SELECT c0, stratum, searches, first FROM raw WHERE normal AND merging"
-            ") GROUP BY key, stratum"
+            "CREATE TEMP TABLE merged AS SELECT coalesce(raw.key, changed.key, raw.c0) AS key, stratum, "
+            "CAST(sum(searches) AS BIGINT) AS frequency, min(first) AS first "
+            "FROM raw LEFT JOIN changed ON raw.c0 = changed.c0 WHERE raw.merging GROUP BY ALL"
         )
         engine.execute(
             "CREATE TEMP VIEW distinct_queries AS SELECT c0 AS key, stratum, "
