@@ -73,24 +73,26 @@ def normalise_spellings(engine: Engine) -> None:
 def merge_spellings(engine: Engine) -> None:
     """``distinct_queries`` (key, stratum, frequency, first: the position of its first row), a view of the
     log's distinct queries and of the searches whose text is empty once normalised (key ``''``, one row per
-    stratum). A raw row whose text is in normal form, is no other text's normal form and has a stratum of
-    its own is a distinct query already: most are, and they stay where they are, in ``raw``. The rest
-    (``merging``: a respelt text, the normal form of one, a stratum several raw combinations share) are
-    merged by key and stratum into a table ``merged``."""
+    stratum). A raw row whose text is in normal form, is no other text's normal form in its stratum and has
+    a stratum of its own is a distinct query already: most are, and they stay where they are, in ``raw``. The
+    rest (``merging``: a respelt text, the normal form of one in its stratum, a stratum several raw
+    combinations share) are merged by key and stratum into a table ``merged``."""
+    # A respelt row's normal form is where it is: ``key`` for an ASCII respelling, ``changed`` for another
+    # (``changed`` holds exactly those), the text itself for a row in normal form.
+    normal_form = "coalesce(raw.key, changed.key, raw.c0)"
+    spellings = "raw LEFT JOIN changed ON raw.c0 = changed.c0"
     with step("merging spellings"):
-        # A normal form that is not in normal form itself (NORMAL_ASCII: one with a character past ASCII)
-        # can be no normal text's: the set looked in is kept to the rest.
+        # A text in normal form merges with the respellings whose normal form it is in its own stratum (a
+        # query is a normal form and a stratum): only then is it no distinct query on its own.
         engine.execute(
-            "UPDATE raw SET merging = true WHERE NOT merging AND c0 IN (SELECT key FROM raw WHERE "
-            "key IS NOT NULL UNION ALL SELECT key FROM changed "
-            f"WHERE regexp_full_match(key, {sql_string(NORMAL_ASCII)}))"
+            f"UPDATE raw SET merging = true FROM (SELECT DISTINCT {normal_form} AS key, stratum "
+            f"FROM {spellings} WHERE NOT raw.normal) AS respelt "
+            "WHERE NOT raw.merging AND raw.c0 = respelt.key AND raw.stratum = respelt.stratum"
         )
-        # One scan of the merging rows, each taking its normal form where it is: ``key`` for an ASCII
-        # respelling, ``changed`` for another (``changed`` holds exactly those), the text for a normal one.
         engine.execute(
-            "CREATE TEMP TABLE merged AS SELECT coalesce(raw.key, changed.key, raw.c0) AS key, stratum, "
+            f"CREATE TEMP TABLE merged AS SELECT {normal_form} AS key, stratum, "
             "CAST(sum(searches) AS BIGINT) AS frequency, min(first) AS first "
-            "FROM raw LEFT JOIN changed ON raw.c0 = changed.c0 WHERE raw.merging GROUP BY ALL"
+            f"FROM {spellings} WHERE raw.merging GROUP BY ALL"
         )
         engine.execute(
             "CREATE TEMP VIEW distinct_queries AS SELECT c0 AS key, stratum, "
