@@ -15,6 +15,7 @@ import yaml
 from scipy.stats import chisquare
 from suite_helpers import CliResult
 
+from pytest_embeval.core.draws_ahead import Draws
 from pytest_embeval.core.sampling import Reservoir
 from pytest_embeval.golden.corpus_draw import draw_corpus
 from pytest_embeval.golden.data_files import GoldenError
@@ -388,8 +389,8 @@ def test_the_uniformity_check_rejects_a_reservoir_biased_to_the_end(
     corpus = write_corpus(tmp_path / "corpus.jsonl", 2000)
     skip = Reservoir._skip
 
-    def one_too_few(self: Reservoir[Any]) -> None:
-        skip(self)
+    def one_too_few(self: Reservoir[Any], draws: Draws) -> None:
+        skip(self, draws)
         self._next -= 1
 
     monkeypatch.setattr(Reservoir, "_skip", one_too_few)

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
+from pytest_embeval.core.draws_ahead import Draws
 from pytest_embeval.core.sampling import (
     NORMAL_ASCII,
     TAIL,
@@ -129,8 +130,8 @@ def test_the_reservoir_test_rejects_an_off_by_one_skip() -> None:
     """The check above can fail: the same statistic on a reservoir that skips one item too few."""
 
     class OffByOne(Reservoir[int]):
-        def _skip(self) -> None:
-            super()._skip()
+        def _skip(self, draws: Draws) -> None:
+            super()._skip(draws)
             self._next -= 1
 
     counts: Counter[tuple[int, ...]] = Counter()
