@@ -830,6 +830,104 @@ def test_a_parquet_corpus_and_many_files_give_the_same_documents(tmp_path: Path,
     assert draw["judged"] == {"qrels": str(qrels), "documents": 21, "found": 20, "missing": 1}
 
 
+#: Columns a file may hold that carry the names of the engine's own: the file a row came from, and the
+#: reader's numbering of Parquet rows (which a file's own column of that name hides).
+ENGINE_NAMES = ["filename", "file_index", "file_row_number"]
+
+
+def _with_engine_names(rows: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
+    """The rows with columns of the engine's names, their values scrambled (``file_index`` falling): a
+    reader that took them for its own would number the rows wrongly, and take a query's last spelling for
+    its first."""
+    values = {"filename": lambda i: f"doc-{i % 3}.pdf", "file_index": lambda i: 1000 - i}
+    return [
+        {**row, **{name: values.get(name, lambda i: (i * 7919) % 101)(i) for name in names}}
+        for i, row in enumerate(rows)
+    ]
+
+
+@pytest.mark.parametrize(
+    "names", [ENGINE_NAMES[:1], ENGINE_NAMES[1:2], ENGINE_NAMES], ids=["filename", "file_index", "all"]
+)
+def test_logs_with_columns_of_the_engines_names_give_the_sample_of_their_rows(
+    tmp_path: Path, embeval: Embeval, names: list[str]
+) -> None:
+    """Two Parquet files, a TSV file and a JSONL log stratified by such a column, each holding columns named
+    like the engine's own, give the Python reader's sample of the same rows."""
+    rows = _with_engine_names(week(1) + week(2), names)
+    (tmp_path / "days").mkdir()
+    write_parquet(tmp_path / "days" / "1.parquet", rows[:40])
+    write_parquet(tmp_path / "days" / "2.parquet", rows[40:])
+    jsonl = write_jsonl(tmp_path / "log.jsonl", rows)
+    tsv = tmp_path / "log.tsv"
+    header = ["query", "language", *names]
+    tsv.write_text(
+        "\t".join(header) + "\n" + "".join("\t".join(str(r[k]) for k in header) + "\n" for r in rows),
+        encoding="utf-8",
+    )
+
+    def sampled(source: str | Path, engine: str, *by: str) -> tuple[bytes, Any]:
+        out = tmp_path / f"out-{len(list(tmp_path.iterdir()))}.jsonl"
+        options = [
+            *OPTIONS[2:],
+            "--by",
+            ",".join(["language", *by, "band"]),
+            *(["--floor", "0"] if by else []),
+        ]
+        status, _, stderr = embeval("sample", source, *options, "--engine", engine, "--out", out)
+        assert status == 0, stderr
+        draw = json.loads(out.with_suffix("").with_suffix(".draw.json").read_text("utf-8"))
+        return out.read_bytes(), (draw["strata"], draw["band_traffic"], draw["distinct"])
+
+    expected = sampled(jsonl, "python")
+    assert sampled(f"{tmp_path}/days/*.parquet", "duckdb") == expected
+    assert sampled(tsv, "duckdb") == sampled(tsv, "python") == expected
+    assert sampled(jsonl, "duckdb", names[0]) == sampled(jsonl, "python", names[0])
+
+
+def test_a_bad_row_of_a_parquet_log_holding_the_readers_names_is_found_where_it_is(
+    tmp_path: Path, embeval: Embeval
+) -> None:
+    rows = _with_engine_names([{"query": f"q{i}", "language": "en"} for i in range(6)], ENGINE_NAMES)
+    rows[4]["language"] = None
+    first = write_parquet(tmp_path / "1.parquet", rows[:3])
+    second = write_parquet(tmp_path / "2.parquet", rows[3:])
+    assert first.exists()
+    assert _error(embeval, tmp_path, "sample", f"{tmp_path}/*.parquet", *SAMPLE) == (
+        2,
+        f"embeval sample: error: {second}:2: language: must be a string or number, got null\n",
+    )
+
+
+def test_a_parquet_corpus_with_columns_of_the_engines_names_gives_the_same_documents(
+    tmp_path: Path, embeval: Embeval
+) -> None:
+    corpus = write_jsonl(
+        tmp_path / "corpus.jsonl",
+        _with_engine_names(
+            [
+                json.loads(line)
+                for line in write_corpus(tmp_path / "plain.jsonl", 2000).read_text().splitlines()
+            ],
+            ENGINE_NAMES,
+        ),
+    )
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    (tmp_path / "parts").mkdir()
+    for part in range(2):
+        write_parquet(tmp_path / "parts" / f"part-{part}.parquet", rows[part * 1000 : (part + 1) * 1000])
+    qrels = write_qrels(tmp_path / "qrels.tsv", [*JUDGED, "gone-1"])
+    samples = []
+    for source, engine in ((corpus, "python"), (f"{tmp_path}/parts/*.parquet", "duckdb")):
+        out = tmp_path / f"out-{engine}.jsonl"
+        status, _, stderr = embeval(
+            "corpus-sample", source, "--size", "150", "--keep-judged", qrels, "--engine", engine, "--out", out
+        )
+        assert status == 0, stderr
+        samples.append([json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()])
+    assert samples[0] == samples[1] and set(samples[1][0]) == {"_id", "text", "area", *ENGINE_NAMES}
+
+
 def test_bad_corpora_give_one_line_on_either_reader(tmp_path: Path, embeval: Embeval) -> None:
     qrels = write_qrels(tmp_path / "qrels.tsv", ["d00001"])
 

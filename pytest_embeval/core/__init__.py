@@ -4,7 +4,7 @@ Per-query metrics as trec_eval defines them (`metrics`), tied scores (`ties`), p
 bootstrap intervals and the bootstrap's resampling engine (`stats`, `bootstrap_intervals`, `resampling`),
 the traffic-weighted mean's statistics (`weighted_stats`) and, for a sample drawn by a stratified design,
 its design and variance (`sample_design`, `design_variance`), drawing a sample from production
-(`sampling`),
+(`sampling`, with numpy's scalar draws computed ahead: `draws_ahead`),
 the verdict rule (`verdict`), capacity projections (`capacity`), the frontier of quality against the bill
 (`frontier`), the interval simulations that check an
 interval's coverage (`interval_simulation`), canonical JSON lines and text keys (`canonical`), plain-text

@@ -6,8 +6,9 @@ golden file names read from its YAML alone (`inputs`), per-query filters (`filte
 documents (`folding`) and how long a judgment stays usable (`shelf_life`); the declared ``decision:`` block
 (`decision_spec`); the ``index:`` setting (`index_spec`) and a vector database declared as the index
 (`engine_spec`); and drawing from production: a query log's distinct queries (`query_log` in Python;
-`columnar_log` with the columnar engine, which keeps them there, `columnar_queries`), the stratified draw from
-them (`query_draw`), a corpus sampled (`corpus_draw`, `columnar_corpus`), the draw sidecars that say how
+`columnar_log` with the columnar engine, which keeps them there, `columnar_queries`; where a Parquet row is,
+`parquet_rows`), the stratified draw from them (`query_draw`), a corpus sampled (`corpus_draw`,
+`columnar_corpus`), the draw sidecars that say how
 (`draws`), and the design a drawn set's queries came from, read from its draw sidecar (`drawn_design`).
 
 Every problem is a `data_files.GoldenError` naming the file, the line and the key.

@@ -19,12 +19,11 @@ import json
 import uuid
 from collections.abc import Set
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytest_embeval.files.columnar import Engine, EngineError, sql_list, sql_string
+from pytest_embeval.files.columnar import Engine, EngineError, sql_list
 from pytest_embeval.files.digests import file_sha256
 from pytest_embeval.files.sources import Source, source_sha256
 from pytest_embeval.golden.columnar_log import estimated_rows, source_format
@@ -36,6 +35,7 @@ from pytest_embeval.golden.corpus_draw import (
     picked_lines,
 )
 from pytest_embeval.golden.data_files import GoldenError, id_problem
+from pytest_embeval.golden.parquet_rows import ParquetRows
 from pytest_embeval.golden.query_log import missing_field, opened
 
 __all__ = ["ID_FIELD", "draw_columnar_corpus"]
@@ -51,18 +51,15 @@ _ID_TYPES = frozenset(
 )
 
 
-def _function(source: Source, kind: str, *, rows: bool = False) -> str:
+def _function(source: Source, kind: str) -> str:
     files = sql_list([str(path) for path in source.files])
     if kind == "jsonl":
         return f"read_json({files}, columns = {{'{ID_FIELD}': 'JSON'}}, format = 'newline_delimited')"
-    extra = "" if rows else ", filename = true, file_row_number = true"
-    return f"read_parquet({files}, union_by_name = true{extra})"
+    return f"read_parquet({files}, union_by_name = true)"
 
 
-def _check_parquet(engine: Engine, source: Source) -> None:
-    for path in source.files:
-        described = engine.rows(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})")
-        types = {str(name): str(kind) for name, kind, *_ in described}
+def _check_parquet(parquet: ParquetRows) -> None:
+    for path, types in zip(parquet.files, parquet.types, strict=True):
         if ID_FIELD not in types:
             raise missing_field(path, None, ID_FIELD, list(types), "the file")
         if types[ID_FIELD] not in _ID_TYPES:
@@ -86,16 +83,17 @@ def draw_columnar_corpus(
             else None
         )
         try:
-            if kind == "parquet":
-                _check_parquet(engine, source)
-            draw = _draw(engine, source, kind, size=size, judged=judged, seed=seed)
+            parquet = ParquetRows.of(engine, source.files) if kind == "parquet" else None
+            if parquet is not None:
+                _check_parquet(parquet)
+            draw = _draw(engine, source, parquet, size=size, judged=judged, seed=seed)
         except EngineError as error:
             raise GoldenError(source.given, None, None, f"the engine cannot read it: {error}") from None
         positions, kept = draw
-        if kind == "jsonl":
+        if parquet is None:
             lines, files = picked_lines(source, positions)
         else:
-            lines = _parquet_lines(engine, source, positions)
+            lines = _parquet_lines(engine, source, parquet, positions)
             assert digests is not None
             files = list(zip(source.files, digests.result(), strict=True))
     documents, found, ids = kept
@@ -112,10 +110,12 @@ def draw_columnar_corpus(
 
 
 def _draw(
-    engine: Engine, source: Source, kind: str, *, size: int, judged: Set[str], seed: int
+    engine: Engine, source: Source, parquet: ParquetRows | None, *, size: int, judged: Set[str], seed: int
 ) -> tuple[list[int], tuple[int, list[int], set[str]]]:
     """The positions of the sample's documents, and (documents, positions of the judged ones, their ids)."""
-    if kind == "jsonl":
+    kind = "jsonl" if parquet is None else "parquet"
+    reading, total = f"reading {source.given}", estimated_rows(engine, source, kind)
+    if parquet is None:
         id_text = (
             f"CASE WHEN json_type({ID_FIELD}) = 'VARCHAR' THEN json_extract_string({ID_FIELD}, '$') "
             f"ELSE {ID_FIELD}::VARCHAR END"
@@ -129,28 +129,39 @@ def _draw(
     else:
         id_text = f"{ID_FIELD}::VARCHAR"
         bad = f"id = '' OR regexp_matches(id, '{_WHITESPACE}')"
+    if parquet is None:
+        # The ids copied in file order (the engine keeps insertion order on all its threads) and numbered by
+        # their rowid there: ``row_number() OVER ()`` would hold the whole read to one thread.
+        engine.execute(
+            f"CREATE TEMP TABLE corpus_rows AS SELECT {ID_FIELD} FROM {_function(source, kind)}",
+            what=reading,
+            total=total,
+        )
+        rows, place, reading = "corpus_rows", "rowid", "checking the ids"
+    else:
+        rows, place = _function(source, kind), parquet.position()
     engine.execute("CREATE TEMP TABLE judged AS SELECT unnest(?::VARCHAR[]) AS id", [sorted(judged)])
     engine.execute(
         "CREATE TEMP TABLE corpus_ids AS SELECT count(*) AS documents, "
         "min(position) FILTER (WHERE bad) AS first_bad, "
         "list(struct_pack(position := position, id := documents_read.id) ORDER BY position) "
         "FILTER (WHERE judged.id IS NOT NULL) AS kept FROM (SELECT position, id, "
-        f"coalesce({bad}, true) AS bad FROM (SELECT row_number() OVER () - 1 AS position, {id_text} AS id, "
-        f"{ID_FIELD} FROM {_function(source, kind)})) AS documents_read "
+        f"coalesce({bad}, true) AS bad FROM (SELECT {place} AS position, {id_text} AS id, "
+        f"{ID_FIELD} FROM {rows})) AS documents_read "
         "LEFT JOIN judged ON documents_read.id = judged.id",
-        what=f"reading {source.given}",
-        total=estimated_rows(engine, source, kind),
+        what=reading,
+        total=total,
     )
     ((documents, first_bad, kept),) = engine.rows("SELECT documents, first_bad, kept FROM corpus_ids")
     if first_bad is not None:
-        raise _bad_id(engine, source, kind, int(first_bad), size, judged, seed)
+        raise _bad_id(engine, source, parquet, int(first_bad), size, judged, seed)
     if not documents:
         raise GoldenError(source.given, None, None, "the corpus is empty: no documents")
     found: dict[str, int] = {}
     for entry in kept or []:
         position, doc_id = int(entry["position"]), str(entry["id"])
         if doc_id in found:
-            raise _duplicate(engine, source, kind, doc_id, found[doc_id], position, size, judged, seed)
+            raise _duplicate(source, parquet, doc_id, found[doc_id], position, size, judged, seed)
         found[doc_id] = position
     judged_positions = np.array(sorted(found.values()), dtype=np.int64)
     offered = choose_documents(int(documents) - len(found), size=size, keep=len(found), seed=seed)
@@ -173,42 +184,32 @@ def _python_error(
     return otherwise
 
 
-def _located(engine: Engine, source: Source, position: int) -> tuple[Path, int]:
-    """The Parquet file holding document ``position``, and its row there (from 1)."""
-    rows = dict(
-        engine.rows(
-            "SELECT file_name, num_rows FROM "
-            f"parquet_file_metadata({sql_list([str(p) for p in source.files])})"
-        )
-    )
-    for path in source.files:
-        if position < rows[str(path)]:
-            return path, position + 1
-        position -= int(rows[str(path)])
-    raise AssertionError("a position within the corpus is in one of its files")
-
-
 def _bad_id(
-    engine: Engine, source: Source, kind: str, position: int, size: int, judged: Set[str], seed: int
+    engine: Engine,
+    source: Source,
+    parquet: ParquetRows | None,
+    position: int,
+    size: int,
+    judged: Set[str],
+    seed: int,
 ) -> GoldenError:
-    if kind == "jsonl":
+    if parquet is None:
         return _python_error(
             source, size, judged, seed, GoldenError(source.given, ID_FIELD, None, "the engine refused an id")
         )
-    path, row = _located(engine, source, position)
     ((value,),) = engine.rows(
-        f"SELECT {ID_FIELD}::VARCHAR FROM (SELECT *, row_number() OVER () - 1 AS position FROM "
-        f"{_function(source, kind)}) WHERE position = ?",
+        f"SELECT {ID_FIELD}::VARCHAR FROM (SELECT {ID_FIELD}, {parquet.position()} AS embeval_position FROM "
+        f"{_function(source, 'parquet')}) WHERE embeval_position = ?",
         [position],
     )
     problem = "missing required key" if value is None else id_problem(value) or "the engine refused it"
+    path, row = parquet.located(position)
     return GoldenError(path, ID_FIELD, row, problem)
 
 
 def _duplicate(
-    engine: Engine,
     source: Source,
-    kind: str,
+    parquet: ParquetRows | None,
     doc_id: str,
     first: int,
     again: int,
@@ -216,11 +217,11 @@ def _duplicate(
     judged: Set[str],
     seed: int,
 ) -> GoldenError:
-    if kind == "jsonl":
+    if parquet is None:
         problem = f"duplicate document id {doc_id!r}"
         return _python_error(source, size, judged, seed, GoldenError(source.given, ID_FIELD, None, problem))
-    where = _located(engine, source, first)
-    path, row = _located(engine, source, again)
+    where = parquet.located(first)
+    path, row = parquet.located(again)
     return GoldenError(path, ID_FIELD, row, duplicate_problem(doc_id, where, path))
 
 
@@ -234,11 +235,11 @@ def _json_value(value: object) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _parquet_lines(engine: Engine, source: Source, positions: list[int]) -> list[str]:
+def _parquet_lines(engine: Engine, source: Source, parquet: ParquetRows, positions: list[int]) -> list[str]:
     """The rows at ``positions`` as JSON objects, in order."""
     query = (
-        f"SELECT * FROM (SELECT *, row_number() OVER () - 1 AS embeval_position FROM "
-        f"{_function(source, 'parquet', rows=True)}) WHERE embeval_position IN (SELECT unnest(?::BIGINT[])) "
+        f"SELECT * FROM (SELECT *, {parquet.position()} AS embeval_position FROM "
+        f"{_function(source, 'parquet')}) WHERE embeval_position IN (SELECT unnest(?::BIGINT[])) "
         "ORDER BY embeval_position"
     )
     names, rows = engine.named_rows(query, [positions])
@@ -248,7 +249,7 @@ def _parquet_lines(engine: Engine, source: Source, positions: list[int]) -> list
         try:
             lines.append(json.dumps(record, ensure_ascii=False, default=_json_value))
         except TypeError as error:
-            path, number = _located(engine, source, int(row[-1]))
+            path, number = parquet.located(int(row[-1]))
             raise GoldenError(
                 path, None, number, f"a value of type {error} cannot be written as JSON"
             ) from None

@@ -26,6 +26,7 @@ would take (a JSON object with a key twice, a lone surrogate) is reported as the
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import json
 import re
 from collections import Counter
@@ -48,6 +49,7 @@ from pytest_embeval.golden.columnar_queries import (
     normalise_spellings,
 )
 from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.parquet_rows import ParquetRows
 from pytest_embeval.golden.query_log import (
     BAND,
     LogFile,
@@ -73,13 +75,17 @@ _WHOLE_DECIMAL = re.compile(r"DECIMAL\(\d+,0\)")
 _LOG_FORMATS = "JSONL (one object per line), TSV with a header row naming the text column {!r}, or Parquet"
 #: Bytes of a text file looked at to estimate its rows, for the progress line.
 _SAMPLE_BYTES = 1 << 16
-#: More rows than a Parquet file holds: a row's position is its file's index times this plus its number.
-_FILE_ROWS = 1 << 40
 #: What joins the stratum values of a copied row, by format (`_aggregated`): a character no value holds (a TSV
 #: cell holds no tab, a JSON text no raw control character).
 _SEPARATORS = {"tsv": "\t", "jsonl": "\x1f"}
 _COLLISION = "two combinations of stratum values have one hash; stratify by other fields"
 _COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
+
+
+def _file_column(taken: Sequence[str]) -> str:
+    """A name for the column of the file a row came from that names none of the log's own columns."""
+    names = itertools.chain(["filename"], (f"embeval_filename{i}" for i in itertools.count(1)))
+    return next(name for name in names if name not in taken)
 
 
 def _quoted(name: str) -> str:
@@ -101,38 +107,41 @@ class _Relation:
         self.copied = self.format != "parquet"
         files = sql_list([str(path) for path in source.files])
         columns = [_quoted(name) for name in names]
+        self.parquet: ParquetRows | None = None
+        self.file_column = ""
         if self.format == "parquet":
-            self._check_parquet_columns()
-            self.function = (
-                f"read_parquet({files}, union_by_name = true, filename = true, file_row_number = true)"
-            )
+            self.parquet = ParquetRows.of(engine, source.files)
+            self._check_parquet_columns(self.parquet)
+            self.function = f"read_parquet({files}, union_by_name = true)"
             self.columns = columns
             # Each file's rows numbered by the reader itself (its threads need not take turns), after the
             # rows of the files before it.
-            self.position = f"CAST(file_index AS BIGINT) * {_FILE_ROWS} + file_row_number"
+            self.position = self.parquet.position()
         elif self.format == "jsonl":
             spec = ", ".join(f"{sql_string(name)}: 'JSON'" for name in dict.fromkeys(names))
+            # The file a row came from, in a column the reader adds: named apart from the log's own.
+            self.file_column = _file_column(names)
             self.function = (
-                f"read_json({files}, columns = {{{spec}}}, format = 'newline_delimited', filename = true)"
+                f"read_json({files}, columns = {{{spec}}}, format = 'newline_delimited', "
+                f"filename = {sql_string(self.file_column)})"
             )
             self.columns = columns
         else:
             header = self._tsv_header()
             spec = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in header)
+            self.file_column = _file_column(header)
             self.function = (
                 f"read_csv({files}, columns = {{{spec}}}, header = true, delim = '\\t', quote = '', "
-                "escape = '', "
-                "auto_detect = false, strict_mode = true, filename = true)"
+                "escape = '', auto_detect = false, strict_mode = true, "
+                f"filename = {sql_string(self.file_column)})"
             )
             self.columns = [f"coalesce({column}, '')" for column in columns]
 
     # ------------------------------------------------------------------------------------------ columns
 
-    def _check_parquet_columns(self) -> None:
+    def _check_parquet_columns(self, parquet: ParquetRows) -> None:
         """Every file has the text, the fields and the count, each of a type the reader takes."""
-        for path in self.source.files:
-            described = self.engine.rows(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})")
-            types = {str(name): str(kind) for name, kind, *_ in described}
+        for path, types in zip(parquet.files, parquet.types, strict=True):
             for i, name in enumerate(self.names):
                 if name not in types:
                     raise missing_field(path, None, name, list(types), "the file")
@@ -202,18 +211,22 @@ class _Relation:
 
     def report(self, text_field: str, by: Sequence[str], count_field: str | None) -> GoldenError:
         """The error for the first row with a problem, as the Python reader gives it."""
-        shown = f"file_row_number, {', '.join(self.columns)}" if self.format == "parquet" else "NULL"
+        # The first such row (by its place in the log) and where it is: its place among the Parquet files'
+        # rows, or the text file it came from.
+        position = self.parquet.position() if self.parquet is not None else "row_number() OVER ()"
+        where = "embeval_position" if self.parquet is not None else self.file_column
         row = self.engine.rows(
-            f"SELECT filename, {shown} FROM ("
-            f"SELECT *, row_number() OVER () AS position FROM {self.function}) "
-            f"WHERE {self.problem(self.columns)} ORDER BY position LIMIT 1"
+            f"SELECT {where}, {', '.join(self.columns)} FROM (SELECT *, {position} AS embeval_position "
+            f"FROM {self.function}) WHERE {self.problem(self.columns)} ORDER BY embeval_position LIMIT 1"
         )
         if not row:
             return GoldenError(self.source.given, None, None, "the engine found a row it could not read")
-        path = Path(row[0][0])
-        if self.format == "parquet":
-            return _parquet_problem(path, int(row[0][1]) + 1, self.names, row[0][2:], self.counted)
-        return python_error(path, text_field, by, count_field, "the engine could not read a value of it")
+        if self.parquet is not None:
+            path, number = self.parquet.located(int(row[0][0]))
+            return _parquet_problem(path, number, self.names, row[0][1:], self.counted)
+        return python_error(
+            Path(row[0][0]), text_field, by, count_field, "the engine could not read a value of it"
+        )
 
 
 def python_error(
