@@ -830,9 +830,9 @@ def test_a_parquet_corpus_and_many_files_give_the_same_documents(tmp_path: Path,
     assert draw["judged"] == {"qrels": str(qrels), "documents": 21, "found": 20, "missing": 1}
 
 
-#: Columns a file may hold that carry the names of the engine's own: the file a row came from, and the
-#: reader's numbering of Parquet rows (which a file's own column of that name hides).
-ENGINE_NAMES = ["filename", "file_index", "file_row_number"]
+#: Columns a file may hold that carry the names of the engine's own: the file a row came from, the reader's
+#: numbering of Parquet rows (which a file's own column of that name hides), a row's place in our queries.
+ENGINE_NAMES = ["filename", "file_index", "file_row_number", "embeval_position"]
 
 
 def _with_engine_names(rows: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:

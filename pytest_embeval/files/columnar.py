@@ -17,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import itertools
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "default_memory_limit",
     "duckdb_installed",
     "engine",
+    "free_name",
     "sql_list",
     "sql_string",
 ]
@@ -118,6 +120,13 @@ def _first_line(error: BaseException) -> str:
 def sql_string(text: str) -> str:
     """``text`` as an SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def free_name(base: str, taken: Collection[str]) -> str:
+    """``base``, else ``base`` with the first number from 1 after it, that names none of ``taken``: a column
+    a query adds beside an input's own columns, which may hold any name."""
+    names = itertools.chain([base], (f"{base}{i}" for i in itertools.count(1)))
+    return next(name for name in names if name not in taken)
 
 
 def sql_list(texts: Sequence[str]) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_embeval.files.columnar import Engine, EngineError, sql_list
+from pytest_embeval.files.columnar import Engine, EngineError, free_name, sql_list
 from pytest_embeval.files.digests import file_sha256
 from pytest_embeval.files.sources import Source, source_sha256
 from pytest_embeval.golden.columnar_log import estimated_rows, source_format
@@ -237,10 +237,10 @@ def _json_value(value: object) -> Any:
 
 def _parquet_lines(engine: Engine, source: Source, parquet: ParquetRows, positions: list[int]) -> list[str]:
     """The rows at ``positions`` as JSON objects, in order."""
+    place = free_name("embeval_position", parquet.columns)
     query = (
-        f"SELECT * FROM (SELECT *, {parquet.position()} AS embeval_position FROM "
-        f"{_function(source, 'parquet')}) WHERE embeval_position IN (SELECT unnest(?::BIGINT[])) "
-        "ORDER BY embeval_position"
+        f"SELECT * FROM (SELECT *, {parquet.position()} AS {place} FROM {_function(source, 'parquet')}) "
+        f"WHERE {place} IN (SELECT unnest(?::BIGINT[])) ORDER BY {place}"
     )
     names, rows = engine.named_rows(query, [positions])
     lines = []

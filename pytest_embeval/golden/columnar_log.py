@@ -26,7 +26,6 @@ would take (a JSON object with a key twice, a lone surrogate) is reported as the
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import json
 import re
 from collections import Counter
@@ -37,7 +36,7 @@ from typing import Any
 
 from pytest_embeval.core.sampling import NORMAL_ASCII
 from pytest_embeval.core.step_progress import step
-from pytest_embeval.files.columnar import Engine, EngineError, sql_list, sql_string
+from pytest_embeval.files.columnar import Engine, EngineError, free_name, sql_list, sql_string
 from pytest_embeval.files.compressed import compression_of
 from pytest_embeval.files.digests import file_sha256
 from pytest_embeval.files.sources import Source, is_parquet, source_sha256
@@ -82,12 +81,6 @@ _COLLISION = "two combinations of stratum values have one hash; stratify by othe
 _COMPRESSED_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".tab": "tsv"}
 
 
-def _file_column(taken: Sequence[str]) -> str:
-    """A name for the column of the file a row came from that names none of the log's own columns."""
-    names = itertools.chain(["filename"], (f"embeval_filename{i}" for i in itertools.count(1)))
-    return next(name for name in names if name not in taken)
-
-
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -120,7 +113,7 @@ class _Relation:
         elif self.format == "jsonl":
             spec = ", ".join(f"{sql_string(name)}: 'JSON'" for name in dict.fromkeys(names))
             # The file a row came from, in a column the reader adds: named apart from the log's own.
-            self.file_column = _file_column(names)
+            self.file_column = free_name("filename", names)
             self.function = (
                 f"read_json({files}, columns = {{{spec}}}, format = 'newline_delimited', "
                 f"filename = {sql_string(self.file_column)})"
@@ -129,7 +122,7 @@ class _Relation:
         else:
             header = self._tsv_header()
             spec = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in header)
-            self.file_column = _file_column(header)
+            self.file_column = free_name("filename", header)
             self.function = (
                 f"read_csv({files}, columns = {{{spec}}}, header = true, delim = '\\t', quote = '', "
                 "escape = '', auto_detect = false, strict_mode = true, "
@@ -213,11 +206,17 @@ class _Relation:
         """The error for the first row with a problem, as the Python reader gives it."""
         # The first such row (by its place in the log) and where it is: its place among the Parquet files'
         # rows, or the text file it came from.
-        position = self.parquet.position() if self.parquet is not None else "row_number() OVER ()"
-        where = "embeval_position" if self.parquet is not None else self.file_column
+        read = [_quoted(name) for name in dict.fromkeys(self.names)]
+        place = free_name("embeval_position", self.names)
+        if self.parquet is not None:
+            position, where = self.parquet.position(), place
+        else:
+            position, where = "row_number() OVER ()", _quoted(self.file_column)
+            read.append(where)
+        read.append(f"{position} AS {place}")
         row = self.engine.rows(
-            f"SELECT {where}, {', '.join(self.columns)} FROM (SELECT *, {position} AS embeval_position "
-            f"FROM {self.function}) WHERE {self.problem(self.columns)} ORDER BY embeval_position LIMIT 1"
+            f"SELECT {where}, {', '.join(self.columns)} FROM (SELECT {', '.join(read)} FROM {self.function}) "
+            f"WHERE {self.problem(self.columns)} ORDER BY {place} LIMIT 1"
         )
         if not row:
             return GoldenError(self.source.given, None, None, "the engine found a row it could not read")

@@ -45,9 +45,14 @@ class ParquetRows:
         return cls(files, tuple(types), tuple(int(counted[str(path)]) for path in files))
 
     @property
+    def columns(self) -> frozenset[str]:
+        """Every column of every file."""
+        return frozenset(name for file_types in self.types for name in file_types)
+
+    @property
     def numbered_by_reader(self) -> bool:
         """Whether the reader's row numbers can be read: no file has a column of their names."""
-        return not any(READER_COLUMNS & file_types.keys() for file_types in self.types)
+        return not READER_COLUMNS & self.columns
 
     def position(self) -> str:
         """SQL of a row's place, in a ``SELECT`` from the files (a window function where the reader's
