@@ -728,6 +728,20 @@ def test_a_tsv_log_of_two_fields_gives_the_same_sample_on_either_reader(
     assert (tmp_path / "python.draw.json").read_bytes() == (tmp_path / "duckdb.draw.json").read_bytes()
 
 
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+def test_a_tsv_header_naming_a_column_twice_is_one_line_on_either_reader(
+    tmp_path: Path, embeval: Embeval, engine: str
+) -> None:
+    """Which of the two columns holds the language no reader can tell: the Python reader took the first, the
+    engine refused the file with its own message."""
+    log = tmp_path / "log.tsv"
+    log.write_text("\nquery\tlanguage\tlanguage\nrefund\ten\tde\n", encoding="utf-8")
+    assert _error(embeval, tmp_path, "sample", log, *SAMPLE, "--engine", engine) == (
+        2,
+        f"embeval sample: error: {log}:2: header: duplicate column 'language'\n",
+    )
+
+
 def test_a_tsv_log_of_the_text_column_alone_gives_the_same_sample_on_either_reader(
     tmp_path: Path, embeval: Embeval
 ) -> None:

@@ -60,6 +60,7 @@ from pytest_embeval.golden.query_log import (
     opened,
     read_query_log,
     stratum_text,
+    tsv_header,
 )
 
 __all__ = ["JSON_NORMAL_ASCII", "estimated_rows", "read_columnar_log", "source_format"]
@@ -156,7 +157,7 @@ class _Relation:
             first = next(decoded_lines(path, stream), None)
             if first is None:
                 continue
-            cells = [cell.strip() for cell in first[1].split("\t")]
+            cells = tsv_header(path, first)
             for name in self.names:
                 if name not in cells:
                     raise missing_field(path, first[0], name, cells, "the header row")

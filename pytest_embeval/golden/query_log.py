@@ -54,6 +54,7 @@ __all__ = [
     "read_query_log",
     "refuse_engine_only",
     "stratum_text",
+    "tsv_header",
 ]
 
 #: The stratum field of a distinct query's frequency band (computed, never read from the log).
@@ -268,6 +269,18 @@ def _json_rows(
         yield number, values
 
 
+def tsv_header(path: Path, line: tuple[int, str]) -> list[str]:
+    """The column names of a TSV log's header row (its cells, stripped); `GoldenError` for a name given twice,
+    whose column no reader could tell from the other."""
+    names = [cell.strip() for cell in line[1].split("\t")]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise GoldenError(path, "header", line[0], f"duplicate column {name!r}")
+        seen.add(name)
+    return names
+
+
 def _tsv_rows(
     path: Path, lines: Iterator[tuple[int, str]], names: Sequence[str], counted: bool
 ) -> Iterator[tuple[int, list[Any]]]:
@@ -276,7 +289,7 @@ def _tsv_rows(
     header = next(lines, None)
     if header is None:
         return
-    columns = [cell.strip() for cell in header[1].split("\t")]
+    columns = tsv_header(path, header)
     positions = []
     for name in names:
         if name not in columns:
