@@ -114,7 +114,7 @@ def _draw(
 ) -> tuple[list[int], tuple[int, list[int], set[str]]]:
     """The positions of the sample's documents, and (documents, positions of the judged ones, their ids)."""
     kind = "jsonl" if parquet is None else "parquet"
-    reading, total = f"reading {source.given}", estimated_rows(engine, source, kind)
+    reading, total = f"reading {source.given}", estimated_rows(source, parquet)
     if parquet is None:
         id_text = (
             f"CASE WHEN json_type({ID_FIELD}) = 'VARCHAR' THEN json_extract_string({ID_FIELD}, '$') "

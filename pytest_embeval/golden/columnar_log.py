@@ -109,7 +109,7 @@ class _Relation:
             self.function = f"read_parquet({files}, union_by_name = true)"
             self.columns = columns
             # Each file's rows numbered by the reader itself (its threads need not take turns), after the
-            # rows of the files before it.
+            # rows of the files before it, unless a file hides the reader's numbers (`ParquetRows.position`).
             self.position = self.parquet.position()
         elif self.format == "jsonl":
             spec = ", ".join(f"{sql_string(name)}: 'JSON'" for name in dict.fromkeys(names))
@@ -281,15 +281,12 @@ def source_format(source: Source, expected: str, header: str | None = None) -> s
     return kinds[0] if kinds else "jsonl"
 
 
-def estimated_rows(engine: Engine, source: Source, kind: str) -> int | None:
-    """The rows the files hold, for the progress line: Parquet's metadata says; a text file's size over the
-    length of its first lines estimates it; a compressed one's is unknown."""
+def estimated_rows(source: Source, parquet: ParquetRows | None) -> int | None:
+    """The rows the files hold, for the progress line: Parquet's metadata says (``parquet``); a text file's
+    size over the length of its first lines estimates it; a compressed one's is unknown."""
     files = source.files
-    if kind == "parquet":
-        rows = engine.rows(
-            f"SELECT sum(num_rows) FROM parquet_file_metadata({sql_list([str(p) for p in files])})"
-        )
-        return int(rows[0][0] or 0)
+    if parquet is not None:
+        return sum(parquet.rows)
     if any(compression_of(path) is not None for path in files):
         return None
     with files[0].open("rb") as handle:
@@ -392,7 +389,7 @@ def _aggregated(
         "CASE WHEN normal THEN substr(c0::VARCHAR, 2, strlen(c0) - 2) ELSE c0->>'$' END" if jsonl else "c0"
     )
     rows_from, reading = relation.function, f"reading {source.given}"
-    total = estimated_rows(engine, source, relation.format)
+    total = estimated_rows(source, relation.parquet)
     if relation.copied:
         # The copy holds the text, the stratum values joined into one text (``strata``, written and grouped
         # faster than the values apart), its hash (``combination``: no later statement hashes them again)
