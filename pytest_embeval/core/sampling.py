@@ -247,12 +247,12 @@ class Reservoir(Generic[T]):
         self._scalar = ScalarDraws(self.rng)
 
     def _skip(self, draws: Draws) -> None:
-        self._next += math.floor(math.log(draws.random() or _uniform(draws)) / math.log1p(-self._weight)) + 1
+        self._next += math.floor(math.log(_uniform(draws)) / math.log1p(-self._weight)) + 1
 
     def _replace(self, position: int, item: T, draws: Draws) -> None:
         """``item`` takes a place drawn uniformly, the weight shrinks, and the next replacement is drawn."""
         self.items[draws.integers(self.size)] = (position, item)
-        self._weight *= math.exp(math.log(draws.random() or _uniform(draws)) / self.size)
+        self._weight *= math.exp(math.log(_uniform(draws)) / self.size)
         self._skip(draws)
 
     def offer(self, item: T) -> None:
