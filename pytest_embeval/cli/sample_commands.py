@@ -43,7 +43,7 @@ from pytest_embeval.files.sources import Source, SourceError, is_parquet, resolv
 from pytest_embeval.golden.columnar_corpus import draw_columnar_corpus
 from pytest_embeval.golden.columnar_log import read_columnar_log
 from pytest_embeval.golden.corpus_draw import draw_corpus
-from pytest_embeval.golden.data_files import GoldenError
+from pytest_embeval.golden.data_files import GoldenError, first_repeated
 from pytest_embeval.golden.data_sections import RESERVED_FIELDS
 from pytest_embeval.golden.draws import draw_path, draw_text
 from pytest_embeval.golden.qrels_files import judged_document_ids_in
@@ -69,7 +69,7 @@ def _fields(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(","))
     if any(not name for name in names):
         raise argparse.ArgumentTypeError(f"expected FIELD[,FIELD...], got {text!r}")
-    repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    repeated = first_repeated(names)
     if repeated is not None:
         raise argparse.ArgumentTypeError(f"field {repeated!r} named twice in {text!r}")
     return names

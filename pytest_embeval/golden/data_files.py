@@ -21,7 +21,7 @@ import itertools
 import json
 import json.scanner
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -45,6 +45,7 @@ __all__ = [
     "check_unique_id",
     "checked_id",
     "first_line",
+    "first_repeated",
     "id_problem",
     "is_integer",
     "is_tsv_header",
@@ -309,6 +310,16 @@ def json_string(path: Path, line: int, record: Mapping[str, Any], key: str) -> s
 # --------------------------------------------------------------------------------------------------- TSV
 
 
+def first_repeated(names: Iterable[str]) -> str | None:
+    """The first name that an earlier one repeats (a header's column named twice), or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def is_tsv_header(line: str) -> bool:
     """Whether a TSV file's first line is a header row naming its columns (an id column, then ``text``)."""
     names = [cell.strip().lower() for cell in line.split("\t")]
@@ -337,8 +348,8 @@ def tsv_rows(path: Path, text: str, *, documents: bool) -> Iterator[tuple[int, l
     names = [cell.strip().lower() for cell in cells]
     if is_tsv_header(first[1]):
         named = {name: i for i, name in enumerate(names)}
-        if len(named) != len(names):
-            duplicate = next(name for i, name in enumerate(names) if name in names[:i])
+        duplicate = first_repeated(names)
+        if duplicate is not None:
             raise GoldenError(path, "header", first[0], f"duplicate column {duplicate!r}")
         title = named.get("title")
         others = {cells[i].strip(): i for i, name in enumerate(names) if i and name not in ("text", "title")}

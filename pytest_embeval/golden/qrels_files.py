@@ -26,7 +26,14 @@ from pathlib import Path
 
 import yaml
 
-from pytest_embeval.golden.data_files import GoldenError, first_line, is_integer, non_blank_lines, read_text
+from pytest_embeval.golden.data_files import (
+    GoldenError,
+    first_line,
+    first_repeated,
+    is_integer,
+    non_blank_lines,
+    read_text,
+)
 from pytest_embeval.golden.schema import GoldenSet
 
 __all__ = [
@@ -171,8 +178,8 @@ def _qrels_rows(path: Path, text: str, kind: str, columns: QrelsColumns | None) 
 def _header_columns(path: Path, line: int, header: list[str], columns: QrelsColumns | None) -> list[int]:
     """Where the query, document and grade columns are in a BEIR file's header."""
     lowered = [cell.lower() for cell in header]
-    if len(set(lowered)) != len(lowered):
-        duplicate = next(cell for i, cell in enumerate(lowered) if cell in lowered[:i])
+    duplicate = first_repeated(lowered)
+    if duplicate is not None:
         raise GoldenError(path, "header", line, f"duplicate column {duplicate!r}")
     if columns is not None:
         missing = [name for name in columns.names() if name.lower() not in lowered]

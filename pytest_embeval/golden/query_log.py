@@ -35,7 +35,7 @@ from pytest_embeval.core.sampling import normalise_query
 from pytest_embeval.files.compressed import COMPRESSIONS, CompressedFileError, compression_of
 from pytest_embeval.files.lines import HashedLines, NotUtf8
 from pytest_embeval.files.sources import Source, is_parquet, source_sha256
-from pytest_embeval.golden.data_files import GoldenError, json_object
+from pytest_embeval.golden.data_files import GoldenError, first_repeated, json_object
 
 __all__ = [
     "BAND",
@@ -273,11 +273,9 @@ def tsv_header(path: Path, line: tuple[int, str]) -> list[str]:
     """The column names of a TSV log's header row (its cells, stripped); `GoldenError` for a name given twice,
     whose column no reader could tell from the other."""
     names = [cell.strip() for cell in line[1].split("\t")]
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise GoldenError(path, "header", line[0], f"duplicate column {name!r}")
-        seen.add(name)
+    duplicate = first_repeated(names)
+    if duplicate is not None:
+        raise GoldenError(path, "header", line[0], f"duplicate column {duplicate!r}")
     return names
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from pytest_embeval.core.stats import stable_seed
 from pytest_embeval.core.text_table import table
 from pytest_embeval.files.atomic import write_atomic
-from pytest_embeval.golden.data_files import Document, Query
+from pytest_embeval.golden.data_files import Document, Query, first_repeated
 from pytest_embeval.golden.schema import GoldenSet
 from pytest_embeval.judging.rankings import Pair, Rankings, check_rankings
 
@@ -509,7 +509,7 @@ def _check_header(where: str, header: Sequence[str]) -> None:
     if len(header) == 1 and ";" in header[0]:
         problem = "the header is separated by ';', not ','; save the sheet as CSV (comma delimited)"
         raise SheetError([f"{where}: row 1: {problem}"])
-    duplicate = next((name for i, name in enumerate(header) if name and name in header[:i]), None)
+    duplicate = first_repeated(name for name in header if name)
     if duplicate is not None:
         raise SheetError([f"{where}: row 1: duplicate column {duplicate!r}"])
     missing = [name for name in REQUIRED_COLUMNS if name not in header]
