@@ -125,3 +125,27 @@ def test_a_folder_that_cannot_be_written_only_costs_the_hashing(
         assert digests.file_sha256(path) == digests.file_sha256(path) == sha256(b"weights")
     finally:
         digests.remember_in(None)
+
+
+def test_a_file_larger_than_the_read_buffer_is_hashed_whole(tmp_path: Path) -> None:
+    path = tmp_path / "big.bin"
+    data = os.urandom(3 * (1 << 20) + 12345)
+    path.write_bytes(data)
+    assert digests.file_sha256(path) == sha256(data)
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert digests.file_sha256(empty) == sha256(b"")
+
+
+def test_digests_ahead_are_the_files_digests_in_order(tmp_path: Path) -> None:
+    paths = [tmp_path / f"{i}.bin" for i in range(3)]
+    for i, path in enumerate(paths):
+        path.write_bytes(bytes([i]) * (i + 1) * 1000)
+    ahead = digests.sha256_ahead(paths)
+    assert ahead.result(timeout=10) == [sha256(path.read_bytes()) for path in paths]
+
+
+def test_digests_ahead_raise_what_hashing_raised(tmp_path: Path) -> None:
+    ahead = digests.sha256_ahead([tmp_path / "missing.bin"])
+    with pytest.raises(FileNotFoundError):
+        ahead.result(timeout=10)

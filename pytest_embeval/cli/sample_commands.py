@@ -19,6 +19,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -39,6 +40,7 @@ from pytest_embeval.files.columnar import (
     engine,
 )
 from pytest_embeval.files.compressed import compression_of
+from pytest_embeval.files.digests import sha256_ahead
 from pytest_embeval.files.sources import Source, SourceError, is_parquet, resolve_source
 from pytest_embeval.golden.columnar_corpus import draw_columnar_corpus
 from pytest_embeval.golden.columnar_log import read_columnar_log
@@ -128,21 +130,26 @@ def _progress(command: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _reader(command: str, requested: str, source: Source, memory_limit: str) -> Iterator[Any]:
-    """The open engine when ``--engine`` (or its rule) picks DuckDB, else None; a progress line either way,
-    and `CliError` for everything that goes wrong reading or drawing."""
+def _reader(
+    command: str, requested: str, source: Source, memory_limit: str, hashed: Sequence[Path]
+) -> Iterator[tuple[Any, Future[list[str]] | None]]:
+    """The open engine when ``--engine`` (or its rule) picks DuckDB, else None, with the sha256 of the files
+    ``hashed`` (those the engine's reader hashes, not reading them line by line), computed from before the
+    engine loads (`sha256_ahead`); a progress line either way, and `CliError` for everything that goes wrong
+    reading or drawing."""
     try:
         kind, note = choose_engine(requested, source)
     except EngineMissing as error:
         raise CliError(str(error)) from None
     if note is not None:
         print(f"embeval {command}: {note}", file=sys.stderr)
+    digests = sha256_ahead(hashed) if kind == "duckdb" and hashed else None
     try:
         with (
             _progress(command),
             engine(memory_limit) if kind == "duckdb" else contextlib.nullcontext() as opened,
         ):
-            yield opened
+            yield opened, digests
     except (GoldenError, ValueError, EngineError) as error:
         raise CliError(str(error)) from None
 
@@ -208,11 +215,11 @@ def _sample(args: argparse.Namespace) -> int:
     source = _resolved(args.log)
     reads = {path: "the query log" for path in source.files}
     out, sidecar = _outputs(args, reads, "sample.jsonl")
-    with _reader("sample", args.engine, source, args.memory_limit) as opened:
+    with _reader("sample", args.engine, source, args.memory_limit, source.files) as (opened, digests):
         if opened is None:
             log = read_query_log(source, args.text, args.by, args.count)
         else:
-            log = read_columnar_log(opened, source, args.text, args.by, args.count)
+            log = read_columnar_log(opened, source, args.text, args.by, args.count, digests)
         draw = draw_queries(
             log,
             args.by,
@@ -317,11 +324,15 @@ def _corpus_sample(args: argparse.Namespace) -> int:
         )
     # A TSV corpus is the Python reader's under auto, however large: the engine reads JSONL and Parquet.
     requested = "python" if args.engine == "auto" and _is_tsv(source) else args.engine
-    with _reader("corpus-sample", requested, source, args.memory_limit) as opened:
+    # A JSONL corpus's files are hashed as its kept lines are read; a Parquet corpus's, apart.
+    parquet = source.files if all(is_parquet(path) for path in source.files) else ()
+    with _reader("corpus-sample", requested, source, args.memory_limit, parquet) as (opened, digests):
         if opened is None:
             draw = draw_corpus(source, size=args.size, judged=judged, seed=args.seed)
         else:
-            draw = draw_columnar_corpus(opened, source, size=args.size, judged=judged, seed=args.seed)
+            draw = draw_columnar_corpus(
+                opened, source, size=args.size, judged=judged, seed=args.seed, digests=digests
+            )
     text = "".join(line + "\n" for line in draw.lines)
     files = list(draw.files) if source.pattern else []
     record: dict[str, Any] = {

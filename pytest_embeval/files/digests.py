@@ -15,18 +15,25 @@ remembered once it has settled.
 
 Without a folder (`remember_in(None)`, the default), and wherever the folder cannot be read or written,
 every digest is computed: remembering is only ever a saving.
+
+`sha256_ahead` computes files' digests on a thread of its own, from when it is called: a command that reads
+large files with the columnar engine starts it before the engine loads (a tenth of a second on one core,
+while the other is idle), so that the hashing and the engine's own threads do not take turns for the cores.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
+from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 from pytest_embeval.files.atomic import write_atomic
 
-__all__ = ["SETTLED_SECONDS", "file_sha256", "remember_in"]
+__all__ = ["SETTLED_SECONDS", "file_sha256", "remember_in", "sha256_ahead"]
 
 #: How long before hashing a file must have last changed for its digest to be remembered.
 SETTLED_SECONDS = 2.0
@@ -66,9 +73,30 @@ def file_sha256(path: Path) -> str:
     return digest
 
 
+def sha256_ahead(paths: Sequence[Path]) -> Future[list[str]]:
+    """`file_sha256` of each of ``paths``, in order, computed on a thread of its own from now on; the
+    future's result raises what hashing raised (a file that vanished, say)."""
+    digests: Future[list[str]] = Future()
+
+    def run() -> None:
+        digests.set_running_or_notify_cancel()
+        try:
+            digests.set_result([file_sha256(path) for path in paths])
+        except BaseException as error:  # handed to whoever asks for the result
+            digests.set_exception(error)
+
+    # A daemon: a command that fails before it asks for the digests does not wait for them to exit.
+    threading.Thread(target=run, name="embeval-sha256", daemon=True).start()
+    return digests
+
+
 def _hash(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+    # One buffer read into again and again: a new bytes object per read costs as much again as hashing
+    # it (0.16 s against 0.12 s for 120 MB).
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as handle:
+        while read := handle.readinto(buffer):
+            digest.update(view[:read])
     return digest.hexdigest()

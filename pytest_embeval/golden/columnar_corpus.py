@@ -13,18 +13,18 @@ files (its message names the line); in Parquet, with the file and row.
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime
 import json
 import uuid
 from collections.abc import Set
+from concurrent.futures import Future
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
 from pytest_embeval.files.columnar import Engine, EngineError, free_name, sql_list
-from pytest_embeval.files.digests import file_sha256
+from pytest_embeval.files.digests import sha256_ahead
 from pytest_embeval.files.sources import Source, source_sha256
 from pytest_embeval.golden.columnar_log import estimated_rows, source_format
 from pytest_embeval.golden.corpus_draw import (
@@ -67,35 +67,39 @@ def _check_parquet(parquet: ParquetRows) -> None:
 
 
 def draw_columnar_corpus(
-    engine: Engine, source: Source, *, size: int, judged: Set[str], seed: int
+    engine: Engine,
+    source: Source,
+    *,
+    size: int,
+    judged: Set[str],
+    seed: int,
+    digests: Future[list[str]] | None = None,
 ) -> CorpusDraw:
     """Every judged document and a uniform draw of the rest (see the module); `GoldenError` as `draw_corpus`
-    gives it, and for a TSV corpus (which `draw_corpus` reads)."""
+    gives it, and for a TSV corpus (which `draw_corpus` reads). A Parquet corpus's sha256 are ``digests``
+    (`digests.sha256_ahead` of its files, started before the engine opened), else computed beside the
+    engine's work; a JSONL corpus's are taken as its kept lines are read."""
     for path in source.files:
         opened(path)  # a missing or unreadable file: the Python reader's error
     kind = source_format(source, "JSONL (one object per line) or Parquet")
     if kind == "tsv":
         raise GoldenError(source.files[0], "format", None, "a TSV corpus is read by --engine python")
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as hashing:
-        digests = (
-            hashing.submit(lambda: [file_sha256(path) for path in source.files])
-            if kind == "parquet"
-            else None
-        )
-        try:
-            parquet = ParquetRows.of(engine, source.files) if kind == "parquet" else None
-            if parquet is not None:
-                _check_parquet(parquet)
-            draw = _draw(engine, source, parquet, size=size, judged=judged, seed=seed)
-        except EngineError as error:
-            raise GoldenError(source.given, None, None, f"the engine cannot read it: {error}") from None
-        positions, kept = draw
-        if parquet is None:
-            lines, files = picked_lines(source, positions)
-        else:
-            lines = _parquet_lines(engine, source, parquet, positions)
-            assert digests is not None
-            files = list(zip(source.files, digests.result(), strict=True))
+    if kind == "parquet" and digests is None:
+        digests = sha256_ahead(source.files)
+    try:
+        parquet = ParquetRows.of(engine, source.files) if kind == "parquet" else None
+        if parquet is not None:
+            _check_parquet(parquet)
+        draw = _draw(engine, source, parquet, size=size, judged=judged, seed=seed)
+    except EngineError as error:
+        raise GoldenError(source.given, None, None, f"the engine cannot read it: {error}") from None
+    positions, kept = draw
+    if parquet is None:
+        lines, files = picked_lines(source, positions)
+    else:
+        lines = _parquet_lines(engine, source, parquet, positions)
+        assert digests is not None
+        files = list(zip(source.files, digests.result(), strict=True))
     documents, found, ids = kept
     return CorpusDraw(
         kind,

@@ -25,11 +25,11 @@ would take (a JSON object with a key twice, a lone surrogate) is reported as the
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import re
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from pytest_embeval.core.sampling import NORMAL_ASCII
 from pytest_embeval.core.step_progress import step
 from pytest_embeval.files.columnar import Engine, EngineError, free_name, sql_list, sql_string
 from pytest_embeval.files.compressed import compression_of
-from pytest_embeval.files.digests import file_sha256
+from pytest_embeval.files.digests import sha256_ahead
 from pytest_embeval.files.sources import Source, is_parquet, source_sha256
 from pytest_embeval.golden.columnar_queries import (
     QueriesInEngine,
@@ -312,26 +312,30 @@ def _stratum_values(kind: str, raw: Sequence[object]) -> tuple[str, ...] | None:
 
 
 def read_columnar_log(
-    engine: Engine, source: Source, text_field: str, by: Sequence[str], count_field: str | None = None
+    engine: Engine,
+    source: Source,
+    text_field: str,
+    by: Sequence[str],
+    count_field: str | None = None,
+    digests: Future[list[str]] | None = None,
 ) -> QueryLog:
     """The log's distinct queries, aggregated by ``engine`` (see the module); the texts of the drawn ones
-    are looked up in it, so it must stay open while the log is drawn from. `GoldenError` as `query_log`'s
-    reader gives it."""
+    are looked up in it, so it must stay open while the log is drawn from. The files' sha256 are
+    ``digests`` (`digests.sha256_ahead` of them, started before the engine opened), else computed beside
+    the engine's work. `GoldenError` as `query_log`'s reader gives it."""
     fields = tuple(name for name in by if name != BAND)
     names = (text_field, *fields, *([count_field] if count_field else []))
     counted = count_field is not None
     for path in source.files:
         opened(path)  # a missing or unreadable file: the Python reader's error
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as hashing:
-        digests = hashing.submit(lambda: [file_sha256(path) for path in source.files])
-        try:
-            relation = _Relation(engine, source, names, counted)
-            log = _aggregated(engine, relation, source, text_field, by, count_field)
-        except EngineError as error:
-            raise _engine_error(source, str(error), text_field, by, count_field) from None
-        files = tuple(
-            LogFile(path, digest) for path, digest in zip(source.files, digests.result(), strict=True)
-        )
+    if digests is None:
+        digests = sha256_ahead(source.files)
+    try:
+        relation = _Relation(engine, source, names, counted)
+        log = _aggregated(engine, relation, source, text_field, by, count_field)
+    except EngineError as error:
+        raise _engine_error(source, str(error), text_field, by, count_field) from None
+    files = tuple(LogFile(path, digest) for path, digest in zip(source.files, digests.result(), strict=True))
     return QueryLog(
         Path(source.given),
         relation.format,
