@@ -59,6 +59,9 @@ class ParquetRows:
         numbers are hidden: not for a ``WHERE``)."""
         if not self.numbered_by_reader:
             return "(row_number() OVER () - 1)"
+        if len(self.files) == 1:
+            # The reader's number is the place (no list of starts indexed on every row).
+            return "file_row_number"
         starts = ", ".join(map(str, itertools.accumulate(self.rows[:-1], initial=0)))
         return f"(CAST([{starts}] AS BIGINT[])[CAST(file_index AS BIGINT) + 1] + file_row_number)"
 
