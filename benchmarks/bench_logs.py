@@ -5,7 +5,7 @@ searches) sampled with ``--count``.
 
     python benchmarks/bench_logs.py [--rows 10000000 50000000] [--formats parquet jsonl] [--repeat 1]
                                     [--python] [--files 30] [--counted 5000000] [--corpus N]
-                                    [--memory-limit SIZE] [--against CHECKOUT] [--keep]
+                                    [--memory-limit SIZE] [--against CHECKOUT] [--statements] [--keep]
 
 The logs: --rows searches each, written with DuckDB under $TMPDIR (the free space is checked first, and
 everything is deleted at the end unless --keep). Queries are Zipfian: a fifth of the rows are distinct query
@@ -29,6 +29,9 @@ With --python, the smallest log's JSONL file is also sampled with ``--engine pyt
 row at a time), and its queries file compared byte for byte with the engine's. With --files N, the smallest
 log is also written as N Parquet files of consecutive rows (a month of daily exports) and sampled through
 the glob, against the engine's GROUP BY over the same glob, its queries file compared with the one file's.
+
+With --statements, the smallest log is sampled once more in each format, every statement the engine runs
+timed: where the sample's time goes, statement by statement, and Python's share between them.
 
 With --against CHECKOUT (another checkout of the repository, the code before a change), every log and the
 counted table are also sampled by that checkout's package, in turn with this one's, so that both meet the
@@ -142,6 +145,14 @@ class Timing(NamedTuple):
         return f"{self.wall:7.1f} s (CPU {self.cpu:6.1f} s)"
 
 
+class Statement(NamedTuple):
+    """One statement the engine ran: its wall time, and the time before it since the one before (Python's)."""
+
+    seconds: float
+    before: float
+    sql: str
+
+
 class Run(NamedTuple):
     """An ``embeval`` command run in a child process."""
 
@@ -149,6 +160,8 @@ class Run(NamedTuple):
     #: the peak resident memory (MiB)
     peak: float
     stdout: str
+    #: each statement the engine ran, with --statements (`TIMER`)
+    statements: tuple[Statement, ...] = ()
 
 
 def floor_seconds(path: Path, kind: str, memory_limit: str) -> Timing:
@@ -166,22 +179,52 @@ def floor_seconds(path: Path, kind: str, memory_limit: str) -> Timing:
 CHILD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
+TIMER
 from pytest_embeval.cli import embeval
 start, cpu = time.perf_counter(), time.process_time()
 status = embeval.main(sys.argv[2:])
 elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
 print(f"{MARK} {status} {elapsed} {cpu} {int(peak) / 1024}", file=sys.stderr)
+REPORT
 """
+#: With --statements, put in CHILD: every statement the engine runs timed (the engine's calls wrapped), and
+#: afterwards, on stderr, one line per statement (its wall time and the time since the one before, which is
+#: Python's: the engine runs nothing between statements), then the time after the last.
+TIMER = """
+from pytest_embeval.files import columnar
+statements = []
+def timed(method):
+    def run(self, sql, *args, **kwargs):
+        begun = time.perf_counter()
+        try:
+            return method(self, sql, *args, **kwargs)
+        finally:
+            statements.append((begun, time.perf_counter(), " ".join(sql.split())))
+    return run
+for name in ("execute", "rows", "arrays", "named_rows"):
+    setattr(columnar.Engine, name, timed(getattr(columnar.Engine, name)))
+"""
+REPORT = """
+before = start
+for begun, ended, sql in statements:
+    print(f"{STATEMENT} {ended - begun} {begun - before} {sql}", file=sys.stderr)
+    before = ended
+print(f"{STATEMENT} 0 {start + elapsed - before} (after the last statement)", file=sys.stderr)
+"""
+#: What starts a statement's line on the child's stderr (`TIMER`).
+STATEMENT = "bench_logs-statement:"
 #: What starts the child's line of figures on its stderr (a progress line may come after it).
 MARK = "bench_logs:"
 
 
-def child(*args: str | Path, root: Path = ROOT) -> Run:
+def child(*args: str | Path, root: Path = ROOT, statements: bool = False) -> Run:
     """An ``embeval`` command in a child process (the package of the checkout at ``root``): its times, its
-    peak resident memory, its stdout."""
+    peak resident memory, its stdout, and (``statements``) the time of each statement the engine ran."""
+    code = CHILD.replace("TIMER", TIMER if statements else "").replace("REPORT", REPORT if statements else "")
+    code = code.replace("STATEMENT", repr(STATEMENT)).replace("MARK", repr(MARK))
     done = subprocess.run(
-        [sys.executable, "-c", CHILD.replace("MARK", repr(MARK)), str(root), *map(str, args)],
+        [sys.executable, "-c", code, str(root), *map(str, args)],
         capture_output=True,
         text=True,
         check=False,
@@ -192,12 +235,20 @@ def child(*args: str | Path, root: Path = ROOT) -> Run:
     status, elapsed, cpu, peak = figures[-1].split()[1:]
     if status != "0":
         raise SystemExit(f"embeval failed:\n{done.stderr}")
-    return Run(Timing(float(elapsed), float(cpu)), float(peak), done.stdout)
+    timed = [line.split(maxsplit=3)[1:] for line in done.stderr.splitlines() if line.startswith(STATEMENT)]
+    return Run(
+        Timing(float(elapsed), float(cpu)),
+        float(peak),
+        done.stdout,
+        tuple(Statement(float(seconds), float(gap), sql) for seconds, gap, sql in timed),
+    )
 
 
-def sample(log: Path, out: Path, memory_limit: str, *extra: str, root: Path = ROOT) -> Run:
+def sample(
+    log: Path, out: Path, memory_limit: str, *extra: str, root: Path = ROOT, statements: bool = False
+) -> Run:
     """``embeval sample`` of the log with the engine (``extra`` options last) in a child process, by the
-    checkout at ``root``."""
+    checkout at ``root``, each statement timed with ``statements``."""
     return child(
         "sample",
         str(log),
@@ -214,6 +265,7 @@ def sample(log: Path, out: Path, memory_limit: str, *extra: str, root: Path = RO
         str(out),
         *extra,
         root=root,
+        statements=statements,
     )
 
 
@@ -291,6 +343,9 @@ def bench_logs(
                 extra.against,
             )
         smallest = rows == min(rows_list)
+        if smallest and extra.statements:
+            for kind in formats:
+                bench_statements(paths[kind], kind, rows, out, memory_limit)
         if smallest and extra.python:
             bench_python(paths["jsonl"], folder, memory_limit)
         if smallest and extra.files:
@@ -306,6 +361,28 @@ def bench_logs(
                 f"  {kind:7} 100,000,000 rows: about {estimate:.0f} s, EXTRAPOLATED (linear through the "
                 f"{low:,} and {high:,}-row times), not measured"
             )
+
+
+def bench_statements(log: Path, kind: str, rows: int, out: Path, memory_limit: str) -> None:
+    """Where ``embeval sample``'s wall time goes, one more run: each statement of the engine's that takes a
+    hundredth of it or more (its first words), the rest together, and Python's time between statements."""
+    run = sample(log, out, memory_limit, statements=True)
+    wall = run.timing.wall
+    # The last line is no statement: the time after the last one (`REPORT`).
+    *statements, (_, after, _) = run.statements
+    print(f"  {kind} {rows:,} rows: where embeval sample's {wall:.2f} s go (wall time; one run)")
+    shown = [statement for statement in statements if statement.seconds >= wall / 100]
+    for statement in shown:
+        sql = statement.sql if len(statement.sql) <= 96 else statement.sql[:93] + "..."
+        print(f"    {statement.seconds:6.3f} s  {sql}")
+    rest = [statement.seconds for statement in statements if statement not in shown]
+    print(f"    {sum(rest):6.3f} s  the other {len(rest)} statements")
+    python = after + sum(statement.before for statement in statements)
+    print(
+        f"    {python:6.3f} s  Python between statements ({statements[0].before:.3f} s before the first: "
+        f"imports, options, the engine's start; {after:.3f} s after the last: the engine closed, the files "
+        "written)"
+    )
 
 
 def bench_python(log: Path, folder: Path, memory_limit: str) -> None:
@@ -465,6 +542,7 @@ class Extra:
     python: bool
     files: int
     against: Path | None
+    statements: bool
 
 
 def main() -> None:
@@ -488,6 +566,11 @@ def main() -> None:
         type=Path,
         help="also sample every log with this checkout's package (the code before a change), in turn",
     )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="also time each statement of one more sample of the smallest log, in each format",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="embeval-bench-logs-"))
@@ -499,7 +582,7 @@ def main() -> None:
     print(f"load average before: {load:.2f} ({os.cpu_count()} cores); memory limit {args.memory_limit}")
     try:
         against = None if args.against is None else args.against.resolve()
-        extra = Extra(args.python, args.files, against)
+        extra = Extra(args.python, args.files, against, args.statements)
         bench_logs(folder, args.rows, args.formats, args.repeat, args.memory_limit, extra)
         if args.counted:
             bench_counted(folder, args.counted, args.memory_limit, against)
