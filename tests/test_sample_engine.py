@@ -472,6 +472,21 @@ def test_a_text_log_read_on_several_threads_keeps_each_rows_place(tmp_path: Path
     assert found == first
 
 
+@pytest.mark.parametrize(("rows", "narrowed"), [(1, True), (2**32, True), (2**32 + 1, False), (None, False)])
+def test_a_rows_place_is_narrowed_to_32_bits_only_where_every_place_fits(
+    rows: int | None, narrowed: bool
+) -> None:
+    """The places of 2^32 rows (0 to 2^32 - 1) fit 32 bits: the last is read back as itself; one row more,
+    or an unknown count, keeps the place as it is (the engine's 64 bits)."""
+    from pytest_embeval.files.columnar import engine
+
+    last = (rows or 2**40) - 1
+    sql = columnar_log.narrowed_position(str(last), rows)
+    assert sql == (f"CAST({last} AS UINTEGER)" if narrowed else str(last))
+    with engine("1GB") as opened:
+        assert opened.rows(f"SELECT {sql}") == [(last,)]
+
+
 def test_the_engine_holds_to_its_memory_limit_and_leaves_no_spill_folder(tmp_path: Path) -> None:
     from pytest_embeval.files.columnar import engine
 

@@ -63,7 +63,7 @@ from pytest_embeval.golden.query_log import (
     tsv_header,
 )
 
-__all__ = ["JSON_NORMAL_ASCII", "estimated_rows", "read_columnar_log", "source_format"]
+__all__ = ["JSON_NORMAL_ASCII", "estimated_rows", "narrowed_position", "read_columnar_log", "source_format"]
 
 #: `NORMAL_ASCII` as a JSON string literal with no escape: its value is the text between the quotes.
 JSON_NORMAL_ASCII = r'"[!#-@\[\]-~]+( [!#-@\[\]-~]+)*"'
@@ -417,6 +417,8 @@ def _aggregated(
     if strata is None:
         raise relation.report(text_field, by, count_field)
     searches = "sum(searches)" if counted else "count(*)"
+    # ``total`` is exact here: Parquet's metadata, or the copy's count.
+    position = narrowed_position(relation.position, total)
     engine.execute(
         "CREATE TEMP TABLE raw AS SELECT *, CASE WHEN NOT normal THEN "
         f"{ascii_key('c0')} END AS key FROM ("
@@ -431,7 +433,7 @@ def _aggregated(
             if counted
             else ""
         )
-        + f"{relation.position} AS position FROM {rows_from}) GROUP BY c0, combination"
+        + f"{position} AS position FROM {rows_from}) GROUP BY c0, combination"
         ") JOIN strata USING (combination))",
         what=reading,
         total=total,
@@ -457,6 +459,13 @@ def _aggregated(
         what = "no rows" if not empty else f"every one of its {empty} rows has an empty {text_field!r}"
         raise GoldenError(source.given, text_field, None, f"the log has no query: {what}")
     return total, empty, QueriesInEngine(engine, strata, levels), int(table_rows)
+
+
+def narrowed_position(position: str, rows: int | None) -> str:
+    """SQL of a row's place (``position``) as 32 bits where the log's ``rows`` (exact, or None when unknown)
+    all fit: the aggregation and every table after it then carry 4 bytes a group for it, not 8 (the sample
+    of 10,000,000 Parquet rows about a twentieth faster, measured); as it is otherwise."""
+    return f"CAST({position} AS UINTEGER)" if rows is not None and rows <= 2**32 else position
 
 
 def _distinct_strata(
