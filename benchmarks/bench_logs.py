@@ -22,8 +22,9 @@ For each log and format, best of --repeat:
 * ``embeval sample LOG --by language,intent,device --size 1000 --engine duckdb`` in a child process, its
   wall time and its peak resident memory (the kernel's VmHWM).
 Each is timed twice: wall-clock, and CPU (every thread of the process, the engine's included), which a
-machine whose cores other work shares does not stretch as it stretches the wall time.
-The 100,000,000-row time is extrapolated from the two sizes (linear through them), and says so.
+machine whose cores other work shares does not stretch as it stretches the wall time; and each round's
+ratio to the floor timed just before it is printed too. The 100,000,000-row time is extrapolated from the
+two sizes (linear through them), and says so.
 
 With --python, the smallest log's JSONL file is also sampled with ``--engine python`` (today's reader, a
 row at a time), and its queries file compared byte for byte with the engine's. With --files N, the smallest
@@ -51,6 +52,7 @@ import argparse
 import functools
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,6 +63,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from statement_times import REPORT, STATEMENT, TIMER, Statement, statements_of
 
 from pytest_embeval.files.columnar import DEFAULT_MEMORY_LIMIT, engine, sql_string
 from pytest_embeval.files.lines import HashedLines
@@ -145,14 +149,6 @@ class Timing(NamedTuple):
         return f"{self.wall:7.1f} s (CPU {self.cpu:6.1f} s)"
 
 
-class Statement(NamedTuple):
-    """One statement the engine ran: its wall time, and the time before it since the one before (Python's)."""
-
-    seconds: float
-    before: float
-    sql: str
-
-
 class Run(NamedTuple):
     """An ``embeval`` command run in a child process."""
 
@@ -188,32 +184,6 @@ peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM
 print(f"{MARK} {status} {elapsed} {cpu} {int(peak) / 1024}", file=sys.stderr)
 REPORT
 """
-#: With --statements, put in CHILD: every statement the engine runs timed (the engine's calls wrapped), and
-#: afterwards, on stderr, one line per statement (its wall time and the time since the one before, which is
-#: Python's: the engine runs nothing between statements), then the time after the last.
-TIMER = """
-from pytest_embeval.files import columnar
-statements = []
-def timed(method):
-    def run(self, sql, *args, **kwargs):
-        begun = time.perf_counter()
-        try:
-            return method(self, sql, *args, **kwargs)
-        finally:
-            statements.append((begun, time.perf_counter(), " ".join(sql.split())))
-    return run
-for name in ("execute", "rows", "arrays", "named_rows"):
-    setattr(columnar.Engine, name, timed(getattr(columnar.Engine, name)))
-"""
-REPORT = """
-before = start
-for begun, ended, sql in statements:
-    print(f"{STATEMENT} {ended - begun} {begun - before} {sql}", file=sys.stderr)
-    before = ended
-print(f"{STATEMENT} 0 {start + elapsed - before} (after the last statement)", file=sys.stderr)
-"""
-#: What starts a statement's line on the child's stderr (`TIMER`).
-STATEMENT = "bench_logs-statement:"
 #: What starts the child's line of figures on its stderr (a progress line may come after it).
 MARK = "bench_logs:"
 
@@ -235,13 +205,7 @@ def child(*args: str | Path, root: Path = ROOT, statements: bool = False) -> Run
     status, elapsed, cpu, peak = figures[-1].split()[1:]
     if status != "0":
         raise SystemExit(f"embeval failed:\n{done.stderr}")
-    timed = [line.split(maxsplit=3)[1:] for line in done.stderr.splitlines() if line.startswith(STATEMENT)]
-    return Run(
-        Timing(float(elapsed), float(cpu)),
-        float(peak),
-        done.stdout,
-        tuple(Statement(float(seconds), float(gap), sql) for seconds, gap, sql in timed),
-    )
+    return Run(Timing(float(elapsed), float(cpu)), float(peak), done.stdout, statements_of(done.stderr))
 
 
 def sample(
@@ -289,6 +253,13 @@ def ratios(ours: Timing, floor: Timing) -> str:
     return f"= {ours.wall / floor.wall:4.2f} x wall, {ours.cpu / floor.cpu:4.2f} x CPU"
 
 
+def rounds(runs: list[Run], floors: list[Timing]) -> str:
+    """Each round's wall-time ratio to the floor timed just before it, in order, and their median: a
+    machine whose speed drifts moves both alike, which the ratio of two bests does not allow for."""
+    each = [run.timing.wall / floor.wall for run, floor in zip(runs, floors, strict=True)]
+    return f"{' '.join(f'{ratio:4.2f}' for ratio in each)} x wall (median {statistics.median(each):4.2f} x)"
+
+
 def measured(
     name: str,
     floor_of: Callable[[], Timing],
@@ -297,8 +268,8 @@ def measured(
     against: Path | None = None,
 ) -> float:
     """The floor and ``embeval sample`` (``sample_of`` the checkout), best of ``repeat`` each (by wall time),
-    printed: the sample's wall time. With ``against`` (another checkout), its ``embeval sample`` too, each
-    round running the three in turn, so that they meet the same load."""
+    and each round's ratio, printed: the sample's wall time. With ``against`` (another checkout), its
+    ``embeval sample`` too, each round running the three in turn, so that they meet the same load."""
     runs: dict[str, list[Run]] = {"ours": [], "against": []}
     floors = []
     for _ in range(repeat):
@@ -313,12 +284,14 @@ def measured(
         f"peak memory {run.peak:,.0f} MiB"
     )
     print(f"          {run.stdout.splitlines()[0]}")
+    print(f"  {'':26} {'each round:':15} {rounds(runs['ours'], floors)}")
     if against is not None:
         before = min(runs["against"], key=lambda run: run.timing.wall)
         print(
             f"  {'':26} {against.name + ':':15} embeval sample {before.timing} "
             f"{ratios(before.timing, floor)}   peak memory {before.peak:,.0f} MiB"
         )
+        print(f"  {'':26} {'each round:':15} {rounds(runs['against'], floors)}")
     return run.timing.wall
 
 
